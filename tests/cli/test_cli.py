@@ -1,0 +1,217 @@
+"""The CLI contract: exit codes 0/1/2, one `Error: ...` line and no traceback, `--json` parsed back."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DOCS
+from wikigr.cli import run
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_error(err: str, expected: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Error: "), err
+    assert expected in lines[0], err
+    assert "Traceback" not in err
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- the happy path ---------------------------------------------------------------------------
+
+
+def test_create_list_info_validate_query(capsys: pytest.CaptureFixture[str], wikigr_home: Path) -> None:
+    code, out, err = cli(capsys, "pack", "create", "notes", "--url", str(DOCS), "--json")
+    assert code == 0, err
+    built = json.loads(out)
+    assert built["stats"]["articles"] == 4 and built["failed"] == []
+    assert Path(built["path"]) == wikigr_home / "packs" / "notes"
+
+    code, out, _ = cli(capsys, "pack", "list", "--json")
+    assert code == 0
+    packs = json.loads(out)["packs"]
+    assert [p["name"] for p in packs] == ["notes"] and packs[0]["ok"]
+
+    code, out, _ = cli(capsys, "pack", "info", "notes", "--json")
+    info = json.loads(out)
+    assert code == 0 and info["vector_search"] == "exact" and info["store_stats"]["articles"] == 4
+    assert info["embedder"]["name"] == "all-MiniLM-L6-v2-int8"
+
+    code, out, _ = cli(capsys, "pack", "validate", built["path"], "--json")
+    assert code == 0 and json.loads(out)["ok"] is True
+
+    code, out, _ = cli(capsys, "query", "notes", "How do I set a socket timeout?", "--json", "--top-k", "2")
+    result = json.loads(out)
+    assert code == 0
+    assert set(result) == {"answer", "sources", "profile", "trace"}
+    assert len(result["sources"]) == 2
+    assert result["sources"][0]["section"] == "Timeouts"
+    assert result["trace"]["vector_path"] == "exact"
+
+    code, out, _ = cli(capsys, "query", "notes", "json.loads")
+    assert code == 0 and "Working with JSON" in out and "Sources" in out
+
+    code, out, _ = cli(capsys, "pack", "info", "notes")
+    assert code == 0 and "exact cosine" in out
+
+
+def test_create_from_urls_file_with_comments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"# my docs\n\n{(DOCS / 'json.html').as_uri()}  # JSON\n{(DOCS / 'dates.md').as_uri()}\n")
+    out_dir = tmp_path / "pk"
+    code, out, err = cli(capsys, "pack", "create", "pk", "--urls", str(urls), "--out", str(out_dir))
+    assert code == 0, err
+    assert "2 articles" in out
+    assert (out_dir / "urls.txt").read_text() == urls.read_text()
+
+
+def test_help_works_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for args in (["--help"], ["pack", "--help"], ["pack", "create", "--help"], ["pack", "list", "--help"],
+                 ["pack", "info", "--help"], ["pack", "validate", "--help"], ["query", "--help"]):
+        code, out, _ = cli(capsys, *args)
+        assert code == 0 and "Usage" in out, args
+
+
+def test_partial_failure_is_reported_and_build_goes_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = (tmp_path / "missing.html").as_uri()
+    code, out, err = cli(capsys, "pack", "create", "pf", "--url", (DOCS / "json.html").as_uri(),
+                         "--url", missing, "--out", str(tmp_path / "pf"), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["stats"]["articles"] == 1
+    assert [f["url"] for f in report["failed"]] == [missing]
+    manifest = json.loads((tmp_path / "pf" / "manifest.json").read_text())
+    statuses = {s["url"]: s["status"] for s in manifest["sources"]}
+    assert statuses[missing] != "ok" and statuses[(DOCS / "json.html").as_uri()] == "ok"
+
+
+# -- bad input: one line, the right exit code ---------------------------------------------------
+
+
+def test_unknown_pack(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "query", "no-such-pack", "hello")
+    assert code == 2
+    assert_one_error(err, "unknown pack 'no-such-pack'")
+
+
+def test_folder_that_is_not_a_pack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = cli(capsys, "pack", "info", str(tmp_path))
+    assert code == 1
+    assert_one_error(err, "has no manifest.json")
+
+
+def test_corrupt_manifest(capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path) -> None:
+    pack = tmp_path / "p"
+    shutil.copytree(built_pack, pack)
+    (pack / "manifest.json").write_text("{ not json")
+    code, _, err = cli(capsys, "query", str(pack), "hello")
+    assert code == 1
+    assert_one_error(err, "corrupt manifest")
+
+
+def test_missing_manifest_validate(capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path) -> None:
+    pack = tmp_path / "p"
+    shutil.copytree(built_pack, pack)
+    (pack / "manifest.json").unlink()
+    code, out, err = cli(capsys, "pack", "validate", str(pack))
+    assert code == 1
+    assert "FAIL manifest" in out
+    assert_one_error(err, "invalid pack")
+
+
+def test_unreadable_store(capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path) -> None:
+    pack = tmp_path / "p"
+    shutil.copytree(built_pack, pack)
+    (pack / "pack.db").write_bytes(os.urandom(8192))
+    code, _, err = cli(capsys, "query", str(pack), "hello")
+    assert code == 1
+    assert_one_error(err, "cannot open store")
+
+
+def test_empty_question(capsys: pytest.CaptureFixture[str], built_pack: Path) -> None:
+    code, _, err = cli(capsys, "query", str(built_pack), "  ")
+    assert code == 2
+    assert_one_error(err, "question is empty")
+
+
+def test_empty_urls_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("# nothing here\n\n")
+    code, _, err = cli(capsys, "pack", "create", "x", "--urls", str(urls))
+    assert code == 2
+    assert_one_error(err, "no URLs")
+
+
+def test_malformed_url_names_the_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    urls = tmp_path / "urls.txt"
+    urls.write_text("https://example.org/a\nht!tp://bad url\n")
+    code, _, err = cli(capsys, "pack", "create", "x", "--urls", str(urls))
+    assert code == 2
+    assert_one_error(err, "line 2")
+
+
+def test_malformed_url_option(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "pack", "create", "x", "--url", "gopher://old.example/")
+    assert code == 2
+    assert_one_error(err, "gopher")
+
+
+def test_unreachable_host(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/page.html"
+    code, _, err = cli(capsys, "pack", "create", "x", "--url", url, "--out", str(tmp_path / "x"), "--timeout", "2")
+    assert code == 1
+    assert_one_error(err, "no document could be fetched")
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_option_is_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "pack", "create", "x")
+    assert code == 2
+    assert_one_error(err, "--urls")
+
+
+def test_unknown_option_is_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "query", "x", "y", "--no-such-flag")
+    assert code == 2
+    assert_one_error(err, "--no-such-flag")
+
+
+def test_fresh_process_query_json(built_pack: Path) -> None:
+    """What the skill runs: `wikigr query PACK "..." --json` as a new process, with no torch loaded."""
+    code = (
+        "import sys, runpy; sys.argv = ['wikigr', 'query', sys.argv[1], 'socket timeout', '--json'];\n"
+        "from wikigr.cli import run\n"
+        "rc = run(sys.argv[1:])\n"
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(built_pack)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["sources"][0]["section"] == "Timeouts"
+    assert "HEAVY []" in proc.stderr
+
+
+def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "wikigr", "pack", "info", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr

@@ -1,0 +1,52 @@
+"""Shared fixtures: an isolated WIKIGR_HOME, a network guard, and a small document corpus."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+DOCS = FIXTURES / "docs"
+
+_real_connect = socket.socket.connect
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> Any:
+    """Tests never touch the internet: only loopback and local sockets may be connected to."""
+    if self.family in (socket.AF_INET, socket.AF_INET6):
+        host = address[0]
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ConnectionRefusedError(f"test network guard: refusing to connect to {host}")
+    return _real_connect(self, address)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own packs home; nothing touches ~/.wikigr."""
+    home = tmp_path_factory.mktemp("wikigr-home")
+    monkeypatch.setenv("WIKIGR_HOME", str(home))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    yield home
+
+
+@pytest.fixture(scope="session")
+def built_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A pack built once per session from tests/fixtures/docs (file URLs)."""
+    from wikigr.build import build_pack
+
+    out = tmp_path_factory.mktemp("packs") / "fixture"
+    build_pack("fixture", [DOCS.as_uri()], out=out)
+    return out

@@ -1,0 +1,3 @@
+from wikigr.cli import main
+
+main()

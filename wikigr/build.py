@@ -1,0 +1,537 @@
+"""Build a pack from document URLs: fetch, parse, chunk, embed, write the store — atomically.
+
+The pack is built in a hidden folder beside the target (``.NAME.partial``) and swapped in only at
+the end, so an interrupted build (Ctrl-C, a crash) leaves the previous pack untouched. Each
+document that was fetched, parsed and embedded is cached in that folder as it completes; running
+the same build again resumes from the cache instead of fetching and embedding those documents again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pyarrow as pa
+
+from wikigr import __version__
+from wikigr.documents import FetchResult
+from wikigr.embed import Embedder, default_embedder_name, get_embedder
+from wikigr.errors import BuildError, UsageError, WikigrError
+from wikigr.pack import pack as layout
+from wikigr.pack.manifest import (
+    FORMAT_VERSION,
+    EmbedderRecord,
+    GraphStats,
+    Manifest,
+    SourceRecord,
+    check_name,
+    now_iso,
+)
+from wikigr.pack.store import SCHEMA_VERSION, Store, vectors_to_arrow
+from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.sources.chunk import chunk_sections
+from wikigr.sources.fetch import FetchOptions, fetch_all
+from wikigr.sources.parse import parse
+from wikigr.sources.urls import expand_sources
+
+CACHE_FORMAT = 1
+EMBED_GROUP = 256  # chunks embedded between two cache writes
+
+
+@dataclass
+class BuildOptions:
+    description: str = ""
+    embedder: str = field(default_factory=default_embedder_name)
+    fetch: FetchOptions = field(default_factory=FetchOptions)
+    max_words: int = 200
+    overlap_words: int = 30
+    fresh: bool = False  # ignore the cache of an interrupted build
+    # Cite documents under public URLs: (prefix fetched from, prefix to cite), e.g. a local mirror.
+    public_urls: list[tuple[str, str]] = field(default_factory=list)
+
+    def public_url(self, url: str) -> str:
+        for local, public in self.public_urls:
+            if url.startswith(local):
+                return public + url[len(local) :]
+        return url
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    manifest: Manifest
+    failed: list[tuple[str, str]]  # (url, error)
+    resumed: int  # documents taken from an interrupted build's cache
+    fetched: int  # documents fetched in this run
+    chunks_embedded: int  # chunks embedded in this run
+    seconds: dict[str, float]  # fetch, embed, write, total
+
+
+@dataclass
+class _Prepared:
+    """One source after fetch + parse + chunk (+ embed): what the cache holds per document."""
+
+    source: str
+    fetch: dict[str, Any]
+    title: str = ""
+    sections: list[dict[str, Any]] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    chunks: list[dict[str, Any]] = field(default_factory=list)  # section, ord, text
+    embeddings: np.ndarray | None = None
+    error: str | None = None
+
+
+def _key(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:32]
+
+
+class _Cache:
+    """Per-document results of an interrupted build, kept in ``.NAME.partial/cache``."""
+
+    def __init__(self, root: Path, fingerprint: dict[str, Any]) -> None:
+        self.root = root
+        meta = root / "meta.json"
+        if root.is_dir():
+            try:
+                same = json.loads(meta.read_text(encoding="utf-8")) == fingerprint
+            except (OSError, ValueError):
+                same = False
+            if not same:
+                shutil.rmtree(root)
+        root.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps(fingerprint), encoding="utf-8")
+
+    def load(self, source: str) -> _Prepared | None:
+        base = self.root / _key(source)
+        try:
+            data = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+            vectors = np.load(base.with_suffix(".npy"))
+        except (OSError, ValueError):
+            return None
+        if data.get("source") != source or len(vectors) != len(data.get("chunks", [])):
+            return None
+        prepared = _Prepared(**{k: v for k, v in data.items() if k != "embeddings"})
+        prepared.embeddings = vectors
+        return prepared
+
+    def save(self, item: _Prepared) -> None:
+        base = self.root / _key(item.source)
+        assert item.embeddings is not None
+        np.save(base.with_suffix(".tmp.npy"), item.embeddings)
+        os.replace(base.with_suffix(".tmp.npy"), base.with_suffix(".npy"))
+        data = {k: v for k, v in asdict(item).items() if k != "embeddings"}
+        base.with_suffix(".tmp").write_text(json.dumps(data), encoding="utf-8")
+        os.replace(base.with_suffix(".tmp"), base.with_suffix(".json"))
+
+
+@contextlib.contextmanager
+def _build_lock(target: Path) -> Iterator[None]:
+    lock_path = target.parent / f".{target.name}.lock"
+    with open(lock_path, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise BuildError(f"another build of {target} is running") from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _fetch_meta(result: FetchResult) -> dict[str, Any]:
+    return {
+        "url": result.url,
+        "final_url": result.final_url,
+        "sha256": hashlib.sha256(result.content).hexdigest() if result.ok else None,
+        "fetched_at": result.fetched_at,
+        "content_type": result.content_type,
+        "bytes": len(result.content),
+        "error": result.error,
+    }
+
+
+def _prepare(result: FetchResult, options: BuildOptions) -> _Prepared:
+    meta = _fetch_meta(result)
+    if not result.ok:
+        return _Prepared(source=result.url, fetch=meta, error=result.error)
+    try:
+        document = parse(result)
+    except WikigrError as exc:
+        return _Prepared(source=result.url, fetch=meta, error=str(exc))
+    sections = [s for s in document.sections if s.text.strip()]
+    if not sections:
+        return _Prepared(source=result.url, fetch=meta, error="no text content")
+    chunks = chunk_sections(sections, max_words=options.max_words, overlap_words=options.overlap_words)
+    if not chunks:
+        return _Prepared(source=result.url, fetch=meta, error="no text content")
+    return _Prepared(
+        source=result.url,
+        fetch=meta,
+        title=document.title,
+        sections=[asdict(s) for s in sections],
+        links=list(document.links),
+        chunks=[{"section": c.section_index, "ord": c.index, "text": c.text} for c in chunks],
+    )
+
+
+def embedding_text(title: str, section: str, text: str) -> str:
+    """What is embedded for a chunk: its place in the pack, then its text."""
+    heading = f"{title} > {section}" if section and section != title else title
+    return f"{heading}\n{text}" if heading else text
+
+
+def _embed_pending(
+    pending: list[_Prepared], embedder: Embedder, cache: _Cache, progress: ProgressCallback
+) -> int:
+    """Embed the chunks of ``pending`` documents in groups, caching each finished document."""
+    total = sum(len(p.chunks) for p in pending)
+    done = 0
+    progress(ProgressEvent("embed", 0, total))
+    queue = list(pending)
+    while queue:
+        group: list[_Prepared] = []
+        size = 0
+        while queue and (not group or size + len(queue[0].chunks) <= EMBED_GROUP):
+            group.append(queue.pop(0))
+            size += len(group[-1].chunks)
+        texts = [
+            embedding_text(p.title, p.sections[c["section"]]["title"], c["text"])
+            for p in group
+            for c in p.chunks
+        ]
+        vectors = embedder.embed(texts)
+        offset = 0
+        for item in group:
+            item.embeddings = vectors[offset : offset + len(item.chunks)]
+            offset += len(item.chunks)
+            cache.save(item)
+        done += size
+        progress(ProgressEvent("embed", done, total))
+    return total
+
+
+def _category(url: str) -> str:
+    parts = [p for p in urlsplit(url).path.split("/") if p]
+    if len(parts) >= 2:
+        return parts[-2]
+    return urlsplit(url).netloc or "local"
+
+
+def _url_variants(url: str) -> list[str]:
+    base = url.split("#", 1)[0]
+    variants = [base, base.rstrip("/")]
+    if base.endswith("/index.html"):
+        variants.append(base[: -len("index.html")])
+    return variants
+
+
+def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOptions) -> dict[str, int]:
+    """Bulk-load every prepared document into a new store at ``path``; return the graph stats."""
+    articles: dict[str, list[Any]] = {k: [] for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")}
+    sections: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")}
+    chunks: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "section_id", "ord", "text")}
+    section_vectors: list[np.ndarray] = []
+    chunk_vectors: list[np.ndarray] = []
+    has_section: dict[str, list[str]] = {"from": [], "to": []}
+    has_chunk: dict[str, list[str]] = {"from": [], "to": []}
+    url_to_article: dict[str, str] = {}
+    categories: dict[str, str] = {}
+    in_category: dict[str, list[str]] = {"from": [], "to": []}
+
+    for doc in docs:
+        assert doc.embeddings is not None
+        article_id = doc.fetch["final_url"] or doc.source
+        for variant in _url_variants(doc.source) + _url_variants(article_id):
+            url_to_article.setdefault(variant, article_id)
+        words = 0
+        for s_ord, section in enumerate(doc.sections):
+            section_id = f"{_key(article_id)[:16]}:{s_ord}"
+            rows = [i for i, c in enumerate(doc.chunks) if c["section"] == s_ord]
+            if not rows:
+                continue
+            mean = doc.embeddings[rows].mean(axis=0)
+            section_vectors.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+            for key, value in (
+                ("id", section_id), ("article_id", article_id), ("title", section["title"]),
+                ("anchor", section.get("anchor", "")), ("level", section["level"]),
+                ("ord", s_ord), ("text", section["text"]),
+            ):
+                sections[key].append(value)
+            has_section["from"].append(article_id)
+            has_section["to"].append(section_id)
+            words += len(section["text"].split())
+            for i in rows:
+                chunk = doc.chunks[i]
+                chunk_id = f"{section_id}:{chunk['ord']}"
+                for key, value in (
+                    ("id", chunk_id), ("article_id", article_id), ("section_id", section_id),
+                    ("ord", chunk["ord"]), ("text", chunk["text"]),
+                ):
+                    chunks[key].append(value)
+                chunk_vectors.append(doc.embeddings[i])
+                has_chunk["from"].append(section_id)
+                has_chunk["to"].append(chunk_id)
+        meta = doc.fetch
+        for key, value in (
+            ("id", article_id), ("title", doc.title), ("url", options.public_url(article_id)), ("source_url", doc.source),
+            ("content_type", meta["content_type"]), ("sha256", meta["sha256"]),
+            ("fetched_at", meta["fetched_at"]), ("word_count", words),
+        ):
+            articles[key].append(value)
+        category = _category(article_id)
+        categories.setdefault(category, category)
+        in_category["from"].append(article_id)
+        in_category["to"].append(category)
+
+    link_counts: dict[tuple[str, str], int] = {}
+    for doc in docs:
+        source_id = doc.fetch["final_url"] or doc.source
+        for link in doc.links:
+            target = next((url_to_article[v] for v in _url_variants(link) if v in url_to_article), None)
+            if target and target != source_id:
+                link_counts[(source_id, target)] = link_counts.get((source_id, target), 0) + 1
+
+    def vectors(rows: list[np.ndarray]) -> pa.Array:
+        return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
+
+    store = Store.create(path, dim)
+    try:
+        store.copy("Article", pa.table(articles))
+        store.copy("Section", pa.table({**sections, "embedding": vectors(section_vectors)}))
+        store.copy("Chunk", pa.table({**chunks, "embedding": vectors(chunk_vectors)}))
+        store.copy("Category", pa.table({"id": list(categories), "name": list(categories.values())}))
+        store.copy("HAS_SECTION", pa.table(has_section))
+        store.copy("HAS_CHUNK", pa.table(has_chunk))
+        store.copy("IN_CATEGORY", pa.table(in_category))
+        store.copy(
+            "LINKS_TO",
+            pa.table({
+                "from": [a for a, _ in link_counts],
+                "to": [b for _, b in link_counts],
+                "count": list(link_counts.values()),
+            }),
+        )
+        store.build_vector_index()
+        stats = store.stats()
+        stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0
+    finally:
+        store.close()
+    return stats
+
+
+def _describe(docs: Sequence[_Prepared]) -> str:
+    hosts = sorted({urlsplit(d.fetch["final_url"] or d.source).netloc or "local files" for d in docs})
+    titles = [d.title for d in docs[:3] if d.title]
+    more = f" and {len(docs) - len(titles)} more" if len(docs) > len(titles) else ""
+    return f"{len(docs)} documents from {', '.join(hosts[:3])}: {'; '.join(titles)}{more}"
+
+
+def _swap_in(partial: Path, target: Path) -> None:
+    """Replace ``target`` by ``partial`` with renames; the old pack is removed only afterwards."""
+    old = target.parent / f".{target.name}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.rename(target, old)
+    os.rename(partial, target)
+    if old.exists():
+        shutil.rmtree(old)
+
+
+def _recover(target: Path) -> None:
+    """Undo a swap that was cut between its two renames."""
+    old = target.parent / f".{target.name}.old"
+    if old.exists() and not target.exists():
+        os.rename(old, target)
+
+
+def build_pack(
+    name: str,
+    sources: Sequence[str],
+    out: Path | None = None,
+    options: BuildOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+    url_list: str | None = None,
+) -> BuildReport:
+    """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories).
+
+    The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
+    pack's ``urls.txt`` (default: the sources, one per line).
+    """
+    try:
+        check_name(name)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    options = options or BuildOptions()
+    progress = on_progress or no_progress
+    if not sources:
+        raise UsageError("no sources given")
+    target = (out or layout.packs_home() / name).expanduser().absolute()
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} exists and is not a folder")
+    if target.exists() and any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file():
+        raise UsageError(f"{target} exists and is not a pack: refusing to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    embedder = get_embedder(options.embedder)
+    started = time.perf_counter()
+    seconds: dict[str, float] = {}
+
+    with _build_lock(target):
+        _recover(target)
+        partial = target.parent / f".{target.name}.partial"
+        if options.fresh and partial.exists():
+            shutil.rmtree(partial)
+        fingerprint = {
+            "cache_format": CACHE_FORMAT,
+            "embedder": embedder.name,
+            "max_words": options.max_words,
+            "overlap_words": options.overlap_words,
+            "wikigr": __version__,
+        }
+        cache = _Cache(partial / "cache", fingerprint)
+
+        expanded = expand_sources(list(sources))
+        prepared: dict[str, _Prepared] = {}
+        for source in expanded:
+            cached = cache.load(source)
+            if cached is not None:
+                prepared[source] = cached
+        resumed = len(prepared)
+        to_fetch = [s for s in expanded if s not in prepared]
+
+        t0 = time.perf_counter()
+        fetched_done = 0
+
+        def on_fetched(result: FetchResult) -> None:
+            nonlocal fetched_done
+            fetched_done += 1
+            progress(ProgressEvent("fetch", fetched_done, len(to_fetch), result.url))
+
+        progress(ProgressEvent("fetch", 0, len(to_fetch)))
+        results = fetch_all(to_fetch, options.fetch, on_progress=on_fetched) if to_fetch else []
+        pending: list[_Prepared] = []
+        for result in results:
+            item = _prepare(result, options)
+            prepared[result.url] = item
+            if item.error is None:
+                pending.append(item)
+        seconds["fetch"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        embedded = _embed_pending(pending, embedder, cache, progress)
+        seconds["embed"] = time.perf_counter() - t0
+
+        # One article per final URL: a second source that lands on the same page is a duplicate.
+        docs: list[_Prepared] = []
+        seen: dict[str, str] = {}
+        records: list[SourceRecord] = []
+        for source in expanded:
+            item = prepared[source]
+            final = item.fetch.get("final_url") or source
+            status = "ok"
+            if item.error is not None:
+                status = item.error
+            elif final in seen:
+                status = f"duplicate of {seen[final]}"
+            else:
+                seen[final] = source
+                docs.append(item)
+            records.append(
+                SourceRecord(
+                    url=source,
+                    final_url=item.fetch.get("final_url"),
+                    sha256=item.fetch.get("sha256"),
+                    fetched_at=item.fetch.get("fetched_at"),
+                    status=status,
+                    content_type=item.fetch.get("content_type") or None,
+                    bytes=item.fetch.get("bytes"),
+                    chunks=len(item.chunks) if status == "ok" else 0,
+                )
+            )
+        failed = [(r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")]
+        if not docs:
+            first = f" (first: {failed[0][0]}: {failed[0][1]})" if failed else ""
+            raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
+
+        t0 = time.perf_counter()
+        progress(ProgressEvent("write", 0, 1))
+        store_path = partial / layout.STORE_FILE
+        for stale in partial.glob(layout.STORE_FILE + "*"):
+            stale.unlink()
+        stats = _write_store(store_path, docs, embedder.dimension, options)
+        manifest = Manifest(
+            format_version=FORMAT_VERSION,
+            name=name,
+            description=options.description or _describe(docs),
+            created_at=now_iso(),
+            wikigr_version=__version__,
+            source_kind="documents",
+            embedder=EmbedderRecord(name=embedder.name, dimension=embedder.dimension, backend=embedder.backend),
+            schema_version=SCHEMA_VERSION,
+            vector_index="hnsw" if stats.pop("vector_index") else "exact",
+            stats=GraphStats(**stats),
+            sources=records,
+        )
+        manifest.dump(partial / layout.MANIFEST_FILE)
+        _keep_user_files(target, partial)
+        _write_support_files(partial, manifest, url_list or "".join(f"{s}\n" for s in sources))
+        shutil.rmtree(partial / "cache")
+        _swap_in(partial, target)
+        progress(ProgressEvent("write", 1, 1))
+        seconds["write"] = time.perf_counter() - t0
+        seconds["total"] = time.perf_counter() - started
+
+    return BuildReport(
+        path=target,
+        manifest=manifest,
+        failed=failed,
+        resumed=resumed,
+        fetched=len(to_fetch),
+        chunks_embedded=embedded,
+        seconds=seconds,
+    )
+
+
+def _keep_user_files(target: Path, partial: Path) -> None:
+    """A rebuild keeps what the user wrote in the previous pack: config, questions, eval results."""
+    if not (target / layout.MANIFEST_FILE).is_file():
+        return
+    for rel in (layout.CONFIG_FILE, layout.QUESTIONS_FILE, layout.RESULTS_DIR):
+        src, dst = target / rel, partial / rel
+        if src.is_symlink() or not src.exists():
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=False, dirs_exist_ok=True)
+        else:
+            shutil.copyfile(src, dst)
+
+
+def _write_support_files(folder: Path, manifest: Manifest, url_list: str) -> None:
+    (folder / layout.URLS_FILE).write_text(url_list, encoding="utf-8")
+    (folder / layout.SKILL_FILE).write_text(
+        f"---\nname: {manifest.name}\ndescription: {manifest.description}\n---\n\n"
+        f"# {manifest.name}\n\nQuery this knowledge pack with:\n\n"
+        f'    wikigr query {manifest.name} "your question" --json\n\n'
+        "Cite the `sources` (title, section, url) of the answer.\n",
+        encoding="utf-8",
+    )
+    config = folder / layout.CONFIG_FILE
+    if not config.exists():
+        config.write_text(json.dumps({"profile": "baseline"}, indent=2) + "\n", encoding="utf-8")
+    (folder / layout.RESULTS_DIR).mkdir(parents=True, exist_ok=True)
+    questions = folder / layout.QUESTIONS_FILE
+    if not questions.exists():
+        questions.write_text("", encoding="utf-8")
+

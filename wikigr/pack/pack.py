@@ -1,0 +1,111 @@
+"""A pack on disk: where its files are, how a name resolves, and opening it safely."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wikigr.errors import InvalidPackError, PackNotFoundError
+from wikigr.pack.manifest import Manifest, load_manifest
+from wikigr.pack.store import Store
+
+STORE_FILE = "pack.db"
+MANIFEST_FILE = "manifest.json"
+URLS_FILE = "urls.txt"
+SKILL_FILE = "skill.md"
+CONFIG_FILE = "kg_config.json"
+QUESTIONS_FILE = "eval/questions.jsonl"
+RESULTS_DIR = "eval/results"
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def wikigr_home() -> Path:
+    return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
+
+
+def packs_home() -> Path:
+    return wikigr_home() / "packs"
+
+
+def looks_like_path(ref: str) -> bool:
+    return os.sep in ref or "/" in ref or ref.startswith(".") or ref.startswith("~")
+
+
+def resolve_pack_path(ref: str) -> Path:
+    """A pack reference is a path to a pack folder or the name of a pack in the packs home."""
+    if not ref.strip():
+        raise PackNotFoundError("no pack given")
+    candidate = Path(ref).expanduser()
+    if looks_like_path(ref) or candidate.is_dir():
+        if not candidate.exists():
+            raise PackNotFoundError(f"no pack at {candidate}")
+        if not candidate.is_dir():
+            raise InvalidPackError(f"not a pack: {candidate} is not a folder")
+        return candidate.resolve()
+    named = packs_home() / ref
+    if not named.is_dir():
+        raise PackNotFoundError(f"unknown pack '{ref}' (not a folder here, nor in {packs_home()})")
+    return named.resolve()
+
+
+@dataclass
+class Pack:
+    """An opened pack: its folder and validated manifest. The store is opened on demand."""
+
+    path: Path
+    manifest: Manifest
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def store_path(self) -> Path:
+        return self.path / STORE_FILE
+
+    def open_store(self) -> Store:
+        """Open the store read-only (a pack from someone else is data; it is never written here)."""
+        return Store.open(self.store_path, read_only=True)
+
+    def config(self) -> dict[str, Any]:
+        """``kg_config.json`` as a dict ({} when absent)."""
+        path = self.path / CONFIG_FILE
+        if not path.is_file():
+            return {}
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise InvalidPackError(f"{path} is too large")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InvalidPackError(f"corrupt {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise InvalidPackError(f"corrupt {path}: not a JSON object")
+        return data
+
+
+def open_pack(ref: str | Path) -> Pack:
+    """Resolve ``ref`` (path or name) and validate the manifest; the store is not opened yet."""
+    path = resolve_pack_path(str(ref))
+    manifest = load_manifest(path / MANIFEST_FILE)
+    if not (path / STORE_FILE).is_file():
+        raise InvalidPackError(f"pack {path} has no {STORE_FILE}")
+    return Pack(path=path, manifest=manifest)
+
+
+def list_packs(home: Path | None = None) -> list[Pack | tuple[Path, str]]:
+    """Every folder in the packs home: an opened Pack, or (path, error) for a broken one."""
+    root = home or packs_home()
+    found: list[Pack | tuple[Path, str]] = []
+    if not root.is_dir():
+        return found
+    for child in sorted(root.iterdir()):
+        if not child.is_dir() or child.name.startswith("."):
+            continue
+        try:
+            found.append(open_pack(child))
+        except InvalidPackError as exc:
+            found.append((child, str(exc)))
+    return found

@@ -1,0 +1,272 @@
+"""The one module that talks to LadybugDB. Nothing else in wikigr imports the driver.
+
+The store is a single file (``pack.db``) holding the graph and the vectors:
+
+- node tables ``Article``, ``Section``, ``Chunk``, ``Entity``, ``Fact``, ``Category``;
+- rel tables ``HAS_SECTION`` (Article→Section), ``HAS_CHUNK`` (Section→Chunk), ``LINKS_TO``
+  (Article→Article), ``IN_CATEGORY`` (Article→Category), ``HAS_ENTITY`` (Chunk→Entity),
+  ``HAS_FACT`` (Chunk→Fact), ``ENTITY_RELATION`` (Entity→Entity).
+
+Vector search is exact cosine similarity in Cypher (``array_cosine_similarity``) unless the VECTOR
+extension can be loaded from the local extension directory and the pack has an HNSW index; wikigr
+never installs (downloads) an extension. :attr:`Store.vector_path` says which path runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ladybug
+import numpy as np
+import pyarrow as pa
+
+from wikigr.errors import StoreError
+
+SCHEMA_VERSION = 1
+CHUNK_INDEX = "chunk_embedding_idx"
+
+NODE_TABLES = ("Article", "Section", "Chunk", "Entity", "Fact", "Category")
+REL_TABLES = (
+    "HAS_SECTION",
+    "HAS_CHUNK",
+    "LINKS_TO",
+    "IN_CATEGORY",
+    "HAS_ENTITY",
+    "HAS_FACT",
+    "ENTITY_RELATION",
+)
+
+
+def _schema(dim: int) -> list[str]:
+    return [
+        "CREATE NODE TABLE Article(id STRING, title STRING, url STRING, source_url STRING, "
+        "content_type STRING, sha256 STRING, fetched_at STRING, word_count INT64, PRIMARY KEY(id))",
+        "CREATE NODE TABLE Section(id STRING, article_id STRING, title STRING, anchor STRING, "
+        f"level INT64, ord INT64, text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        "CREATE NODE TABLE Chunk(id STRING, article_id STRING, section_id STRING, ord INT64, "
+        f"text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
+        "PRIMARY KEY(id))",
+        "CREATE NODE TABLE Fact(id STRING, subject STRING, predicate STRING, object STRING, "
+        "text STRING, PRIMARY KEY(id))",
+        "CREATE NODE TABLE Category(id STRING, name STRING, PRIMARY KEY(id))",
+        "CREATE REL TABLE HAS_SECTION(FROM Article TO Section)",
+        "CREATE REL TABLE HAS_CHUNK(FROM Section TO Chunk)",
+        "CREATE REL TABLE LINKS_TO(FROM Article TO Article, count INT64)",
+        "CREATE REL TABLE IN_CATEGORY(FROM Article TO Category)",
+        "CREATE REL TABLE HAS_ENTITY(FROM Chunk TO Entity)",
+        "CREATE REL TABLE HAS_FACT(FROM Chunk TO Fact)",
+        "CREATE REL TABLE ENTITY_RELATION(FROM Entity TO Entity, type STRING, weight DOUBLE)",
+    ]
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    """A chunk found by search, with what a citation needs."""
+
+    chunk_id: str
+    score: float
+    text: str
+    article_id: str
+    article_title: str
+    url: str
+    section_id: str
+    section_title: str
+    anchor: str
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def vectors_to_arrow(vectors: np.ndarray) -> pa.FixedSizeListArray:
+    """A (n, dim) float32 matrix as an Arrow fixed-size-list column (what FLOAT[dim] loads from)."""
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, dim = matrix.shape if matrix.ndim == 2 else (0, 0)
+    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim or 1)[:n]
+
+
+class Store:
+    """A pack's LadybugDB database. Open it with :meth:`create` or :meth:`open`; close it after use."""
+
+    def __init__(self, path: Path, db: Any, read_only: bool) -> None:
+        self.path = path
+        self.read_only = read_only
+        self._db = db
+        self._conn: Any = ladybug.Connection(db)
+        self.vector_path = "exact"
+        if self._load_vector_extension() and self._has_chunk_index():
+            self.vector_path = "hnsw"
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, path: Path, dim: int) -> Store:
+        """Create a new, empty store with the wikigr schema at ``path`` (which must not exist)."""
+        if path.exists():
+            raise StoreError(f"store already exists: {path}")
+        try:
+            db = ladybug.Database(str(path))
+        except RuntimeError as exc:
+            raise StoreError(f"cannot create store {path}: {_one_line(exc)}") from exc
+        store = cls(path, db, read_only=False)
+        for ddl in _schema(dim):
+            store._run(ddl)
+        return store
+
+    @classmethod
+    def open(cls, path: Path, read_only: bool = True) -> Store:
+        """Open an existing store; read-only unless asked otherwise."""
+        if not path.is_file():
+            raise StoreError(f"store not found: {path}")
+        try:
+            db = ladybug.Database(str(path), read_only=read_only)
+        except RuntimeError as exc:
+            raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
+        store = cls(path, db, read_only=read_only)
+        missing = [t for t in NODE_TABLES + REL_TABLES if t not in store.tables()]
+        if missing:
+            store.close()
+            raise StoreError(f"store {path} lacks tables: {', '.join(missing)}")
+        return store
+
+    def close(self) -> None:
+        """Checkpoint (when writable) and release the database."""
+        if self._db is None:
+            return
+        if not self.read_only:
+            try:
+                self._conn.execute("CHECKPOINT")
+            except RuntimeError:
+                pass
+        self._conn.close()
+        self._db.close()
+        self._db = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- low level -----------------------------------------------------------------------------
+
+    def _run(self, query: str, params: dict[str, Any] | None = None) -> Any:
+        try:
+            return self._conn.execute(query, params or {})
+        except RuntimeError as exc:
+            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
+
+    def rows(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """Run a Cypher query and return all rows."""
+        result = self._run(query, params)
+        rows: list[list[Any]] = result.get_all()
+        return rows
+
+    def tables(self) -> list[str]:
+        return [row[1] for row in self.rows("CALL show_tables() RETURN *")]
+
+    def _load_vector_extension(self) -> bool:
+        # LOAD only: an extension that is not already installed locally is never downloaded.
+        try:
+            self._conn.execute("LOAD EXTENSION VECTOR")
+        except RuntimeError:
+            return False
+        return True
+
+    def _has_chunk_index(self) -> bool:
+        try:
+            indexes = self._conn.execute("CALL show_indexes() RETURN *").get_all()
+        except RuntimeError:
+            return False
+        return any(CHUNK_INDEX in [str(v) for v in row] for row in indexes)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def copy(self, table: str, data: pa.Table) -> None:
+        """Bulk-load an Arrow table into a node or rel table (``COPY ... FROM``)."""
+        if data.num_rows == 0:
+            return
+        if table not in NODE_TABLES + REL_TABLES:
+            raise StoreError(f"unknown table {table}")
+        arrow_input = data  # noqa: F841  (scanned by name by COPY below)
+        self._run(f"COPY {table} FROM arrow_input")
+
+    def build_vector_index(self) -> str:
+        """Create the HNSW index when the VECTOR extension is available; return the path in use."""
+        if self._load_vector_extension():
+            self._run(f"CALL CREATE_VECTOR_INDEX('Chunk', '{CHUNK_INDEX}', 'embedding', metric := 'cosine')")
+            self.vector_path = "hnsw"
+        return self.vector_path
+
+    def checkpoint(self) -> None:
+        self._run("CHECKPOINT")
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def count(self, table: str) -> int:
+        if table in NODE_TABLES:
+            return int(self.rows(f"MATCH (n:{table}) RETURN count(n)")[0][0])
+        if table in REL_TABLES:
+            return int(self.rows(f"MATCH ()-[r:{table}]->() RETURN count(r)")[0][0])
+        raise StoreError(f"unknown table {table}")
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "articles": self.count("Article"),
+            "sections": self.count("Section"),
+            "chunks": self.count("Chunk"),
+            "links": self.count("LINKS_TO"),
+            "categories": self.count("Category"),
+            "entities": self.count("Entity"),
+            "facts": self.count("Fact"),
+            "relations": self.count("ENTITY_RELATION"),
+        }
+
+    def search_chunks(self, query_vector: Sequence[float], k: int) -> list[ChunkHit]:
+        """The top ``k`` chunks by cosine similarity to ``query_vector``, best first."""
+        vector = [float(x) for x in query_vector]
+        if self.vector_path == "hnsw":
+            head = (
+                f"CALL QUERY_VECTOR_INDEX('Chunk', '{CHUNK_INDEX}', $q, $k) "
+                "WITH node AS c, 1.0 - distance AS score "
+            )
+        else:
+            head = (
+                "MATCH (c:Chunk) WITH c, array_cosine_similarity(c.embedding, $q) AS score "
+                "ORDER BY score DESC LIMIT $k "
+            )
+        query = head + (
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c) "
+            "RETURN c.id, score, c.text, a.id, a.title, a.url, s.id, s.title, s.anchor "
+            "ORDER BY score DESC"
+        )
+        return [
+            ChunkHit(
+                chunk_id=r[0],
+                score=float(r[1]),
+                text=r[2],
+                article_id=r[3],
+                article_title=r[4],
+                url=r[5],
+                section_id=r[6],
+                section_title=r[7],
+                anchor=r[8] or "",
+            )
+            for r in self.rows(query, {"q": vector, "k": int(k)})
+        ]
+
+
+@contextmanager
+def open_store(path: Path, read_only: bool = True) -> Iterator[Store]:
+    """``with open_store(path) as store:`` — opened and always closed."""
+    store = Store.open(path, read_only=read_only)
+    try:
+        yield store
+    finally:
+        store.close()
+

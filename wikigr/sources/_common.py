@@ -1,0 +1,73 @@
+"""Helpers shared by the parsers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+_LINK_SCHEMES = ("http", "https", "file")
+_BACKTICK_RUN_RE = re.compile(r"^[ \t]*(`{3,})", re.M)
+_BLANK_RUNS_RE = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+
+
+def collapse_whitespace(text: str) -> str:
+    """All runs of whitespace (newlines included) become one space; ends stripped."""
+    return " ".join(text.split())
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    line = collapse_whitespace(text)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def truncate(text: str, limit: int = 120) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip()
+
+
+def fence(code: str) -> str:
+    """Wrap a code block in ``` lines (longer fences when the code itself holds ```)."""
+    longest = max((len(m.group(1)) for m in _BACKTICK_RUN_RE.finditer(code)), default=0)
+    marker = "`" * max(3, longest + 1)
+    return f"{marker}\n{code}\n{marker}"
+
+
+def tidy_blank_lines(text: str) -> str:
+    """Strip trailing spaces on every line, collapse runs of blank lines, strip the ends."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return _BLANK_RUNS_RE.sub("\n\n", "\n".join(lines)).strip("\n")
+
+
+def file_name(url: str) -> str:
+    """The last path segment of a URL, percent-decoded (``""`` when there is none)."""
+    return PurePosixPath(unquote(urlsplit(url).path)).name
+
+
+class LinkCollector:
+    """Absolute, fragment-free, deduplicated http(s)/file links, in order of appearance."""
+
+    def __init__(self, base_url: str, page_url: str) -> None:
+        self.base_url = base_url
+        self._self = urldefrag(page_url)[0]
+        self._seen: set[str] = set()
+        self.links: list[str] = []
+
+    def add(self, href: str | None) -> None:
+        if href is None:
+            return
+        href = href.strip()
+        if not href or href.startswith("#"):
+            return
+        try:
+            absolute = urldefrag(urljoin(self.base_url, href))[0]
+            scheme = urlsplit(absolute).scheme.lower()
+        except ValueError:
+            return
+        if scheme not in _LINK_SCHEMES or absolute == self._self:
+            return
+        if absolute not in self._seen:
+            self._seen.add(absolute)
+            self.links.append(absolute)

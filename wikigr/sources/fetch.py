@@ -1,0 +1,510 @@
+"""Fetch sources: http(s) with bounded concurrency, retries and caps; file URLs from disk.
+
+``fetch_all`` never raises for one URL's failure: it returns a FetchResult whose ``error`` is a
+short one-line reason.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import errno
+import mimetypes
+import os
+import socket
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import PurePosixPath
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from wikigr.documents import FetchResult
+from wikigr.errors import UsageError
+from wikigr.sources.urls import file_url_to_path
+
+__all__ = [
+    "ACCEPTED_CONTENT_TYPES",
+    "FetchOptions",
+    "default_user_agent",
+    "fetch_all",
+    "fetch_one",
+    "guess_content_type",
+    "sniff_content_type",
+]
+
+MIB = 1024 * 1024
+
+#: Media types wikigr can parse (after normalisation: text/x-markdown becomes text/markdown).
+ACCEPTED_CONTENT_TYPES: frozenset[str] = frozenset(
+    {
+        "text/html",
+        "application/xhtml+xml",
+        "text/markdown",
+        "text/x-markdown",
+        "text/plain",
+        "application/pdf",
+    }
+)
+
+_EXTENSION_TYPES: dict[str, str] = {
+    ".html": "text/html",
+    ".htm": "text/html",
+    ".xhtml": "application/xhtml+xml",
+    ".md": "text/markdown",
+    ".markdown": "text/markdown",
+    ".mdown": "text/markdown",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".rst": "text/plain",
+    ".pdf": "application/pdf",
+}
+
+# Types a server sends when it does not know better; the URL's extension is trusted over them.
+_GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/x-download"})
+
+_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+
+_ACCEPT_HEADER = (
+    "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.8,application/pdf;q=0.8,*/*;q=0.1"
+)
+
+
+def default_user_agent() -> str:
+    """``wikigr/<version> (+https://github.com/wikigr/wikigr)``."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            ver = version("wikigr")
+        except PackageNotFoundError:
+            ver = "0.0.0"
+    except ImportError:  # pragma: no cover - importlib.metadata is in the standard library
+        ver = "0.0.0"
+    return f"wikigr/{ver} (+https://github.com/wikigr/wikigr)"
+
+
+@dataclass(frozen=True)
+class FetchOptions:
+    """How to fetch. Defaults suit real sites; tests shrink timeouts and backoff."""
+
+    workers: int = 8
+    timeout: float = 20.0  # seconds, per attempt (connect, each read, and the whole body)
+    max_bytes: int = 10 * MIB
+    retries: int = 3  # extra attempts after the first, on 429, 5xx, timeouts, connection errors
+    backoff_base: float = 0.5  # seconds; attempt n waits backoff_base * 2**n
+    retry_after_cap: float = 30.0  # longest Retry-After wait honoured, seconds
+    max_redirects: int = 10
+    user_agent: str = field(default_factory=default_user_agent)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("workers must be at least 1")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
+        if self.max_bytes < 1:
+            raise ValueError("max_bytes must be positive")
+        if self.retries < 0 or self.max_redirects < 0:
+            raise ValueError("retries and max_redirects must not be negative")
+        if self.backoff_base < 0 or self.retry_after_cap < 0:
+            raise ValueError("backoff_base and retry_after_cap must not be negative")
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _format_seconds(seconds: float) -> str:
+    return f"{seconds:g}s"
+
+
+def _format_size(n: int) -> str:
+    if n % MIB == 0:
+        return f"{n // MIB} MiB"
+    if n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n} bytes"
+
+
+def _too_large(options: FetchOptions) -> str:
+    return f"larger than {_format_size(options.max_bytes)} cap"
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _split_content_type(header: str | None) -> tuple[str, str | None]:
+    """``"text/html; charset=UTF-8"`` -> ``("text/html", "UTF-8")``."""
+    if not header:
+        return "", None
+    parts = header.split(";")
+    media = parts[0].strip().lower()
+    charset: str | None = None
+    for param in parts[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset":
+            value = value.strip().strip("'\"").strip()
+            charset = value or None
+    return media, charset
+
+
+def _extension(url: str) -> str:
+    path = unquote(urlsplit(url).path)
+    return PurePosixPath(path).suffix.lower()
+
+
+def guess_content_type(url: str) -> str:
+    """The media type a URL's extension suggests (``""`` when none of ours)."""
+    return _EXTENSION_TYPES.get(_extension(url), "")
+
+
+def sniff_content_type(content: bytes) -> str:
+    """Guess a media type from the first bytes; ``""`` for binary content."""
+    head = content[:1024]
+    if head.startswith(b"%PDF-"):
+        return "application/pdf"
+    lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if lowered.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in lowered:
+        return "text/html"
+    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return ""
+    return "text/plain"
+
+
+def _resolve_type(declared: str, url: str) -> str | None:
+    """The media type to use, from the declared type and the URL; None when unsupported.
+
+    An empty result means "decide by sniffing the body".
+    """
+    guessed = guess_content_type(url)
+    if declared == "text/x-markdown":
+        return "text/markdown"
+    if declared in _GENERIC_TYPES:
+        return guessed  # "" -> sniff
+    if declared == "text/plain" and guessed in ("text/markdown", "text/html"):
+        return guessed
+    if declared in ACCEPTED_CONTENT_TYPES:
+        return declared
+    return None
+
+
+def _retry_after(value: str | None, cap: float) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    seconds: float | None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, min(seconds, cap))
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _describe_connect_error(exc: BaseException) -> tuple[str, bool]:
+    """(one-line reason, retryable) for a connection failure."""
+    for link in _exception_chain(exc):
+        if isinstance(link, socket.gaierror):
+            temporary = link.errno == socket.EAI_AGAIN
+            return "name not resolved", temporary
+        if isinstance(link, ConnectionRefusedError):
+            return "connection refused", True
+        if isinstance(link, ConnectionResetError):
+            return "connection reset", True
+        if isinstance(link, OSError) and link.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
+            return "network unreachable", True
+    text = str(exc).lower()
+    if "name or service not known" in text or "nodename nor servname" in text:
+        return "name not resolved", False
+    if "temporary failure in name resolution" in text:
+        return "name not resolved", True
+    if "refused" in text:
+        return "connection refused", True
+    detail = _one_line(str(exc)) or exc.__class__.__name__
+    return f"connection failed: {detail}", True
+
+
+# --------------------------------------------------------------------------------------------
+# One HTTP attempt
+
+
+@dataclass(frozen=True)
+class _Body:
+    content: bytes
+    content_type: str
+    charset: str | None
+
+
+@dataclass(frozen=True)
+class _Redirect:
+    location: str
+
+
+@dataclass(frozen=True)
+class _Failure:
+    reason: str
+    retryable: bool
+    retry_after: float | None = None
+
+
+_Outcome = _Body | _Redirect | _Failure
+
+
+def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
+    """One GET of ``url``; never raises."""
+    started = time.monotonic()
+    timed_out = _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
+    try:
+        with client.stream("GET", url) as response:
+            status = response.status_code
+            if status in _REDIRECT_STATUSES:
+                location = response.headers.get("location")
+                if not location:
+                    return _Failure(f"HTTP {status} without a Location header", False)
+                return _Redirect(location.strip())
+            if status >= 400:
+                retryable = status == 429 or status >= 500
+                wait = _retry_after(response.headers.get("retry-after"), options.retry_after_cap)
+                return _Failure(f"HTTP {status}", retryable, wait)
+            if not 200 <= status < 300:
+                return _Failure(f"HTTP {status}", False)
+            declared, charset = _split_content_type(response.headers.get("content-type"))
+            media = _resolve_type(declared, str(response.url))
+            if media is None:
+                return _Failure(f"unsupported content type {declared}", False)
+            length = response.headers.get("content-length")
+            if length is not None and length.strip().isdigit() and int(length) > options.max_bytes:
+                return _Failure(_too_large(options), False)
+            buffer = bytearray()
+            for chunk in response.iter_bytes():
+                buffer += chunk
+                if len(buffer) > options.max_bytes:
+                    return _Failure(_too_large(options), False)
+                if time.monotonic() - started > options.timeout:
+                    return timed_out
+            content = bytes(buffer)
+    except httpx.TimeoutException:
+        return timed_out
+    except httpx.ConnectError as exc:
+        reason, retryable = _describe_connect_error(exc)
+        return _Failure(reason, retryable)
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        reason, retryable = _describe_connect_error(exc)
+        if reason.startswith("connection failed"):
+            reason = f"connection error: {_one_line(str(exc)) or exc.__class__.__name__}"
+        return _Failure(reason, retryable)
+    except httpx.DecodingError:
+        return _Failure("could not decode the response body", False)
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+        return _Failure(f"invalid URL: {_one_line(str(exc))}", False)
+    except httpx.HTTPError as exc:
+        return _Failure(_one_line(str(exc)) or exc.__class__.__name__, True)
+    if not media:
+        media = sniff_content_type(content)
+        if not media:
+            return _Failure(f"unsupported content type {declared or '(none, binary data)'}", False)
+    return _Body(content, media, charset)
+
+
+def _attempt_with_retries(
+    client: httpx.Client,
+    url: str,
+    options: FetchOptions,
+    sleep: Callable[[float], None],
+) -> _Outcome:
+    outcome = _attempt(client, url, options)
+    for attempt in range(options.retries):
+        if not isinstance(outcome, _Failure) or not outcome.retryable:
+            break
+        delay = outcome.retry_after
+        if delay is None:
+            delay = options.backoff_base * (2**attempt)
+        sleep(delay)
+        outcome = _attempt(client, url, options)
+    return outcome
+
+
+def _strip_fragment(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
+
+
+def _fetch_http(
+    client: httpx.Client,
+    url: str,
+    options: FetchOptions,
+    sleep: Callable[[float], None],
+) -> FetchResult:
+    current = _strip_fragment(url)
+    seen = {current}
+    redirects = 0
+    while True:
+        outcome = _attempt_with_retries(client, current, options, sleep)
+        if isinstance(outcome, _Body):
+            return FetchResult(
+                url=url,
+                final_url=current,
+                content=outcome.content,
+                content_type=outcome.content_type,
+                charset=outcome.charset,
+                fetched_at=_now(),
+            )
+        if isinstance(outcome, _Failure):
+            return _failed(url, current, outcome.reason)
+        target = _strip_fragment(urljoin(current, outcome.location))
+        if urlsplit(target).scheme.lower() not in ("http", "https"):
+            return _failed(url, current, "redirect to a non-http URL")
+        if target in seen:
+            return _failed(url, current, "redirect loop")
+        redirects += 1
+        if redirects > options.max_redirects:
+            return _failed(url, current, "too many redirects")
+        seen.add(target)
+        current = target
+
+
+def _failed(url: str, final_url: str, reason: str) -> FetchResult:
+    return FetchResult(
+        url=url,
+        final_url=final_url,
+        content=b"",
+        content_type="",
+        charset=None,
+        fetched_at=_now(),
+        error=reason,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+
+
+def _fetch_file(url: str, options: FetchOptions) -> FetchResult:
+    try:
+        path = file_url_to_path(url)
+    except UsageError as exc:
+        return _failed(url, url, exc.message)
+    try:
+        if path.is_dir():
+            return _failed(url, url, "is a directory")
+        size = path.stat().st_size
+        if size > options.max_bytes:
+            return _failed(url, url, _too_large(options))
+        with path.open("rb") as handle:
+            content = handle.read(options.max_bytes + 1)
+    except FileNotFoundError:
+        return _failed(url, url, "file not found")
+    except PermissionError:
+        return _failed(url, url, "permission denied")
+    except OSError as exc:
+        return _failed(url, url, _one_line(exc.strerror or str(exc)) or "cannot read file")
+    if len(content) > options.max_bytes:
+        return _failed(url, url, _too_large(options))
+    media = guess_content_type(url)
+    if not media:
+        guessed, _ = mimetypes.guess_type(os.fspath(path))
+        if guessed and not guessed.startswith("text/") and guessed not in ACCEPTED_CONTENT_TYPES:
+            return _failed(url, url, f"unsupported content type {guessed}")
+        media = sniff_content_type(content)
+        if not media:
+            return _failed(url, url, "unsupported content type (binary data)")
+    return FetchResult(
+        url=url,
+        final_url=url,
+        content=content,
+        content_type=media,
+        charset=None,
+        fetched_at=_now(),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+
+
+def fetch_one(
+    url: str,
+    options: FetchOptions,
+    client: httpx.Client | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> FetchResult:
+    """Fetch one URL. Never raises for a failure of the source: see ``FetchResult.error``."""
+    scheme = urlsplit(url).scheme.lower()
+    try:
+        if scheme == "file":
+            return _fetch_file(url, options)
+        if scheme not in ("http", "https"):
+            return _failed(url, url, f"unsupported URL scheme {scheme or '(none)'}")
+        if client is None:
+            with _make_client(options) as own:
+                return _fetch_http(own, url, options, sleep)
+        return _fetch_http(client, url, options, sleep)
+    except Exception as exc:  # noqa: BLE001 - one odd source must not sink the whole build
+        return _failed(url, url, _one_line(f"{exc.__class__.__name__}: {exc}"))
+
+
+def _make_client(options: FetchOptions) -> httpx.Client:
+    return httpx.Client(
+        follow_redirects=False,
+        timeout=httpx.Timeout(options.timeout),
+        headers={"User-Agent": options.user_agent, "Accept": _ACCEPT_HEADER},
+        limits=httpx.Limits(max_connections=options.workers, max_keepalive_connections=options.workers),
+        # Proxies and CA bundles come from the environment, but loopback never goes via a proxy.
+        mounts={"all://127.0.0.1": None, "all://localhost": None, "all://[::1]": None},
+    )
+
+
+def fetch_all(
+    urls: list[str],
+    options: FetchOptions,
+    on_progress: Callable[[FetchResult], None] | None = None,
+) -> list[FetchResult]:
+    """Fetch every URL with at most ``options.workers`` at a time; results in input order.
+
+    ``on_progress`` is called once per URL as it finishes, in completion order, always from the
+    calling thread. A failure of one URL never raises: its result has ``error`` set.
+    """
+    if not urls:
+        return []
+    results: list[FetchResult | None] = [None] * len(urls)
+    workers = min(options.workers, len(urls))
+    with _make_client(options) as client, ThreadPoolExecutor(max_workers=workers) as pool:
+        futures: dict[Future[FetchResult], int] = {
+            pool.submit(fetch_one, url, options, client): i for i, url in enumerate(urls)
+        }
+        try:
+            for future in as_completed(futures):
+                result = future.result()
+                results[futures[future]] = result
+                if on_progress is not None:
+                    on_progress(result)
+        except BaseException:
+            for pending in futures:
+                pending.cancel()
+            raise
+    return [r for r in results if r is not None]

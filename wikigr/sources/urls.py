@@ -1,0 +1,193 @@
+"""Source lists: read urls.txt, validate and normalise sources, expand directories into files."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from wikigr.errors import UsageError
+
+__all__ = [
+    "DOCUMENT_EXTENSIONS",
+    "expand_sources",
+    "file_url_to_path",
+    "normalize_source",
+    "read_url_list",
+    "validate_url",
+]
+
+#: File extensions picked up when a directory is expanded (compared case-insensitively).
+DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".html", ".htm", ".md", ".markdown", ".txt", ".pdf"})
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_TRAILING_COMMENT_RE = re.compile(r"\s#.*$")
+_DOMAIN_LIKE_RE = re.compile(r"^(localhost|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)(:\d+)?(/|$)")
+
+
+def _short(s: str, limit: int = 80) -> str:
+    """A value quoted for an error message, cut to ``limit`` characters."""
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return repr(s)
+
+
+def _check_url(s: str) -> str:
+    """Validate one http(s) or file URL and return its normal form; raise UsageError."""
+    if not s:
+        raise UsageError("empty URL")
+    if any(ch.isspace() for ch in s) or any(ord(ch) < 32 or ord(ch) == 127 for ch in s):
+        raise UsageError(f"URL contains whitespace or control characters: {_short(s)}")
+    m = _SCHEME_RE.match(s)
+    if m is None:
+        raise UsageError(f"not a URL: {_short(s)}")
+    scheme = m.group(1).lower()
+    if scheme not in ("http", "https", "file"):
+        raise UsageError(f"unsupported URL scheme {scheme!r}: {_short(s)}")
+    try:
+        parts = urlsplit(s)
+        port = parts.port  # raises ValueError for a bad port
+    except ValueError as exc:
+        raise UsageError(f"malformed URL ({exc}): {_short(s)}") from None
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise UsageError(f"file URL with a remote host: {_short(s)}")
+        if not parts.path.startswith("/"):
+            raise UsageError(f"file URL without an absolute path: {_short(s)}")
+        path = Path(unquote(parts.path))
+        return path.as_uri()
+    if not parts.hostname:
+        raise UsageError(f"URL has no host: {_short(s)}")
+    if parts.username is not None or parts.password is not None:
+        raise UsageError(f"URL with credentials is not supported: {_short(s)}")
+    host = parts.hostname.lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return str(urlunsplit((scheme, netloc, parts.path or "/", parts.query, "")))
+
+
+def validate_url(url: str) -> str:
+    """Validate an http(s) or file URL and return it normalised.
+
+    Normal form: lower-case scheme and host, ``/`` for an empty path, fragment dropped; file URLs
+    as ``file:///absolute/path`` with percent-encoding. Raises UsageError for anything else.
+    """
+    return _check_url(url.strip())
+
+
+def normalize_source(s: str) -> str:
+    """Accept an http(s) URL, a file URL or a local path; return a normalised URL.
+
+    A local path (absolute or relative to the working directory, ``~`` expanded) becomes a
+    ``file://`` URL with an absolute path. It need not exist (the fetcher reports that), unless it
+    looks like a host name without a scheme (``example.com/docs``) or contains whitespace.
+    Raises UsageError for other schemes, missing hosts, whitespace inside URLs and the like.
+    """
+    text = s.strip()
+    if not text:
+        raise UsageError("empty source")
+    m = _SCHEME_RE.match(text)
+    # "C:" style drive letters are not URL schemes; everything else with a scheme is a URL.
+    if m is not None and not (len(m.group(1)) == 1 and os.name == "nt"):
+        return _check_url(text)
+    path = Path(text).expanduser()
+    exists = path.exists()
+    if not exists:
+        if any(ch.isspace() for ch in text):
+            raise UsageError(f"not a URL or an existing path: {_short(text)}")
+        if _DOMAIN_LIKE_RE.match(text) and not text.startswith(("./", "../")):
+            raise UsageError(f"not a URL or an existing path: {_short(text)} (did you mean https://{text}?)")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise UsageError(f"path contains control characters: {_short(text)}")
+    return path.resolve().as_uri()
+
+
+def read_url_list(path: Path) -> list[str]:
+    """Read a urls.txt: one URL per line; blank lines and ``#`` comments allowed.
+
+    A comment is a line whose first non-blank character is ``#``, or the rest of a line after
+    whitespace followed by ``#`` (a ``#`` inside a URL starts its fragment, not a comment).
+    Each URL is validated and normalised (see validate_url). Raises UsageError naming the file and
+    line for a bad line, and when the file cannot be read or holds no URL.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise UsageError(f"cannot read {path}: {reason}") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line_no = raw[: exc.start].count(b"\n") + 1
+        raise UsageError(f"{path} line {line_no}: not valid UTF-8") from None
+    urls: list[str] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        entry = _TRAILING_COMMENT_RE.sub("", entry).strip()
+        if not entry:
+            continue
+        try:
+            urls.append(_check_url(entry))
+        except UsageError as exc:
+            raise UsageError(f"{path} line {line_no}: {exc.message}") from None
+    if not urls:
+        raise UsageError(f"{path} has no URLs")
+    return urls
+
+
+def file_url_to_path(url: str) -> Path:
+    """The local path of a ``file://`` URL (percent-decoded). Raises UsageError otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "file":
+        raise UsageError(f"not a file URL: {_short(url)}")
+    if parts.netloc not in ("", "localhost"):
+        raise UsageError(f"file URL with a remote host: {_short(url)}")
+    return Path(unquote(parts.path))
+
+
+def _walk_documents(root: Path) -> list[Path]:
+    """Every document file below ``root``: recursive, sorted, hidden files and folders skipped."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            if os.path.splitext(name)[1].lower() in DOCUMENT_EXTENSIONS:
+                found.append(Path(dirpath) / name)
+    return found
+
+
+def expand_sources(urls: list[str]) -> list[str]:
+    """Expand ``file://`` URLs of directories into the document files below them.
+
+    A directory becomes every .html/.htm/.md/.markdown/.txt/.pdf file below it (recursive,
+    sorted by path, hidden folders and files skipped). Other URLs, including file URLs that do
+    not exist, are kept as they are (the fetcher reports the error). Duplicates are removed,
+    first occurrence kept.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(u: str) -> None:
+        if u not in seen:
+            seen.add(u)
+            out.append(u)
+
+    for url in urls:
+        if urlsplit(url).scheme.lower() == "file":
+            try:
+                path = file_url_to_path(url)
+            except UsageError:
+                add(url)
+                continue
+            if path.is_dir():
+                for file in _walk_documents(path):
+                    add(file.as_uri())
+                continue
+        add(url)
+    return out
