@@ -53,16 +53,26 @@ def test_store_schema_and_graph(built_pack: Path) -> None:
         assert stats["articles"] == 4
         assert stats["chunks"] >= stats["sections"] >= 4
         assert stats["entities"] == 0 and stats["facts"] == 0
-        links = store.rows("MATCH (a:Article)-[:LINKS_TO]->(b:Article) RETURN a.title, b.title ORDER BY a.title")
+        links = store.rows(
+            "MATCH (a:Article)-[:LINKS_TO]->(b:Article) RETURN a.title, b.title ORDER BY a.title"
+        )
         assert ["Sockets guide", "Working with JSON"] in links
         assert ["Working with JSON", "Sockets guide"] in links
-        sections = [r[0] for r in store.rows("MATCH (a:Article {title: 'Sockets guide'})-[:HAS_SECTION]->(s) RETURN s.title ORDER BY s.ord")]
+        sections = [
+            r[0]
+            for r in store.rows(
+                "MATCH (a:Article {title: 'Sockets guide'})-[:HAS_SECTION]->(s) RETURN s.title ORDER BY s.ord"
+            )
+        ]
         assert sections == ["Sockets guide", "Creating sockets", "Timeouts", "Servers"]
         texts = " ".join(r[0] for r in store.rows("MATCH (c:Chunk) RETURN c.text"))
         for dropped in ("Navigation menu", "Copyright footer", "tracking", "Site header", "Prev | Next"):
             assert dropped not in texts
         code = store.rows("MATCH (s:Section {title: 'Creating sockets'})-[:HAS_CHUNK]->(c) RETURN c.text")
-        assert 's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect(("example.org", 80))' in code[0][0]
+        assert (
+            's = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\ns.connect(("example.org", 80))'
+            in code[0][0]
+        )
         dims = store.rows("MATCH (s:Section) RETURN size(s.embedding) LIMIT 1")
         assert dims == [[384]]
 

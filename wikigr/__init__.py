@@ -1,10 +1,55 @@
-"""wikigr: local-first knowledge packs — build from document URLs, query, evaluate, share."""
+"""wikigr: local-first knowledge packs — build from document URLs, query, evaluate, share.
+
+The public API is imported lazily, so ``import wikigr`` stays cheap for the query path.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("wikigr")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0"
+
+_EXPORTS = {
+    "build_pack": "wikigr.build",
+    "BuildOptions": "wikigr.build",
+    "BuildReport": "wikigr.build",
+    "open_pack": "wikigr.pack.pack",
+    "Pack": "wikigr.pack.pack",
+    "validate_pack": "wikigr.pack.validate",
+    "query_pack": "wikigr.query",
+    "PackSearcher": "wikigr.query",
+    "QueryResult": "wikigr.query",
+    "WikigrError": "wikigr.errors",
+}
+
+__all__ = [
+    "BuildOptions",
+    "BuildReport",
+    "Pack",
+    "PackSearcher",
+    "QueryResult",
+    "WikigrError",
+    "__version__",
+    "build_pack",
+    "open_pack",
+    "query_pack",
+    "validate_pack",
+]
+
+if TYPE_CHECKING:
+    from wikigr.build import BuildOptions, BuildReport, build_pack
+    from wikigr.errors import WikigrError
+    from wikigr.pack.pack import Pack, open_pack
+    from wikigr.pack.validate import validate_pack
+    from wikigr.query import PackSearcher, QueryResult, query_pack
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'wikigr' has no attribute {name!r}")

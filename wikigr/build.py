@@ -238,8 +238,13 @@ def _url_variants(url: str) -> list[str]:
 
 def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOptions) -> dict[str, int]:
     """Bulk-load every prepared document into a new store at ``path``; return the graph stats."""
-    articles: dict[str, list[Any]] = {k: [] for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")}
-    sections: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")}
+    articles: dict[str, list[Any]] = {
+        k: []
+        for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
+    }
+    sections: dict[str, list[Any]] = {
+        k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")
+    }
     chunks: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "section_id", "ord", "text")}
     section_vectors: list[np.ndarray] = []
     chunk_vectors: list[np.ndarray] = []
@@ -263,9 +268,13 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
             mean = doc.embeddings[rows].mean(axis=0)
             section_vectors.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
             for key, value in (
-                ("id", section_id), ("article_id", article_id), ("title", section["title"]),
-                ("anchor", section.get("anchor", "")), ("level", section["level"]),
-                ("ord", s_ord), ("text", section["text"]),
+                ("id", section_id),
+                ("article_id", article_id),
+                ("title", section["title"]),
+                ("anchor", section.get("anchor", "")),
+                ("level", section["level"]),
+                ("ord", s_ord),
+                ("text", section["text"]),
             ):
                 sections[key].append(value)
             has_section["from"].append(article_id)
@@ -275,8 +284,11 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
                 chunk = doc.chunks[i]
                 chunk_id = f"{section_id}:{chunk['ord']}"
                 for key, value in (
-                    ("id", chunk_id), ("article_id", article_id), ("section_id", section_id),
-                    ("ord", chunk["ord"]), ("text", chunk["text"]),
+                    ("id", chunk_id),
+                    ("article_id", article_id),
+                    ("section_id", section_id),
+                    ("ord", chunk["ord"]),
+                    ("text", chunk["text"]),
                 ):
                     chunks[key].append(value)
                 chunk_vectors.append(doc.embeddings[i])
@@ -284,9 +296,14 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
                 has_chunk["to"].append(chunk_id)
         meta = doc.fetch
         for key, value in (
-            ("id", article_id), ("title", doc.title), ("url", options.public_url(article_id)), ("source_url", doc.source),
-            ("content_type", meta["content_type"]), ("sha256", meta["sha256"]),
-            ("fetched_at", meta["fetched_at"]), ("word_count", words),
+            ("id", article_id),
+            ("title", doc.title),
+            ("url", options.public_url(article_id)),
+            ("source_url", doc.source),
+            ("content_type", meta["content_type"]),
+            ("sha256", meta["sha256"]),
+            ("fetched_at", meta["fetched_at"]),
+            ("word_count", words),
         ):
             articles[key].append(value)
         category = _category(article_id)
@@ -316,11 +333,13 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
         store.copy("IN_CATEGORY", pa.table(in_category))
         store.copy(
             "LINKS_TO",
-            pa.table({
-                "from": [a for a, _ in link_counts],
-                "to": [b for _, b in link_counts],
-                "count": list(link_counts.values()),
-            }),
+            pa.table(
+                {
+                    "from": [a for a, _ in link_counts],
+                    "to": [b for _, b in link_counts],
+                    "count": list(link_counts.values()),
+                }
+            ),
         )
         store.build_vector_index()
         stats = store.stats()
@@ -383,8 +402,8 @@ def build_pack(
     if target.exists() and any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file():
         raise UsageError(f"{target} exists and is not a pack: refusing to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    embedder = get_embedder(options.embedder)
     started = time.perf_counter()
+    embedder = get_embedder(options.embedder)
     seconds: dict[str, float] = {}
 
     with _build_lock(target):
@@ -459,7 +478,9 @@ def build_pack(
                     chunks=len(item.chunks) if status == "ok" else 0,
                 )
             )
-        failed = [(r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")]
+        failed = [
+            (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
+        ]
         if not docs:
             first = f" (first: {failed[0][0]}: {failed[0][1]})" if failed else ""
             raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
@@ -477,7 +498,9 @@ def build_pack(
             created_at=now_iso(),
             wikigr_version=__version__,
             source_kind="documents",
-            embedder=EmbedderRecord(name=embedder.name, dimension=embedder.dimension, backend=embedder.backend),
+            embedder=EmbedderRecord(
+                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
+            ),
             schema_version=SCHEMA_VERSION,
             vector_index="hnsw" if stats.pop("vector_index") else "exact",
             stats=GraphStats(**stats),
@@ -534,4 +557,3 @@ def _write_support_files(folder: Path, manifest: Manifest, url_list: str) -> Non
     questions = folder / layout.QUESTIONS_FILE
     if not questions.exists():
         questions.write_text("", encoding="utf-8")
-

@@ -138,9 +138,7 @@ class PackSearcher:
         candidates = self.store.search_chunks(vector.tolist(), top_k * 3)
         searched = time.perf_counter()
         hits = best_per_section(candidates, top_k)
-        sources = [
-            Source(h.article_title, h.section_title, citation_url(h), h.score, h.text) for h in hits
-        ]
+        sources = [Source(h.article_title, h.section_title, citation_url(h), h.score, h.text) for h in hits]
         trace = {
             "embedder": self.embedder.name,
             "vector_path": self.store.vector_path,
@@ -159,4 +157,3 @@ def query_pack(ref: str | Path, question: str, top_k: int = 5) -> QueryResult:
         raise UsageError("the question is empty")
     with PackSearcher.open(ref) as searcher:
         return searcher.query(question, top_k)
-

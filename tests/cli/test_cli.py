@@ -85,16 +85,36 @@ def test_create_from_urls_file_with_comments(capsys: pytest.CaptureFixture[str],
 
 
 def test_help_works_for_every_command(capsys: pytest.CaptureFixture[str]) -> None:
-    for args in (["--help"], ["pack", "--help"], ["pack", "create", "--help"], ["pack", "list", "--help"],
-                 ["pack", "info", "--help"], ["pack", "validate", "--help"], ["query", "--help"]):
+    for args in (
+        ["--help"],
+        ["pack", "--help"],
+        ["pack", "create", "--help"],
+        ["pack", "list", "--help"],
+        ["pack", "info", "--help"],
+        ["pack", "validate", "--help"],
+        ["query", "--help"],
+    ):
         code, out, _ = cli(capsys, *args)
         assert code == 0 and "Usage" in out, args
 
 
-def test_partial_failure_is_reported_and_build_goes_on(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_partial_failure_is_reported_and_build_goes_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     missing = (tmp_path / "missing.html").as_uri()
-    code, out, err = cli(capsys, "pack", "create", "pf", "--url", (DOCS / "json.html").as_uri(),
-                         "--url", missing, "--out", str(tmp_path / "pf"), "--json")
+    code, out, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "pf",
+        "--url",
+        (DOCS / "json.html").as_uri(),
+        "--url",
+        missing,
+        "--out",
+        str(tmp_path / "pf"),
+        "--json",
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["stats"]["articles"] == 1
@@ -128,7 +148,9 @@ def test_corrupt_manifest(capsys: pytest.CaptureFixture[str], built_pack: Path, 
     assert_one_error(err, "corrupt manifest")
 
 
-def test_missing_manifest_validate(capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path) -> None:
+def test_missing_manifest_validate(
+    capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path
+) -> None:
     pack = tmp_path / "p"
     shutil.copytree(built_pack, pack)
     (pack / "manifest.json").unlink()
@@ -177,7 +199,9 @@ def test_malformed_url_option(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unreachable_host(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{closed_port()}/page.html"
-    code, _, err = cli(capsys, "pack", "create", "x", "--url", url, "--out", str(tmp_path / "x"), "--timeout", "2")
+    code, _, err = cli(
+        capsys, "pack", "create", "x", "--url", url, "--out", str(tmp_path / "x"), "--timeout", "2"
+    )
     assert code == 1
     assert_one_error(err, "no document could be fetched")
     assert not (tmp_path / "x").exists()
@@ -204,14 +228,20 @@ def test_fresh_process_query_json(built_pack: Path) -> None:
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(built_pack)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(built_pack)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["sources"][0]["section"] == "Timeouts"
     assert "HEAVY []" in proc.stderr
 
 
 def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "wikigr", "pack", "info", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "wikigr", "pack", "info", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr

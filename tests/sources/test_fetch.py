@@ -14,6 +14,7 @@ import pytest
 from tests.httpserver import LocalServer, Reply, Request, closed_port_url
 from tests.sources.pdfgen import make_pdf
 from wikigr.documents import FetchResult
+from wikigr.errors import UsageError
 from wikigr.sources.fetch import FetchOptions, _describe_connect_error, default_user_agent, fetch_all
 
 KIB = 1024
@@ -337,3 +338,13 @@ def test_a_broken_route_handler_is_a_visible_500(server: LocalServer, fast: Fetc
     url = server.route("/bug", broken)
     assert fetch_one(url, replace(fast, retries=0)).error == "HTTP 500"
     assert "bug in the test handler" in server.errors[0]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"workers": 0}, {"timeout": 0}, {"max_bytes": 0}, {"retries": -1}, {"max_redirects": -1}],
+)
+def test_bad_options_are_usage_errors(bad: dict[str, int]) -> None:
+    with pytest.raises(UsageError) as info:
+        FetchOptions(**bad)  # type: ignore[arg-type]
+    assert info.value.exit_code == 2

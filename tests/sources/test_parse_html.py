@@ -231,3 +231,13 @@ def test_links_resolved_against_final_url_after_redirect(server: LocalServer) ->
     document = parse(result)
     assert document.url == server.url("/docs/v2/page.html")
     assert document.links == [server.url("/docs/v2/other.html")]
+
+
+def test_permalink_marks_are_dropped_from_headings() -> None:
+    html = (
+        '<main><h2 id="ex"><a class="doc-anchor" href="#ex">§</a>Examples</h2><p>x</p>'
+        '<h2 id="more">More <a href="#more">#</a></h2><p>See <a href="#ex">the examples</a>.</p></main>'
+    )
+    document = parse_html(html)
+    assert [s.title for s in document.sections] == ["Examples", "More"]
+    assert document.sections[1].text == "See the examples."

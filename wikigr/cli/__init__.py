@@ -61,11 +61,11 @@ def run(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, typer.Abort):
         return _fail("interrupted", 130)
     except typer.TyperException as exc:  # usage errors (exit 2) and other click-style errors
-        format_message = getattr(exc, "format_message", lambda: str(exc))
-        return _fail(format_message(), int(getattr(exc, "exit_code", 1)))
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        return _fail(message, int(getattr(exc, "exit_code", 1)))
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # noqa: BLE001 - last line of defence: one line, no traceback
+    except Exception as exc:
         if os.environ.get("WIKIGR_DEBUG"):
             raise
         return _fail(f"internal error: {type(exc).__name__}: {exc} (set WIKIGR_DEBUG=1 for details)", 1)

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from wikigr.build import BuildOptions, build_pack
 from wikigr.cli.output import err, out, print_json
 from wikigr.errors import UsageError
 from wikigr.pack.pack import list_packs, open_pack, packs_home, resolve_pack_path
 from wikigr.pack.validate import validate_pack
 from wikigr.progress import ProgressEvent
-from wikigr.sources.fetch import FetchOptions
-from wikigr.sources.urls import normalize_source, read_url_list
 
 app = typer.Typer(help="Build, list, inspect and validate knowledge packs.", no_args_is_help=True)
 
@@ -26,7 +23,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 class _Bars:
     """Rich progress bars (on stderr) fed by the library's progress events."""
 
-    LABELS = {"fetch": "fetch", "embed": "embed", "write": "write store"}
+    LABELS: ClassVar[dict[str, str]] = {"fetch": "fetch", "embed": "embed", "write": "write store"}
 
     def __init__(self, enabled: bool) -> None:
         self.progress = Progress(
@@ -38,7 +35,7 @@ class _Bars:
             disable=not enabled,
             transient=False,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, event: ProgressEvent) -> None:
         if event.stage not in self.tasks:
@@ -79,6 +76,10 @@ def create(
     json_out: JsonOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders)."""
+    from wikigr.build import BuildOptions, build_pack  # not on the query path
+    from wikigr.sources.fetch import FetchOptions
+    from wikigr.sources.urls import normalize_source, read_url_list
+
     sources: list[str] = []
     url_list: str | None = None
     if urls is not None:
@@ -165,9 +166,10 @@ def list_(json_out: JsonOpt = False) -> None:
     table = Table("name", "articles", "chunks", "created", "description")
     for row in rows:
         if row["ok"]:
-            table.add_row(row["name"], str(row["articles"]), str(row["chunks"]), row["created_at"], row["description"])
+            cells = [row["name"], row["articles"], row["chunks"], row["created_at"], row["description"]]
+            table.add_row(*(str(c) for c in cells))
         else:
-            table.add_row(row["name"], "-", "-", "-", f"[red]broken: {row['error']}[/]")
+            table.add_row(str(row["name"]), "-", "-", "-", f"[red]broken: {row['error']}[/]")
     out.print(table)
 
 
@@ -212,7 +214,7 @@ def info(
         ("links", str(stats["links"])),
         ("categories", str(stats["categories"])),
         ("entities / facts / relations", f"{stats['entities']} / {stats['facts']} / {stats['relations']}"),
-        ("sources", f"{data['sources']['ok']} ok of {data['sources']['total']}"),  # type: ignore[index]
+        ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
     ]
     for key, value in rows:
         table.add_row(f"[bold]{key}[/]", value)

@@ -15,7 +15,7 @@ never installs (downloads) an extension. :attr:`Store.vector_path` says which pa
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +49,7 @@ def _schema(dim: int) -> list[str]:
         f"level INT64, ord INT64, text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE Chunk(id STRING, article_id STRING, section_id STRING, ord INT64, "
         f"text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
-        "PRIMARY KEY(id))",
+        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, PRIMARY KEY(id))",
         "CREATE NODE TABLE Fact(id STRING, subject STRING, predicate STRING, object STRING, "
         "text STRING, PRIMARY KEY(id))",
         "CREATE NODE TABLE Category(id STRING, name STRING, PRIMARY KEY(id))",
@@ -139,10 +138,8 @@ class Store:
         if self._db is None:
             return
         if not self.read_only:
-            try:
+            with suppress(RuntimeError):
                 self._conn.execute("CHECKPOINT")
-            except RuntimeError:
-                pass
         self._conn.close()
         self._db.close()
         self._db = None
@@ -269,4 +266,3 @@ def open_store(path: Path, read_only: bool = True) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-

@@ -100,16 +100,19 @@ class FetchOptions:
     user_agent: str = field(default_factory=default_user_agent)
 
     def __post_init__(self) -> None:
+        # These values come straight from command-line options: a bad one is a usage error.
         if self.workers < 1:
-            raise ValueError("workers must be at least 1")
-        if self.timeout <= 0:
-            raise ValueError("timeout must be positive")
+            raise UsageError(f"workers must be at least 1, not {self.workers}")
+        if not self.timeout > 0:
+            raise UsageError(f"timeout must be positive, not {self.timeout:g}")
         if self.max_bytes < 1:
-            raise ValueError("max_bytes must be positive")
-        if self.retries < 0 or self.max_redirects < 0:
-            raise ValueError("retries and max_redirects must not be negative")
+            raise UsageError(f"the size cap must be positive, not {self.max_bytes}")
+        if self.retries < 0:
+            raise UsageError(f"retries must not be negative, not {self.retries}")
+        if self.max_redirects < 0:
+            raise UsageError(f"max_redirects must not be negative, not {self.max_redirects}")
         if self.backoff_base < 0 or self.retry_after_cap < 0:
-            raise ValueError("backoff_base and retry_after_cap must not be negative")
+            raise UsageError("backoff_base and retry_after_cap must not be negative")
 
 
 # --------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ _ARTICLE_TAGS = frozenset({"article", "main"})
 _CONTENT_SELECTORS = ("main", "article", "[role=main]", "div.body", "div[role=main]")
 
 _BR = "\x1e"  # stands for <br> in the inline buffer until the buffer is flushed
-_MAX_DEPTH = 400
+_MAX_DEPTH = 250  # element nesting walked recursively; deeper subtrees become flat text
 
 # Consecutive blocks of one list ("li:<n>") or table rows are joined line by line.
 _TIGHT_KINDS = ("li:", "row")
@@ -111,6 +111,13 @@ def _is_noise(node: LexborNode) -> bool:
     if "hidden" in attrs:
         return True
     return bool(_classes(node) & _DROP_CLASSES)
+
+
+_PERMALINK_MARKS = frozenset({"", "¶", "§", "#", "🔗", "link"})
+
+
+def _is_permalink_mark(node: LexborNode) -> bool:
+    return node.text(deep=True, strip=True) in _PERMALINK_MARKS
 
 
 def _has_text(node: LexborNode) -> bool:
@@ -204,7 +211,10 @@ class _Walker:
             self.inline.append(" " + node.text(deep=True) + " ")
             return
         if tag == "a":
-            self.links.add(node.attributes.get("href"))
+            href = node.attributes.get("href")
+            if href and href.strip().startswith("#") and _is_permalink_mark(node):
+                return  # a heading's permalink: ¶ in Sphinx, § in rustdoc, # elsewhere
+            self.links.add(href)
             self.walk(node, depth)
         elif tag in _HEADINGS:
             self.heading(node, _HEADINGS[tag], depth)
@@ -296,9 +306,11 @@ class _Walker:
             self.blocks.append(("pre", fence(code)))
 
 
-def _raw_text(node: LexborNode) -> str:
+def _raw_text(node: LexborNode, depth: int = 0) -> str:
     """The exact text below ``node`` (for <pre>): whitespace kept, noise such as line numbers
     dropped, <br> as a newline."""
+    if depth > _MAX_DEPTH:
+        return node.text(deep=True)
     parts: list[str] = []
     for child in node.iter(include_text=True):
         if child.is_text_node:
@@ -309,7 +321,7 @@ def _raw_text(node: LexborNode) -> str:
             if child.tag == "br":
                 parts.append("\n")
             else:
-                parts.append(_raw_text(child))
+                parts.append(_raw_text(child, depth + 1))
     return "".join(parts)
 
 

@@ -22,17 +22,19 @@ _REF_DEF_RE = re.compile(r"^ {0,3}\[([^\]]+)\]:\s*<?(\S+?)>?(?:\s+[\"'(].*[\"')]
 _HEADING_ID_RE = re.compile(r"\s*\{#([A-Za-z0-9_:.-]+)\}\s*$")
 _INDENTED_RE = re.compile(r"^(?: {4}|\t)")
 
-_CODE_SPAN_RE = re.compile(r"(`+)(.+?)\1")
-_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'(][^)]*[\"')])?\s*\)")
-_LINK_RE = re.compile(r"\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'(][^)]*[\"')])?\s*\)")
-_REF_LINK_RE = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
-_AUTOLINK_RE = re.compile(r"<((?:https?|file)://[^>\s]+)>")
-_HTML_HREF_RE = re.compile(r"""<a\s[^>]*?href\s*=\s*["']([^"']+)["']""", re.I)
-_HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
-_BOLD_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_STRIKE_RE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_EM_STAR_RE = re.compile(r"(?<![\w*\\])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![\w*])")
-_EM_UNDER_RE = re.compile(r"(?<![\w\\])_(?=[^\s_])(.+?)(?<=[^\s_])_(?!\w)")
+# Inline patterns use bounded repetition so that pathological lines cannot backtrack for minutes.
+_CODE_SPAN_RE = re.compile(r"(`{1,10})([^`\n]{1,2000}?)\1(?!`)")
+_LINK_TAIL = r"\(\s{0,20}+<?([^)\s>]{0,2000}+)>?(?:\s{1,20}[\"'(][^)\n]{0,300}[\"')])?\s{0,20}\)"
+_IMAGE_RE = re.compile(r"!\[([^\]\n]{0,500}+)\]" + _LINK_TAIL)
+_LINK_RE = re.compile(r"\[([^\]\n]{0,500}+)\]" + _LINK_TAIL)
+_REF_LINK_RE = re.compile(r"\[([^\]\n]{1,500}+)\]\[[^\]\n]{0,500}+\]")
+_AUTOLINK_RE = re.compile(r"<((?:https?|file)://[^>\s]{1,2000})>")
+_HTML_HREF_RE = re.compile(r"""<a\s[^>]{0,500}?href\s*=\s*["']([^"']{1,2000})["']""", re.I)
+_HTML_TAG_RE = re.compile(r"</?[A-Za-z][A-Za-z0-9-]{0,30}(?:\s[^<>]{0,1000})?/?>")
+_BOLD_RE = re.compile(r"(\*\*|__)(?=\S)([^\n]{1,500}?)(?<=\S)\1")
+_STRIKE_RE = re.compile(r"~~(?=\S)([^\n]{1,500}?)(?<=\S)~~")
+_EM_STAR_RE = re.compile(r"(?<![\w*\\])\*(?=[^\s*])([^\n]{1,300}?)(?<=[^\s*])\*(?![\w*])")
+_EM_UNDER_RE = re.compile(r"(?<![\w\\])_(?=[^\s_])([^\n]{1,300}?)(?<=[^\s_])_(?!\w)")
 _ESCAPE_RE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
 
 

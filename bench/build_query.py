@@ -1,0 +1,282 @@
+"""Build and query speed: prints a table and writes bench/results/build_query.json.
+
+1. Build throughput: a pack is built from Python documentation pages served on 127.0.0.1
+   (Debian's python3.11-doc) and its end-to-end rate (chunks / whole build time: fetch, parse,
+   chunk, embed, write) is compared with the bare embedder's rate on the very same chunk texts,
+   measured in the same run.
+2. Fresh-process query: `wikigr query PACK "..." --json` as a new process on the example pack,
+   p50 / p95 wall time over several questions.
+3. In-process retrieval at 10,000 chunks: a pack whose store holds 10,000 chunks (the example
+   pack's chunks, repeated with their vectors perturbed) queried through PackSearcher: question
+   embedding + exact vector search + citation join.
+
+    uv run python bench/build_query.py [--pages 20] [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from wikigr import __version__
+from wikigr.build import BuildOptions, build_pack, embedding_text
+from wikigr.embed import OnnxMiniLM
+from wikigr.pack.manifest import load_manifest
+from wikigr.pack.store import Store, vectors_to_arrow
+from wikigr.query import PackSearcher
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = Path("/usr/share/doc/python3.11/html")
+EXAMPLE = ROOT / "packs" / "pydocs"
+QUESTIONS = [
+    "How do I set a socket timeout?",
+    "How do I read a JSON file into a dictionary?",
+    "parse a date string with a format",
+    "run a shell command and capture its output",
+    "list all files in a directory recursively",
+    "What does the zip built-in do?",
+    "How to sort a list of dictionaries by a key?",
+    "compile a regular expression with flags",
+    "create a temporary directory",
+    "How do I define a class with a constructor?",
+    "log messages to a file with a timestamp",
+    "compute the sha256 of a file",
+    "count occurrences of items in a list",
+    "iterate over two lists in parallel",
+    "convert a string to lowercase",
+]
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def bench_build(pages: int, work: Path) -> dict[str, object]:
+    library = sorted(p.name for p in (DOCS / "library").glob("*.html"))
+    chosen = [f"library/{name}" for name in library[:: max(1, len(library) // pages)][:pages]]
+    handler = functools.partial(_Quiet, directory=str(DOCS))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    out = work / "buildbench"
+    try:
+        report = build_pack(
+            "buildbench", [base + p for p in chosen], out=out, options=BuildOptions(fresh=True)
+        )
+    finally:
+        server.shutdown()
+    chunks = report.manifest.stats.chunks
+    with Store.open(out / "pack.db") as store:
+        rows = store.rows(
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN a.title, s.title, c.text"
+        )
+    texts = [embedding_text(a, s, c) for a, s, c in rows]
+    embedder = OnnxMiniLM()
+    embedder.embed(texts[:8])  # warm up
+    start = time.perf_counter()
+    embedder.embed(texts)
+    bare_seconds = time.perf_counter() - start
+    e2e_rate = chunks / report.seconds["total"]
+    bare_rate = len(texts) / bare_seconds
+    return {
+        "pages": len(chosen),
+        "articles": report.manifest.stats.articles,
+        "chunks": chunks,
+        "build_seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+        "end_to_end_chunks_per_s": round(e2e_rate, 2),
+        "bare_embedder_chunks_per_s": round(bare_rate, 2),
+        "ratio": round(e2e_rate / bare_rate, 3),
+        "target_ratio": 0.75,
+    }
+
+
+def bench_fresh_process(pack: Path, runs: int) -> dict[str, object]:
+    exe = Path(sys.executable).parent / "wikigr"
+    times: list[float] = []
+    for question in (QUESTIONS * 2)[:runs]:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [str(exe), "query", str(pack), question, "--json"], capture_output=True, text=True
+        )
+        times.append(time.perf_counter() - start)
+        if proc.returncode != 0:
+            raise SystemExit(f"query failed: {proc.stderr}")
+        json.loads(proc.stdout)
+    return {
+        "command": "wikigr query PACK QUESTION --json",
+        "pack": str(pack.relative_to(ROOT)),
+        "runs": runs,
+        "p50_s": round(statistics.median(times), 3),
+        "p95_s": round(pct(times, 95), 3),
+        "target_p50_s": 1.0,
+    }
+
+
+def make_10k_pack(source: Path, work: Path, n: int = 10_000) -> Path:
+    """A copy of the example pack whose store holds ``n`` chunks (its own, repeated, vectors perturbed)."""
+    target = work / "pack10k"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("pack.db*"))
+    with Store.open(source / "pack.db") as store:
+        arts = store.rows(
+            "MATCH (a:Article) RETURN a.id, a.title, a.url, a.source_url, a.content_type, a.sha256, "
+            "a.fetched_at, a.word_count"
+        )
+        secs = store.rows(
+            "MATCH (s:Section) RETURN s.id, s.article_id, s.title, s.anchor, s.level, s.ord, s.text, "
+            "s.embedding"
+        )
+        chunks = store.rows(
+            "MATCH (c:Chunk) RETURN c.id, c.article_id, c.section_id, c.ord, c.text, c.embedding"
+        )
+    rng = np.random.default_rng(0)
+    base = np.array([c[5] for c in chunks], dtype=np.float32)
+    reps = -(-n // len(chunks))
+    vectors = np.vstack([base + (rng.normal(0, 0.02, base.shape) if r else 0) for r in range(reps)])[:n]
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"{c[0]}~{r}" for r in range(reps) for c in chunks][:n]
+    src = [c for _ in range(reps) for c in chunks][:n]
+    store = Store.create(target / "pack.db", base.shape[1])
+    try:
+        store.copy(
+            "Article",
+            pa.table(
+                {
+                    k: [a[i] for a in arts]
+                    for i, k in enumerate(
+                        [
+                            "id",
+                            "title",
+                            "url",
+                            "source_url",
+                            "content_type",
+                            "sha256",
+                            "fetched_at",
+                            "word_count",
+                        ]
+                    )
+                }
+            ),
+        )
+        sec_cols = ["id", "article_id", "title", "anchor", "level", "ord", "text"]
+        store.copy(
+            "Section",
+            pa.table(
+                {
+                    **{k: [s[i] for s in secs] for i, k in enumerate(sec_cols)},
+                    "embedding": vectors_to_arrow(np.array([s[7] for s in secs], np.float32)),
+                }
+            ),
+        )
+        store.copy(
+            "Chunk",
+            pa.table(
+                {
+                    "id": ids,
+                    "article_id": [c[1] for c in src],
+                    "section_id": [c[2] for c in src],
+                    "ord": [c[3] for c in src],
+                    "text": [c[4] for c in src],
+                    "embedding": vectors_to_arrow(vectors),
+                }
+            ),
+        )
+        store.copy("HAS_SECTION", pa.table({"from": [s[1] for s in secs], "to": [s[0] for s in secs]}))
+        store.copy("HAS_CHUNK", pa.table({"from": [c[2] for c in src], "to": ids}))
+        stats = store.stats()
+    finally:
+        store.close()
+    manifest = load_manifest(target / "manifest.json")
+    for key, value in stats.items():
+        setattr(manifest.stats, key, value)
+    manifest.dump(target / "manifest.json")
+    return target
+
+
+def bench_in_process(pack: Path, runs: int) -> dict[str, object]:
+    with PackSearcher.open(pack) as searcher:
+        chunks = searcher.store.count("Chunk")
+        for q in QUESTIONS[:3]:
+            searcher.query(q)  # warm up
+        totals, embeds, searches = [], [], []
+        for i in range(runs):
+            trace = searcher.query(QUESTIONS[i % len(QUESTIONS)]).trace
+            totals.append(trace["total_ms"])
+            embeds.append(trace["embed_ms"])
+            searches.append(trace["search_ms"])
+        path = searcher.store.vector_path
+    return {
+        "chunks": chunks,
+        "vector_path": path,
+        "runs": runs,
+        "p50_ms": round(statistics.median(totals), 2),
+        "p95_ms": round(pct(totals, 95), 2),
+        "embed_p50_ms": round(statistics.median(embeds), 2),
+        "search_p50_ms": round(statistics.median(searches), 2),
+        "target_p50_ms": 30,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="wikigr build and query speed")
+    parser.add_argument("--pages", type=int, default=20, help="documentation pages in the build benchmark")
+    parser.add_argument("--runs", type=int, default=15, help="fresh-process query runs")
+    parser.add_argument("--pack", type=Path, default=EXAMPLE)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "build_query.json")
+    args = parser.parse_args()
+    if not (DOCS / "library").is_dir():
+        print(f"Error: {DOCS} missing: apt-get install python3.11-doc", file=sys.stderr)
+        return 1
+    results: dict[str, object] = {
+        "wikigr": __version__,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        results["build"] = bench_build(args.pages, work)
+        results["fresh_process_query"] = bench_fresh_process(args.pack, args.runs)
+        results["in_process_retrieval_10k"] = bench_in_process(make_10k_pack(args.pack, work), 100)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    b = results["build"]
+    f = results["fresh_process_query"]
+    r = results["in_process_retrieval_10k"]
+    assert isinstance(b, dict) and isinstance(f, dict) and isinstance(r, dict)
+    print(
+        f"\nbuild: {b['end_to_end_chunks_per_s']} chunks/s end to end vs "
+        f"{b['bare_embedder_chunks_per_s']} bare (ratio {b['ratio']}, target >= 0.75)\n"
+        f"fresh-process query p50 {f['p50_s']} s (target <= 1.0)\n"
+        f"in-process retrieval at {r['chunks']} chunks p50 {r['p50_ms']} ms (target <= 30)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
