@@ -241,3 +241,13 @@ def test_permalink_marks_are_dropped_from_headings() -> None:
     document = parse_html(html)
     assert [s.title for s in document.sections] == ["Examples", "More"]
     assert document.sections[1].text == "See the examples."
+
+
+def test_site_suffix_in_title_gives_way_to_the_h1() -> None:
+    doc = parse_html(
+        "<html><head><title>socket — Networking — Python 3.11 documentation</title></head>"
+        "<body><h1>socket — Networking</h1><p>Sockets.</p></body></html>"
+    )
+    assert doc.title == "socket — Networking"
+    other = parse_html("<title>Release notes</title><h1>Version 2</h1><p>Changes.</p>")
+    assert other.title == "Release notes"

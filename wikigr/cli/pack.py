@@ -2,46 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from wikigr.cli.output import err, out, print_json
 from wikigr.errors import UsageError
 from wikigr.pack.pack import list_packs, open_pack, packs_home, resolve_pack_path
-from wikigr.pack.validate import validate_pack
-from wikigr.progress import ProgressEvent
 
 app = typer.Typer(help="Build, list, inspect and validate knowledge packs.", no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
-
-
-class _Bars:
-    """Rich progress bars (on stderr) fed by the library's progress events."""
-
-    LABELS: ClassVar[dict[str, str]] = {"fetch": "fetch", "embed": "embed", "write": "write store"}
-
-    def __init__(self, enabled: bool) -> None:
-        self.progress = Progress(
-            TextColumn("{task.description:<12}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            disable=not enabled,
-            transient=False,
-        )
-        self.tasks: dict[str, TaskID] = {}
-
-    def __call__(self, event: ProgressEvent) -> None:
-        if event.stage not in self.tasks:
-            label = self.LABELS.get(event.stage, event.stage)
-            self.tasks[event.stage] = self.progress.add_task(label, total=event.total or None)
-        self.progress.update(self.tasks[event.stage], completed=event.done, total=event.total or None)
 
 
 @app.command("create")
@@ -77,6 +51,7 @@ def create(
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders)."""
     from wikigr.build import BuildOptions, build_pack  # not on the query path
+    from wikigr.cli.progress import ProgressBars
     from wikigr.sources.fetch import FetchOptions
     from wikigr.sources.urls import normalize_source, read_url_list
 
@@ -104,7 +79,7 @@ def create(
         fetch=FetchOptions(workers=workers, timeout=timeout, max_bytes=int(max_mb * 1024 * 1024)),
         fresh=fresh,
     )
-    bars = _Bars(enabled=err.is_terminal and not json_out)
+    bars = ProgressBars(enabled=err.is_terminal and not json_out)
     with bars.progress:
         report = build_pack(name, sources, out=output, options=options, on_progress=bars, url_list=url_list)
     manifest = report.manifest
@@ -113,7 +88,7 @@ def create(
             {
                 "path": str(report.path),
                 "name": manifest.name,
-                "stats": manifest.stats.model_dump(),
+                "stats": asdict(manifest.stats),
                 "failed": [{"url": u, "error": e} for u, e in report.failed],
                 "resumed": report.resumed,
                 "fetched": report.fetched,
@@ -186,7 +161,7 @@ def info(
     m = opened.manifest
     data = {
         "path": str(opened.path),
-        **m.model_dump(exclude={"sources"}),
+        **{k: v for k, v in m.to_dict().items() if k != "sources"},
         "store_stats": stats,
         "vector_search": vector_path,
         "sources": {
@@ -227,6 +202,8 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a pack folder: manifest, files, store, statistics, embedder. Exit 1 when invalid."""
+    from wikigr.pack.validate import validate_pack
+
     path = resolve_pack_path(pack)
     report = validate_pack(path)
     if json_out:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
+from wikigr import schema
 from wikigr.errors import InvalidPackError
 
 FORMAT_VERSION = 1
@@ -30,59 +30,70 @@ def check_name(name: str) -> str:
     return name
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class EmbedderRecord(_Strict):
+@dataclass
+class EmbedderRecord:
     name: str
-    dimension: int = Field(gt=0)
+    dimension: int
     backend: str
 
-
-class GraphStats(_Strict):
-    articles: int = Field(ge=0)
-    sections: int = Field(ge=0)
-    chunks: int = Field(ge=0)
-    links: int = Field(ge=0)
-    categories: int = Field(ge=0, default=0)
-    entities: int = Field(ge=0, default=0)
-    facts: int = Field(ge=0, default=0)
-    relations: int = Field(ge=0, default=0)
+    def __post_init__(self) -> None:
+        if self.dimension <= 0:
+            raise ValueError("embedder.dimension must be positive")
 
 
-class SourceRecord(_Strict):
+@dataclass
+class GraphStats:
+    articles: int
+    sections: int
+    chunks: int
+    links: int
+    categories: int = 0
+    entities: int = 0
+    facts: int = 0
+    relations: int = 0
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value < 0:
+                raise ValueError(f"stats.{name} must not be negative")
+
+
+@dataclass
+class SourceRecord:
     url: str
+    status: str  # "ok", "duplicate of URL", or the error text
     final_url: str | None = None
     sha256: str | None = None
     fetched_at: str | None = None
-    status: str  # "ok", or the error text
     content_type: str | None = None
     bytes: int | None = None
     chunks: int = 0
 
 
-class Manifest(_Strict):
+@dataclass
+class Manifest:
     format_version: int
     name: str
-    version: str = "1.0.0"
-    description: str = ""
     created_at: str
     wikigr_version: str
     source_kind: Literal["documents", "openml"]
     embedder: EmbedderRecord
     schema_version: int
-    vector_index: Literal["exact", "hnsw"] = "exact"
     stats: GraphStats
-    sources: list[SourceRecord] = Field(default_factory=list)
+    version: str = "1.0.0"
+    description: str = ""
+    vector_index: Literal["exact", "hnsw"] = "exact"
+    sources: list[SourceRecord] = field(default_factory=list)
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_name(value)
+    def __post_init__(self) -> None:
+        check_name(self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = schema.dump(self)
+        return data
 
     def dump(self, path: Path) -> None:
-        path.write_text(json.dumps(self.model_dump(), indent=2) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -108,8 +119,6 @@ def load_manifest(path: Path) -> Manifest:
     if version < 1:
         raise InvalidPackError(f"corrupt manifest {path}: format_version {version}")
     try:
-        return Manifest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "manifest"
-        raise InvalidPackError(f"invalid manifest {path}: {where}: {first['msg']}") from exc
+        return schema.load(Manifest, data)
+    except schema.SchemaError as exc:
+        raise InvalidPackError(f"invalid manifest {path}: {exc}") from exc

@@ -18,13 +18,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ladybug
 import numpy as np
-import pyarrow as pa
 
 from wikigr.errors import StoreError
+
+if TYPE_CHECKING:  # pyarrow is only needed to write a store, not to query one
+    import pyarrow as pa
 
 SCHEMA_VERSION = 1
 CHUNK_INDEX = "chunk_embedding_idx"
@@ -84,6 +86,8 @@ def _one_line(exc: BaseException) -> str:
 
 def vectors_to_arrow(vectors: np.ndarray) -> pa.FixedSizeListArray:
     """A (n, dim) float32 matrix as an Arrow fixed-size-list column (what FLOAT[dim] loads from)."""
+    import pyarrow as pa
+
     matrix = np.ascontiguousarray(vectors, dtype=np.float32)
     n, dim = matrix.shape if matrix.ndim == 2 else (0, 0)
     return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), dim or 1)[:n]
@@ -228,34 +232,43 @@ class Store:
         """The top ``k`` chunks by cosine similarity to ``query_vector``, best first."""
         vector = [float(x) for x in query_vector]
         if self.vector_path == "hnsw":
-            head = (
-                f"CALL QUERY_VECTOR_INDEX('Chunk', '{CHUNK_INDEX}', $q, $k) "
-                "WITH node AS c, 1.0 - distance AS score "
+            top = self.rows(
+                f"CALL QUERY_VECTOR_INDEX('Chunk', '{CHUNK_INDEX}', $q, $k) RETURN node.id, 1.0 - distance",
+                {"q": vector, "k": int(k)},
             )
         else:
-            head = (
-                "MATCH (c:Chunk) WITH c, array_cosine_similarity(c.embedding, $q) AS score "
-                "ORDER BY score DESC LIMIT $k "
+            # Rank on (id, score) only: carrying whole nodes through ORDER BY is several times slower.
+            top = self.rows(
+                "MATCH (c:Chunk) RETURN c.id, array_cosine_similarity(c.embedding, $q) AS score "
+                "ORDER BY score DESC LIMIT $k",
+                {"q": vector, "k": int(k)},
             )
-        query = head + (
-            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c) "
-            "RETURN c.id, score, c.text, a.id, a.title, a.url, s.id, s.title, s.anchor "
-            "ORDER BY score DESC"
+        return self.chunk_details({row[0]: float(row[1]) for row in top})
+
+    def chunk_details(self, scores: dict[str, float]) -> list[ChunkHit]:
+        """Citations for the chunks in ``scores`` (id -> score), best score first."""
+        if not scores:
+            return []
+        rows = self.rows(
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids "
+            "RETURN c.id, c.text, a.id, a.title, a.url, s.id, s.title, s.anchor",
+            {"ids": list(scores)},
         )
-        return [
+        hits = [
             ChunkHit(
                 chunk_id=r[0],
-                score=float(r[1]),
-                text=r[2],
-                article_id=r[3],
-                article_title=r[4],
-                url=r[5],
-                section_id=r[6],
-                section_title=r[7],
-                anchor=r[8] or "",
+                score=scores[r[0]],
+                text=r[1],
+                article_id=r[2],
+                article_title=r[3],
+                url=r[4],
+                section_id=r[5],
+                section_title=r[6],
+                anchor=r[7] or "",
             )
-            for r in self.rows(query, {"q": vector, "k": int(k)})
+            for r in rows
         ]
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
 
 @contextmanager

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from wikigr.embed import embedder_info
@@ -109,7 +109,7 @@ def validate_pack(path: Path) -> ValidationReport:
         stats = store.stats()
         report.add("store", True, f"vector search: {store.vector_path}")
         if manifest is not None:
-            recorded = manifest.stats.model_dump()
+            recorded = asdict(manifest.stats)
             wrong = [k for k, v in recorded.items() if stats.get(k) != v]
             detail = ", ".join(f"{k}: manifest {recorded[k]}, store {stats.get(k)}" for k in wrong)
             report.add("stats", not wrong, detail)

@@ -380,8 +380,11 @@ def parse_html(text: str, url: str) -> Document:
     if title_node is None:
         title_node = tree.css_first("title")
     title = collapse_whitespace(title_node.text(deep=True)) if title_node is not None else ""
+    h1 = walker.first_h1
+    if h1 and title.startswith(h1) and title != h1:
+        title = h1  # "<h1> — Site name" in <title>: the page's own heading is the better title
     if not title:
-        title = walker.first_h1
+        title = h1
     if not title:
         first_h1 = tree.css_first("h1")
         title = collapse_whitespace(first_h1.text(deep=True)) if first_h1 is not None else ""
