@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.httpserver import LocalServer
+
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = FIXTURES / "docs"
 
@@ -40,6 +42,13 @@ def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     monkeypatch.setenv("WIKIGR_HOME", str(home))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     yield home
+
+
+@pytest.fixture
+def server() -> Iterator[LocalServer]:
+    """A real HTTP server on 127.0.0.1 (see tests/httpserver.py)."""
+    with LocalServer() as local:
+        yield local
 
 
 @pytest.fixture(scope="session")

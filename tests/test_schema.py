@@ -31,7 +31,13 @@ class Outer:
 
 
 def test_loads_nested_values() -> None:
-    data = {"name": "x", "kind": "b", "inner": {"n": 2, "ratio": 3}, "items": [{"n": 1}], "flags": {"f": True}}
+    data = {
+        "name": "x",
+        "kind": "b",
+        "inner": {"n": 2, "ratio": 3},
+        "items": [{"n": 1}],
+        "flags": {"f": True},
+    }
     loaded = schema.load(Outer, data)
     assert loaded == Outer("x", "b", Inner(2, 3.0), [Inner(1)], None, {"f": True})
     assert isinstance(loaded.inner.ratio, float)
@@ -46,7 +52,10 @@ def test_loads_nested_values() -> None:
         ({"name": "x", "kind": "c", "inner": {"n": 1}}, "kind: must be one of 'a', 'b'"),
         ({"name": "x", "kind": "a", "inner": {"n": True}}, "inner.n: must be an integer"),
         ({"name": "x", "kind": "a", "inner": {"n": "1"}}, "inner.n: must be an integer"),
-        ({"name": "x", "kind": "a", "inner": {"n": 1}, "items": [{"n": 1}, {"m": 2}]}, "items[1].m: unknown field"),
+        (
+            {"name": "x", "kind": "a", "inner": {"n": 1}, "items": [{"n": 1}, {"m": 2}]},
+            "items[1].m: unknown field",
+        ),
         ({"name": "x", "kind": "a", "inner": {"n": 1}, "note": 5}, "note"),
         ({"name": "", "kind": "a", "inner": {"n": 1}}, "name must not be empty"),
         ([1, 2], "must be an object"),

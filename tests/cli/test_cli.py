@@ -9,10 +9,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import DOCS
+from tests.httpserver import LocalServer
 from wikigr.cli import run
 
 
@@ -245,3 +247,83 @@ def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
+
+
+# -- over HTTP: every broken page is a one-line error when it is the only source ------------------
+
+
+def _create(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, url: str, *extra: str
+) -> tuple[int, str, str]:
+    return cli(capsys, "pack", "create", "web", "--url", url, "--out", str(tmp_path / "web"), *extra)
+
+
+@pytest.mark.parametrize(
+    ("setup", "extra", "expected"),
+    [
+        (lambda s: s.url("/missing.html"), (), "HTTP 404"),
+        (lambda s: s.always("/boom.html", 500), ("--retries", "1"), "HTTP 500"),
+        (lambda s: s.huge("/huge.html", 2 * 1024 * 1024), ("--max-mb", "0.5"), "cap"),
+        (lambda s: s.binary("/file.bin"), (), "unsupported content type"),
+        (lambda s: s.slow("/slow.html", 3.0), ("--timeout", "0.3", "--retries", "0"), "timed out"),
+        (lambda s: s.redirect_loop("/a.html", "/b.html"), (), "redirect"),
+    ],
+    ids=["404", "500", "huge", "binary", "slow", "redirect-loop"],
+)
+def test_broken_page(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    server: LocalServer,
+    setup: Any,
+    extra: tuple[str, ...],
+    expected: str,
+) -> None:
+    url = setup(server)
+    code, _, err = _create(capsys, tmp_path, url, *extra)
+    assert code == 1
+    assert_one_error(err, "no document could be fetched")
+    assert expected in err
+    assert not (tmp_path / "web").exists()
+
+
+def test_http_build_with_redirects_charsets_and_links(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, server: LocalServer
+) -> None:
+    server.add(
+        "/guide.html",
+        "<title>Guide</title><h1>Guide</h1><p>See <a href='/old-cafe'>the café page</a>.</p>"
+        "<p>Errors are listed on <a href='/gone.html'>a missing page</a>.</p>",
+    )
+    server.encoded(
+        "/cafe.html",
+        "<title>Café</title><h1>Café crème</h1><p>Un café crème à Paris, s'il vous plaît.</p>",
+        "iso-8859-1",
+        declared="iso-8859-1",
+    )
+    server.redirect("/old-cafe", "/cafe.html")
+    code, out, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "web",
+        "--url",
+        server.url("/guide.html"),
+        "--url",
+        server.url("/old-cafe"),
+        "--url",
+        server.url("/gone.html"),
+        "--out",
+        str(tmp_path / "web"),
+        "--json",
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["stats"]["articles"] == 2 and report["stats"]["links"] == 1
+    assert [f["url"] for f in report["failed"]] == [server.url("/gone.html")]
+    code, out, _ = cli(capsys, "query", str(tmp_path / "web"), "café crème in Paris", "--json")
+    top = json.loads(out)["sources"][0]
+    assert top["title"] == "Café" and top["url"] == server.url("/cafe.html")
+    manifest = json.loads((tmp_path / "web" / "manifest.json").read_text())
+    cafe = next(s for s in manifest["sources"] if s["url"] == server.url("/old-cafe"))
+    assert cafe["final_url"] == server.url("/cafe.html") and cafe["status"] == "ok"
+    assert all(r.headers["user-agent"].startswith("wikigr/") for r in server.requests)

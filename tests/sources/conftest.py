@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.httpserver import LocalServer
 from wikigr.sources.fetch import FetchOptions
-
-
-@pytest.fixture
-def server() -> Iterator[LocalServer]:
-    with LocalServer() as local:
-        yield local
 
 
 @pytest.fixture

@@ -163,7 +163,7 @@ SPHINX = """<!DOCTYPE html>
 
 def test_sphinx_page() -> None:
     document = parse_html(SPHINX, "https://docs.python.org/3/library/os.html")
-    assert document.title == "os — Miscellaneous interfaces — Python docs"
+    assert document.title == "os — Miscellaneous interfaces"  # the <h1>, without the site suffix
     assert [(s.title, s.level, s.anchor) for s in document.sections] == [
         ("os — Miscellaneous interfaces", 1, "module-os"),
         ("Process Parameters", 2, "process-parameters"),

@@ -35,6 +35,7 @@ def create(
     description: Annotated[str, typer.Option(help="One-line description of the pack.")] = "",
     workers: Annotated[int, typer.Option(min=1, max=64, help="Concurrent fetches.")] = 8,
     timeout: Annotated[float, typer.Option(min=0.1, help="Per-request timeout, seconds.")] = 20.0,
+    retries: Annotated[int, typer.Option(min=0, max=10, help="Retries on 429/5xx/timeouts.")] = 3,
     max_mb: Annotated[float, typer.Option("--max-mb", min=0.001, help="Size cap per document, MiB.")] = 10.0,
     fresh: Annotated[
         bool, typer.Option("--fresh", help="Ignore what an interrupted build left; start over.")
@@ -76,7 +77,9 @@ def create(
     options = BuildOptions(
         description=description,
         public_urls=rewrites,
-        fetch=FetchOptions(workers=workers, timeout=timeout, max_bytes=int(max_mb * 1024 * 1024)),
+        fetch=FetchOptions(
+            workers=workers, timeout=timeout, retries=retries, max_bytes=int(max_mb * 1024 * 1024)
+        ),
         fresh=fresh,
     )
     bars = ProgressBars(enabled=err.is_terminal and not json_out)

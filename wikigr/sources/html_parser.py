@@ -381,7 +381,7 @@ def parse_html(text: str, url: str) -> Document:
         title_node = tree.css_first("title")
     title = collapse_whitespace(title_node.text(deep=True)) if title_node is not None else ""
     h1 = walker.first_h1
-    if h1 and title.startswith(h1) and title != h1:
+    if h1 and title.startswith(h1) and title[len(h1) :].lstrip()[:1] in ("—", "–", "-", "|", "·", ":"):
         title = h1  # "<h1> — Site name" in <title>: the page's own heading is the better title
     if not title:
         title = h1
