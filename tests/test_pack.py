@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DOCS
+from wikigr.agent import KnowledgeGraphAgent, query_pack
 from wikigr.build import BuildOptions, build_pack
 from wikigr.errors import BuildError, EmbedderUnavailableError, InvalidPackError, StoreError, UsageError
 from wikigr.pack.manifest import FORMAT_VERSION, load_manifest
@@ -17,7 +18,6 @@ from wikigr.pack.pack import open_pack
 from wikigr.pack.store import NODE_TABLES, REL_TABLES, Store
 from wikigr.pack.validate import validate_pack
 from wikigr.progress import ProgressEvent
-from wikigr.query import PackSearcher, query_pack
 
 
 def test_pack_folder_has_every_file(built_pack: Path) -> None:
@@ -106,9 +106,9 @@ def test_query_cites_urls_with_anchors(built_pack: Path) -> None:
     result = query_pack(built_pack, "socket timeout", top_k=1)
     assert result.sources[0].url == (DOCS / "sockets.html").as_uri() + "#timeouts"
     data = result.to_json()
-    assert set(data) == {"answer", "sources", "profile", "trace"}
+    assert {"answer", "sources", "profile", "trace", "confidence", "low_confidence", "facts"} == set(data)
     assert set(data["sources"][0]) == {"title", "section", "url", "score"}
-    assert data["profile"] == "baseline"
+    assert data["profile"] == "balanced"  # the default, written to kg_config.json
 
 
 def test_query_returns_one_hit_per_section(built_pack: Path) -> None:
@@ -119,8 +119,8 @@ def test_query_returns_one_hit_per_section(built_pack: Path) -> None:
 
 def test_query_never_writes_the_pack(built_pack: Path) -> None:
     before = {p: p.read_bytes() for p in built_pack.rglob("*") if p.is_file()}
-    with PackSearcher.open(built_pack) as searcher:
-        searcher.query("json")
+    with KnowledgeGraphAgent(built_pack, profile="max") as agent:
+        agent.query("json")
     after = {p: p.read_bytes() for p in built_pack.rglob("*") if p.is_file()}
     assert before.keys() == after.keys()
     assert all(before[p] == after[p] for p in before)

@@ -21,18 +21,18 @@ _EXPORTS = {
     "open_pack": "wikigr.pack.pack",
     "Pack": "wikigr.pack.pack",
     "validate_pack": "wikigr.pack.validate",
-    "query_pack": "wikigr.query",
-    "PackSearcher": "wikigr.query",
-    "QueryResult": "wikigr.query",
+    "query_pack": "wikigr.agent",
+    "KnowledgeGraphAgent": "wikigr.agent",
+    "AgentResult": "wikigr.agent",
     "WikigrError": "wikigr.errors",
 }
 
 __all__ = [
+    "AgentResult",
     "BuildOptions",
     "BuildReport",
+    "KnowledgeGraphAgent",
     "Pack",
-    "PackSearcher",
-    "QueryResult",
     "WikigrError",
     "__version__",
     "build_pack",
@@ -42,11 +42,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from wikigr.agent import AgentResult, KnowledgeGraphAgent, query_pack
     from wikigr.build import BuildOptions, BuildReport, build_pack
     from wikigr.errors import WikigrError
     from wikigr.pack.pack import Pack, open_pack
     from wikigr.pack.validate import validate_pack
-    from wikigr.query import PackSearcher, QueryResult, query_pack
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ from wikigr.documents import FetchResult
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
 from wikigr.pack import pack as layout
+from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
 from wikigr.pack.manifest import (
     FORMAT_VERSION,
     EmbedderRecord,
@@ -246,6 +247,7 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
         k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")
     }
     chunks: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "section_id", "ord", "text")}
+    keyword_texts: list[str] = []
     section_vectors: list[np.ndarray] = []
     chunk_vectors: list[np.ndarray] = []
     has_section: dict[str, list[str]] = {"from": [], "to": []}
@@ -292,6 +294,7 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
                 ):
                     chunks[key].append(value)
                 chunk_vectors.append(doc.embeddings[i])
+                keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 has_chunk["from"].append(section_id)
                 has_chunk["to"].append(chunk_id)
         meta = doc.fetch
@@ -322,6 +325,7 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
     def vectors(rows: list[np.ndarray]) -> pa.Array:
         return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
 
+    build_keyword_index(path.parent / KEYWORD_DIR, chunks["id"], keyword_texts)
     store = Store.create(path, dim)
     try:
         store.copy("Article", pa.table(articles))
@@ -552,7 +556,7 @@ def _write_support_files(folder: Path, manifest: Manifest, url_list: str) -> Non
     )
     config = folder / layout.CONFIG_FILE
     if not config.exists():
-        config.write_text(json.dumps({"profile": "baseline"}, indent=2) + "\n", encoding="utf-8")
+        config.write_text(json.dumps({"profile": "balanced"}, indent=2) + "\n", encoding="utf-8")
     (folder / layout.RESULTS_DIR).mkdir(parents=True, exist_ok=True)
     questions = folder / layout.QUESTIONS_FILE
     if not questions.exists():

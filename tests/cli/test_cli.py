@@ -64,7 +64,7 @@ def test_create_list_info_validate_query(capsys: pytest.CaptureFixture[str], wik
     code, out, _ = cli(capsys, "query", "notes", "How do I set a socket timeout?", "--json", "--top-k", "2")
     result = json.loads(out)
     assert code == 0
-    assert set(result) == {"answer", "sources", "profile", "trace"}
+    assert {"answer", "sources", "profile", "trace"} <= set(result)
     assert len(result["sources"]) == 2
     assert result["sources"][0]["section"] == "Timeouts"
     assert result["trace"]["vector_path"] == "exact"

@@ -270,6 +270,49 @@ class Store:
         ]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
+    def chunk_vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
+        rows = self.rows("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.embedding", {"ids": chunk_ids})
+        return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+
+    def article_degrees(self, article_ids: list[str], within: bool = True) -> dict[str, int]:
+        """LINKS_TO degree (in + out) of each article; ``within``: counting only links among them."""
+        if within:
+            rows = self.rows(
+                "MATCH (a:Article)-[:LINKS_TO]-(b:Article) WHERE a.id IN $ids AND b.id IN $ids "
+                "RETURN a.id, count(DISTINCT b)",
+                {"ids": article_ids},
+            )
+        else:
+            rows = self.rows(
+                "MATCH (a:Article)-[:LINKS_TO]-(b:Article) WHERE a.id IN $ids RETURN a.id, count(DISTINCT b)",
+                {"ids": article_ids},
+            )
+        degrees = dict.fromkeys(article_ids, 0)
+        degrees.update({r[0]: int(r[1]) for r in rows})
+        return degrees
+
+    def linked_articles(self, article_ids: list[str]) -> list[str]:
+        """Articles linked to or from any of ``article_ids`` (the given ones excluded), most links first."""
+        rows = self.rows(
+            "MATCH (a:Article)-[r:LINKS_TO]-(b:Article) WHERE a.id IN $ids AND NOT b.id IN $ids "
+            "RETURN b.id, count(r) AS n ORDER BY n DESC, b.id",
+            {"ids": article_ids},
+        )
+        return [r[0] for r in rows]
+
+    def best_chunk_per_article(self, article_ids: list[str], query_vector: Sequence[float]) -> list[ChunkHit]:
+        """For each article, its chunk most similar to ``query_vector``."""
+        rows = self.rows(
+            "MATCH (c:Chunk) WHERE c.article_id IN $ids "
+            "RETURN c.article_id, c.id, array_cosine_similarity(c.embedding, $q) AS score",
+            {"ids": article_ids, "q": [float(x) for x in query_vector]},
+        )
+        best: dict[str, tuple[str, float]] = {}
+        for article_id, chunk_id, score in rows:
+            if article_id not in best or score > best[article_id][1]:
+                best[article_id] = (chunk_id, float(score))
+        return self.chunk_details({chunk_id: score for chunk_id, score in best.values()})
+
 
 @contextmanager
 def open_store(path: Path, read_only: bool = True) -> Iterator[Store]:

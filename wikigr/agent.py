@@ -1,0 +1,195 @@
+"""KnowledgeGraphAgent: answers questions against a pack through a profile of retrieval stages.
+
+from wikigr import KnowledgeGraphAgent
+agent = KnowledgeGraphAgent("pydocs", profile="balanced")
+result = agent.query("How do I set a socket timeout?")
+result.answer, result.sources, result.facts, result.confidence, result.trace
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from wikigr.embed import embedder_info, get_embedder
+from wikigr.errors import EmbedderUnavailableError, UsageError
+from wikigr.pack.pack import Pack, open_pack
+from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
+from wikigr.retrieval.stage import Context, QueryState
+
+if TYPE_CHECKING:  # the SDK is imported only when an API key is set
+    from wikigr.llm import LLM
+
+
+@dataclass(frozen=True)
+class Source:
+    title: str
+    section: str
+    url: str
+    score: float
+    text: str = ""
+    origin: str = "vector"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "section": self.section, "url": self.url, "score": round(self.score, 4)}
+
+
+@dataclass
+class AgentResult:
+    question: str
+    answer: str
+    sources: list[Source]
+    profile: str
+    confidence: float = 0.0
+    low_confidence: bool = False
+    facts: list[str] = field(default_factory=list)
+    trace: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "sources": [s.to_json() for s in self.sources],
+            "profile": self.profile,
+            "confidence": round(self.confidence, 4),
+            "low_confidence": self.low_confidence,
+            "facts": self.facts,
+            "trace": self.trace,
+        }
+
+
+def check_embedder(pack: Pack) -> None:
+    """Refuse a pack whose recorded embedder is not available (or disagrees with ours)."""
+    record = pack.manifest.embedder
+    info = embedder_info(record.name)
+    if info.dimension != record.dimension:
+        raise EmbedderUnavailableError(
+            f"pack {pack.name} records embedder {record.name} with dimension {record.dimension}, "
+            f"but it has dimension {info.dimension} here"
+        )
+
+
+class KnowledgeGraphAgent:
+    """A pack opened for questions. ``llm="auto"`` uses Claude when ANTHROPIC_API_KEY is set."""
+
+    def __init__(
+        self,
+        pack: str | Path | Pack,
+        profile: str | None = None,
+        enable: list[str] | None = None,
+        disable: list[str] | None = None,
+        options: dict[str, dict[str, Any]] | None = None,
+        llm: LLM | Literal["auto"] | None = "auto",
+        model: str | None = None,
+        top_k: int | None = None,
+        fallback: bool = False,
+    ) -> None:
+        self.pack = pack if isinstance(pack, Pack) else open_pack(pack)
+        config = load_pack_config(self.pack.config(), str(self.pack.path / "kg_config.json"))
+        self.profile = profile or config.profile or DEFAULT_PROFILE
+        overrides = {name: dict(values) for name, values in config.stages.items()}
+        for name, values in (options or {}).items():
+            overrides.setdefault(name, {}).update(values)
+        self.stages = resolve_stages(self.profile, enable, disable, overrides)
+        self.top_k = top_k or config.top_k or 5
+        if self.top_k < 1:
+            raise UsageError("top_k must be at least 1")
+        if llm == "auto":
+            from wikigr.llm import AnthropicLLM
+
+            llm = AnthropicLLM.from_env(model or config.model)
+        self.llm = llm
+        self.fallback = fallback
+        check_embedder(self.pack)
+        # Loading the model and opening the store are independent: do both at once.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            embedder_future = pool.submit(get_embedder, self.pack.manifest.embedder.name)
+            store = pool.submit(self.pack.open_store).result()
+            try:
+                embedder = embedder_future.result()
+            except BaseException:
+                store.close()
+                raise
+        self.context = Context(pack=self.pack, store=store, embedder=embedder, llm=self.llm)
+
+    def close(self) -> None:
+        self.context.store.close()
+
+    def __enter__(self) -> KnowledgeGraphAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    def query(self, question: str, top_k: int | None = None, question_id: str | None = None) -> AgentResult:
+        question = question.strip()
+        if not question:
+            raise UsageError("the question is empty")
+        k = top_k or self.top_k
+        if k < 1:
+            raise UsageError("top_k must be at least 1")
+        usage = None
+        if self.llm is not None:
+            from wikigr.llm import Usage
+
+            usage = Usage()
+        state = QueryState(
+            question=question,
+            ctx=self.context,
+            top_k=k,
+            question_id=question_id,
+            usage=usage,
+            fallback=self.fallback,
+        )
+        start = time.perf_counter()
+        stages = run_stages(self.stages, state)
+        total_ms = (time.perf_counter() - start) * 1000
+        passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]
+        sources = [
+            Source(c.article_title, c.section_title, c.citation_url, c.score, c.text, c.origin)
+            for c in passages
+        ]
+        synth_ms = sum(s["ms"] for s in stages if s["stage"] == "synthesize")
+        trace: dict[str, Any] = {
+            "profile": self.profile,
+            "embedder": self.context.embedder.name,
+            "vector_path": self.context.store.vector_path,
+            "answer_mode": state.answer_mode or "none",
+            "stages": stages,
+            "retrieval_ms": round(total_ms - synth_ms, 2),
+            "total_ms": round(total_ms, 2),
+        }
+        if usage is not None:
+            trace["usage"] = {
+                "calls": usage.calls,
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost_usd": round(usage.cost_usd, 6),
+            }
+        return AgentResult(
+            question=question,
+            answer=state.answer if state.answer is not None else "",
+            sources=sources,
+            profile=self.profile,
+            confidence=state.confidence,
+            low_confidence=state.low_confidence,
+            facts=state.facts,
+            trace=trace,
+        )
+
+
+def query_pack(
+    ref: str | Path, question: str, top_k: int = 5, profile: str | None = None, **kwargs: Any
+) -> AgentResult:
+    """Open the pack, answer one question, close it."""
+    if not question.strip():
+        raise UsageError("the question is empty")
+    with KnowledgeGraphAgent(ref, profile=profile, top_k=top_k, **kwargs) as agent:
+        return agent.query(question)

@@ -1,0 +1,467 @@
+"""Keyword (BM25) search over a pack's chunks, stored as plain files in the pack's ``bm25/`` folder.
+
+The index is built with `bm25s <https://github.com/xhluca/bm25s>`_ (method ``lucene``) and saved in
+its format, next to two wikigr files::
+
+    bm25/
+      wikigr_keyword.json     format_version, k1, b, tokenizer settings, document/vocabulary counts
+      chunk_ids.json          JSON list of chunk ids; position i is bm25s document i
+      params.index.json       bm25s parameters
+      vocab.index.json        bm25s vocabulary: token -> column
+      data.csc.index.npy      float32 BM25 weight of each (token, document) pair, by column
+      indices.csc.index.npy   int32 document of each weight
+      indptr.csc.index.npy    int64 column offsets (vocabulary size + 1)
+
+A pack may come from anyone, so loading never executes code: JSON is parsed with :mod:`json`, the
+``.npy`` headers are checked (1-D, exact dtype, exact file size) before the arrays are memory-mapped
+with ``allow_pickle=False``, every file has a size cap, and the arrays are checked for consistency.
+Any problem is an :class:`~wikigr.errors.InvalidPackError`. Queries are scored straight from the
+memory-mapped arrays (the sum of the query tokens' precomputed weights, as bm25s does), so loading an
+index does not import bm25s.
+
+Tokenisation (the same for chunks and queries): NFKC, then runs of word characters joined by dots
+(``socket.settimeout``); each run gives its alphanumeric parts (``socket``, ``settimeout``), their
+camelCase pieces (``setTimeout`` → ``set``, ``timeout``), and, for a dotted or underscored identifier,
+the whole identifier and its underscored components (``pd.read_csv`` → ``pd.read_csv``, ``read_csv``).
+Tokens are casefolded; English stopwords are dropped from the parts (never from whole identifiers).
+There is no stemmer: none is available without a new dependency.
+
+An empty corpus (or one without a single token) is accepted: it writes an index that returns nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import unicodedata
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wikigr.errors import InvalidPackError
+
+KEYWORD_DIR = "bm25"
+"""The index's folder inside a pack: ``build_keyword_index(pack / KEYWORD_DIR, ...)``."""
+
+FORMAT_VERSION = 1
+META_FILE = "wikigr_keyword.json"
+CHUNK_IDS_FILE = "chunk_ids.json"
+PARAMS_FILE = "params.index.json"
+VOCAB_FILE = "vocab.index.json"
+DATA_FILE = "data.csc.index.npy"
+INDICES_FILE = "indices.csc.index.npy"
+INDPTR_FILE = "indptr.csc.index.npy"
+
+MAX_META_BYTES = 1024 * 1024
+MAX_PARAMS_BYTES = 64 * 1024
+MAX_CHUNK_IDS_BYTES = 512 * 1024 * 1024
+MAX_VOCAB_BYTES = 512 * 1024 * 1024
+MAX_ARRAY_BYTES = 8 * 1024 * 1024 * 1024
+MAX_STOPWORDS = 10_000
+
+METHOD = "lucene"
+TOKENIZER_NAME = "wikigr-keyword"
+TOKENIZER_VERSION = 1
+MAX_TOKEN_CHARS = 100
+
+_DATA_DTYPE = np.dtype(np.float32)
+_INDEX_DTYPE = np.dtype(np.int32)
+_INDPTR_DTYPE = np.dtype(np.int64)
+
+_RUN_RE = re.compile(r"\w+(?:\.\w+)*")
+_PART_RE = re.compile(r"[^\W_]+")
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+# --------------------------------------------------------------------------------------------
+# Tokenisation
+
+
+def default_stopwords() -> tuple[str, ...]:
+    """The English stopwords bm25s ships (Lucene's list), recorded in each index at build time."""
+    from bm25s.stopwords import STOPWORDS_EN  # type: ignore[import-untyped]
+
+    return tuple(sorted({str(w).casefold() for w in STOPWORDS_EN}))
+
+
+def _tokenizer_settings(stopwords: Sequence[str]) -> dict[str, Any]:
+    return {
+        "name": TOKENIZER_NAME,
+        "version": TOKENIZER_VERSION,
+        "normalization": "NFKC",
+        "lowercase": "casefold",
+        "identifiers": True,
+        "camel_case": True,
+        "stemmer": None,
+        "max_token_chars": MAX_TOKEN_CHARS,
+        "stopwords": list(stopwords),
+    }
+
+
+def _iter_tokens(text: str, stopwords: frozenset[str]) -> Iterator[str]:
+    for match in _RUN_RE.finditer(unicodedata.normalize("NFKC", text)):
+        run = match.group()
+        simple = "." not in run and "_" not in run  # the common case: one alphanumeric part
+        parts = [run] if simple else _PART_RE.findall(run)
+        for part in parts:
+            folded = part.casefold()
+            if folded not in stopwords:
+                yield folded
+            tail = part[1:]
+            if tail != tail.lower():  # an upper-case letter after the first: maybe camelCase
+                pieces = _CAMEL_RE.split(part)
+                if len(pieces) > 1:
+                    for piece in pieces:
+                        folded = piece.casefold()
+                        if folded not in stopwords:
+                            yield folded
+        if not simple and parts and (len(parts) > 1 or run != parts[0]):
+            yield run.casefold()
+            if "." in run:
+                for component in run.split("."):
+                    if "_" in component and _PART_RE.search(component):
+                        yield component.casefold()
+
+
+def tokenize(text: str, stopwords: Sequence[str] | frozenset[str] | None = None) -> list[str]:
+    """The tokens of ``text``, as indexed and as queried (see the module docstring)."""
+    stop = frozenset(default_stopwords() if stopwords is None else stopwords)
+    return [t for t in _iter_tokens(text, stop) if len(t) <= MAX_TOKEN_CHARS]
+
+
+# --------------------------------------------------------------------------------------------
+# Building
+
+
+def build_keyword_index(
+    folder: Path, chunk_ids: list[str], texts: list[str], k1: float = 1.2, b: float = 0.75
+) -> None:
+    """Index ``texts`` (chunk ``chunk_ids[i]`` has text ``texts[i]``) and save the index in ``folder``.
+
+    ``folder`` (normally ``pack / KEYWORD_DIR``) is created, or replaced as a whole if it exists:
+    the index is written to a sibling temporary folder first, so a failed build leaves no half index.
+    An empty corpus is allowed and gives an index whose searches return nothing. Raises
+    :class:`ValueError` for mismatched lengths, duplicate ids, or out-of-range ``k1``/``b``.
+    """
+    if len(chunk_ids) != len(texts):
+        raise ValueError(f"{len(chunk_ids)} chunk ids but {len(texts)} texts")
+    if len(set(chunk_ids)) != len(chunk_ids):
+        raise ValueError("chunk ids must be unique")
+    if not all(isinstance(c, str) for c in chunk_ids) or not all(isinstance(t, str) for t in texts):
+        raise ValueError("chunk ids and texts must be strings")
+    if isinstance(k1, bool) or not isinstance(k1, int | float) or not math.isfinite(k1) or k1 < 0:
+        raise ValueError(f"k1 must be a finite number >= 0, not {k1!r}")
+    if isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) or not 0 <= b <= 1:
+        raise ValueError(f"b must be between 0 and 1, not {b!r}")
+    k1, b = float(k1), float(b)
+
+    import bm25s  # type: ignore[import-untyped]  # only builds need it
+
+    stopwords = default_stopwords()
+    stop = frozenset(stopwords)
+    vocab: dict[str, int] = {}  # first-seen order, so the files are reproducible
+    corpus_ids = [
+        [vocab.setdefault(t, len(vocab)) for t in _iter_tokens(text, stop) if len(t) <= MAX_TOKEN_CHARS]
+        for text in texts
+    ]
+
+    retriever = bm25s.BM25(k1=k1, b=b, method=METHOD, backend="numpy", csc_backend="numpy")
+    if vocab:
+        retriever.index((corpus_ids, vocab), create_empty_token=False, show_progress=False)
+    else:  # bm25s cannot index a corpus without tokens: write the same files, empty
+        retriever.scores = {
+            "data": np.zeros(0, dtype=_DATA_DTYPE),
+            "indices": np.zeros(0, dtype=_INDEX_DTYPE),
+            "indptr": np.zeros(1, dtype=_INDPTR_DTYPE),
+            "num_docs": len(texts),
+        }
+        retriever.vocab_dict = {}
+        retriever.nonoccurrence_array = None
+
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{folder} exists and is not a folder")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.tmp-{uuid.uuid4().hex}")
+    tmp.mkdir()
+    try:
+        retriever.save(tmp, show_progress=False)
+        # bm25s may pick other dtypes in another version; the reader accepts exactly these.
+        for name, array, dtype in (
+            (DATA_FILE, retriever.scores["data"], _DATA_DTYPE),
+            (INDICES_FILE, retriever.scores["indices"], _INDEX_DTYPE),
+            (INDPTR_FILE, retriever.scores["indptr"], _INDPTR_DTYPE),
+        ):
+            if np.asarray(array).dtype != dtype:
+                np.save(tmp / name, np.ascontiguousarray(array, dtype=dtype), allow_pickle=False)
+        _write_json(tmp / CHUNK_IDS_FILE, list(chunk_ids))
+        _write_json(
+            tmp / META_FILE,
+            {
+                "format_version": FORMAT_VERSION,
+                "method": METHOD,
+                "k1": k1,
+                "b": b,
+                "num_documents": len(texts),
+                "vocabulary_size": len(vocab),
+                "tokenizer": _tokenizer_settings(stopwords),
+                "bm25s_version": str(getattr(bm25s, "__version__", "")),
+            },
+        )
+        if folder.exists():
+            old = folder.with_name(f".{folder.name}.old-{uuid.uuid4().hex}")
+            folder.rename(old)
+            tmp.rename(folder)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _write_json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------
+# Loading (untrusted input)
+
+
+def _read_json(path: Path, max_bytes: int) -> Any:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise InvalidPackError(f"corrupt keyword index: {path.name} is missing in {path.parent}") from None
+    except OSError as exc:
+        raise InvalidPackError(f"cannot read keyword index file {path}: {exc}") from exc
+    if len(raw) > max_bytes:
+        raise InvalidPackError(f"corrupt keyword index: {path} is larger than {max_bytes} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InvalidPackError(f"corrupt keyword index {path}: {exc}") from exc
+
+
+def _open_array(path: Path, dtype: np.dtype[Any], length: int | None = None) -> npt.NDArray[Any]:
+    """Memory-map a 1-D ``.npy`` file after checking its header and size; never unpickles."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_ARRAY_BYTES:
+            raise InvalidPackError(f"corrupt keyword index: {path} is larger than {MAX_ARRAY_BYTES} bytes")
+        with path.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran_order, found = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran_order, found = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise InvalidPackError(f"corrupt keyword index: {path} has .npy version {version}")
+            offset = f.tell()
+    except FileNotFoundError:
+        raise InvalidPackError(f"corrupt keyword index: {path.name} is missing in {path.parent}") from None
+    except InvalidPackError:
+        raise
+    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+        raise InvalidPackError(f"corrupt keyword index {path}: {exc}") from exc
+    if found != dtype or fortran_order or len(shape) != 1:
+        raise InvalidPackError(
+            f"corrupt keyword index {path}: expected a 1-D {dtype} array, found {found} {shape}"
+        )
+    if length is not None and shape[0] != length:
+        raise InvalidPackError(f"corrupt keyword index {path}: {shape[0]} entries, expected {length}")
+    if size != offset + shape[0] * dtype.itemsize:
+        raise InvalidPackError(f"corrupt keyword index {path}: file size does not match its header")
+    try:
+        if shape[0] == 0:
+            array = np.zeros(0, dtype=dtype)
+        else:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InvalidPackError(f"corrupt keyword index {path}: {exc}") from exc
+    if array.dtype != dtype or array.shape != shape:
+        raise InvalidPackError(f"corrupt keyword index {path}: unexpected array")
+    return array
+
+
+def _int_field(meta: dict[str, Any], key: str, path: Path) -> int:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidPackError(f"corrupt keyword index {path}: {key} must be a non-negative integer")
+    return value
+
+
+def _float_field(meta: dict[str, Any], key: str, path: Path) -> float:
+    value = meta.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidPackError(f"corrupt keyword index {path}: {key} must be a number")
+    return float(value)
+
+
+def _check_meta(path: Path, meta: Any) -> tuple[int, int, float, float, tuple[str, ...]]:
+    if not isinstance(meta, dict):
+        raise InvalidPackError(f"corrupt keyword index {path}: not a JSON object")
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidPackError(f"corrupt keyword index {path}: format_version must be an integer")
+    if version > FORMAT_VERSION:
+        raise InvalidPackError(
+            f"keyword index format_version {version} is newer than this wikigr supports "
+            f"({FORMAT_VERSION}): upgrade wikigr"
+        )
+    if version < 1:
+        raise InvalidPackError(f"corrupt keyword index {path}: format_version {version}")
+    if meta.get("method") != METHOD:
+        raise InvalidPackError(f"corrupt keyword index {path}: method {meta.get('method')!r}")
+    num_docs = _int_field(meta, "num_documents", path)
+    vocab_size = _int_field(meta, "vocabulary_size", path)
+    k1, b = _float_field(meta, "k1", path), _float_field(meta, "b", path)
+    tokenizer = meta.get("tokenizer")
+    if not isinstance(tokenizer, dict):
+        raise InvalidPackError(f"corrupt keyword index {path}: tokenizer must be an object")
+    stopwords = tokenizer.get("stopwords")
+    if (
+        not isinstance(stopwords, list)
+        or len(stopwords) > MAX_STOPWORDS
+        or not all(isinstance(w, str) for w in stopwords)
+    ):
+        raise InvalidPackError(f"corrupt keyword index {path}: tokenizer.stopwords must be a list of strings")
+    tok_version = tokenizer.get("version")
+    if isinstance(tok_version, int) and not isinstance(tok_version, bool) and tok_version > TOKENIZER_VERSION:
+        raise InvalidPackError(
+            f"keyword index tokenizer version {tok_version} is newer than this wikigr supports "
+            f"({TOKENIZER_VERSION}): upgrade wikigr"
+        )
+    if tokenizer != _tokenizer_settings(stopwords):
+        raise InvalidPackError(f"corrupt keyword index {path}: unsupported tokenizer settings")
+    return num_docs, vocab_size, k1, b, tuple(stopwords)
+
+
+class KeywordIndex:
+    """A loaded keyword index: ``KeywordIndex.load(pack / KEYWORD_DIR).search("settimeout", 5)``."""
+
+    def __init__(
+        self,
+        *,
+        chunk_ids: list[str],
+        vocab: dict[str, Any],
+        data: npt.NDArray[np.float32],
+        indices: npt.NDArray[np.int32],
+        indptr: npt.NDArray[np.int64],
+        stopwords: Sequence[str],
+        k1: float,
+        b: float,
+    ) -> None:
+        self._chunk_ids = chunk_ids
+        self._vocab = vocab
+        self._data = data
+        self._indices = indices
+        self._indptr = indptr
+        self._stopwords = frozenset(stopwords)
+        self.k1 = k1
+        self.b = b
+
+    @classmethod
+    def load(cls, folder: Path) -> KeywordIndex:
+        """Open the index saved in ``folder``; an :class:`InvalidPackError` if it is missing or corrupt."""
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise InvalidPackError(f"keyword index missing: {folder} is not a folder")
+        meta_path = folder / META_FILE
+        num_docs, vocab_size, k1, b, stopwords = _check_meta(meta_path, _read_json(meta_path, MAX_META_BYTES))
+
+        params_path = folder / PARAMS_FILE
+        params = _read_json(params_path, MAX_PARAMS_BYTES)
+        if not isinstance(params, dict):
+            raise InvalidPackError(f"corrupt keyword index {params_path}: not a JSON object")
+        expected = {"num_docs": num_docs, "k1": k1, "b": b, "method": METHOD, "idf_method": METHOD}
+        for key, value in expected.items():
+            if params.get(key) != value:
+                raise InvalidPackError(
+                    f"corrupt keyword index {params_path}: {key} does not match {META_FILE}"
+                )
+
+        ids_path = folder / CHUNK_IDS_FILE
+        chunk_ids = _read_json(ids_path, MAX_CHUNK_IDS_BYTES)
+        if not isinstance(chunk_ids, list) or not all(isinstance(c, str) for c in chunk_ids):
+            raise InvalidPackError(f"corrupt keyword index {ids_path}: not a list of strings")
+        if len(chunk_ids) != num_docs:
+            raise InvalidPackError(
+                f"corrupt keyword index {ids_path}: {len(chunk_ids)} ids for {num_docs} documents"
+            )
+
+        vocab_path = folder / VOCAB_FILE
+        vocab = _read_json(vocab_path, MAX_VOCAB_BYTES)
+        if not isinstance(vocab, dict) or len(vocab) != vocab_size:
+            raise InvalidPackError(f"corrupt keyword index {vocab_path}: expected {vocab_size} tokens")
+        # Token ids are checked when a query looks them up (see _token_ids): it keeps loading fast.
+
+        indptr = _open_array(folder / INDPTR_FILE, _INDPTR_DTYPE, vocab_size + 1)
+        data = _open_array(folder / DATA_FILE, _DATA_DTYPE)
+        indices = _open_array(folder / INDICES_FILE, _INDEX_DTYPE, len(data))
+        where = f"corrupt keyword index {folder}"
+        if indptr[0] != 0 or indptr[-1] != len(data) or np.any(indptr[1:] < indptr[:-1]):
+            raise InvalidPackError(f"{where}: {INDPTR_FILE} is not a valid column index")
+        if len(indices) and (int(indices.min()) < 0 or int(indices.max()) >= num_docs):
+            raise InvalidPackError(f"{where}: {INDICES_FILE} refers to documents that do not exist")
+        if len(data) and not bool(np.isfinite(data).all()):
+            raise InvalidPackError(f"{where}: {DATA_FILE} holds non-finite scores")
+        return cls(
+            chunk_ids=chunk_ids,
+            vocab=vocab,
+            data=data,
+            indices=indices,
+            indptr=indptr,
+            stopwords=stopwords,
+            k1=k1,
+            b=b,
+        )
+
+    def __len__(self) -> int:
+        """The number of indexed chunks."""
+        return len(self._chunk_ids)
+
+    def _token_ids(self, query: str) -> list[int]:
+        columns = len(self._indptr) - 1
+        ids: list[int] = []
+        for token in dict.fromkeys(tokenize(query, self._stopwords)):  # each token counts once
+            column = self._vocab.get(token)
+            if column is None:
+                continue
+            if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < columns:
+                raise InvalidPackError(f"corrupt keyword index: bad vocabulary entry for {token!r}")
+            ids.append(column)
+        return ids
+
+    def search(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best chunks for ``query`` as ``(chunk id, BM25 score)``, best first.
+
+        Only chunks with a positive score are returned, so a query without any indexed token gives
+        ``[]``; ties are broken by indexing order. ``k`` may exceed the corpus; ``k == 0`` gives
+        ``[]`` and a negative ``k`` is a :class:`ValueError`.
+        """
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError(f"k must be an integer, not {k!r}")
+        if k < 0:
+            raise ValueError(f"k must be >= 0, not {k}")
+        if k == 0 or not self._chunk_ids:
+            return []
+        ids = self._token_ids(query)
+        if not ids:
+            return []
+        scores = np.zeros(len(self._chunk_ids), dtype=np.float32)
+        for column in ids:  # BM25: the sum of the query tokens' precomputed per-document weights
+            start, end = int(self._indptr[column]), int(self._indptr[column + 1])
+            np.add.at(scores, self._indices[start:end], self._data[start:end])
+        hits = np.flatnonzero(scores > 0)
+        if hits.size > k:
+            hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+        hits = hits[np.lexsort((hits, -scores[hits]))]
+        return [(self._chunk_ids[i], float(scores[i])) for i in hits.tolist()]

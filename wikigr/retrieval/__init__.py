@@ -1,0 +1,1 @@
+"""Retrieval: the stage seam, the pipeline, profiles and the built-in stages."""

@@ -1,0 +1,132 @@
+"""Enhancement profiles: an ordered list of stage names plus their options.
+
+A pack's ``kg_config.json`` may choose the default profile and override stage options::
+
+    {"profile": "balanced", "stages": {"gate": {"threshold": 0.35}}, "model": "claude-sonnet-4-5"}
+
+Unknown keys, stage names and option names are rejected with a clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from wikigr import schema
+from wikigr.errors import InvalidPackError, UsageError
+from wikigr.retrieval.stage import Stage, stage_class
+
+PROFILES: dict[str, list[str]] = {
+    "baseline": ["vector", "dedup", "synthesize"],
+    "balanced": [
+        "vector",
+        "keyword",
+        "quality",
+        "dedup",
+        "graph_rerank",
+        "multidoc",
+        "gate",
+        "few_shot",
+        "synthesize",
+    ],
+    "max": [
+        "multi_query",
+        "vector",
+        "keyword",
+        "quality",
+        "dedup",
+        "cross_encoder",
+        "graph_rerank",
+        "multidoc",
+        "gate",
+        "few_shot",
+        "synthesize",
+    ],
+}
+DEFAULT_PROFILE = "balanced"
+
+# Where a stage enabled on top of a profile goes: before the first stage that comes later in this
+# canonical order.
+CANONICAL_ORDER = [
+    "multi_query",
+    "vector",
+    "keyword",
+    "ppr",
+    "vector_cypher",
+    "quality",
+    "dedup",
+    "cross_encoder",
+    "graph_rerank",
+    "multidoc",
+    "gate",
+    "few_shot",
+    "synthesize",
+]
+
+
+@dataclass
+class PackConfig:
+    """``kg_config.json``."""
+
+    profile: str | None = None
+    stages: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model: str | None = None
+    top_k: int | None = None
+
+
+def load_pack_config(data: dict[str, Any], where: str = "kg_config.json") -> PackConfig:
+    try:
+        config = schema.load(PackConfig, data)
+    except schema.SchemaError as exc:
+        raise InvalidPackError(f"{where}: {exc}") from exc
+    if config.profile is not None and config.profile not in PROFILES:
+        raise InvalidPackError(f"{where}: profile: unknown profile {config.profile!r}")
+    for name, options in config.stages.items():
+        try:
+            make_options(name, options)
+        except UsageError as exc:
+            raise InvalidPackError(f"{where}: {exc}") from exc
+    return config
+
+
+def make_options(stage_name: str, values: dict[str, Any]) -> Any:
+    cls = stage_class(stage_name)
+    try:
+        return schema.load(cls.Options, values, f"stages.{stage_name}")
+    except schema.SchemaError as exc:
+        known = ", ".join(f.name for f in fields(cls.Options)) or "none"
+        raise UsageError(f"{exc} (options of {stage_name}: {known})") from exc
+
+
+def _insert(names: list[str], name: str) -> list[str]:
+    if name in names:
+        return names
+    rank = CANONICAL_ORDER.index(name) if name in CANONICAL_ORDER else len(CANONICAL_ORDER)
+    for i, existing in enumerate(names):
+        existing_rank = (
+            CANONICAL_ORDER.index(existing) if existing in CANONICAL_ORDER else len(CANONICAL_ORDER)
+        )
+        if existing_rank > rank:
+            return [*names[:i], name, *names[i:]]
+    return [*names, name]
+
+
+def resolve_stages(
+    profile: str,
+    enable: list[str] | None = None,
+    disable: list[str] | None = None,
+    overrides: dict[str, dict[str, Any]] | None = None,
+) -> list[Stage]:
+    """The stages of ``profile`` with ``enable``/``disable`` applied and options set."""
+    if profile not in PROFILES:
+        raise UsageError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    names = list(PROFILES[profile])
+    for name in enable or []:
+        stage_class(name)
+        names = _insert(names, name)
+    for name in disable or []:
+        stage_class(name)
+        names = [n for n in names if n != name]
+    for name in overrides or {}:
+        stage_class(name)
+    return [stage_class(n)(make_options(n, (overrides or {}).get(n, {}))) for n in names]

@@ -1,0 +1,196 @@
+"""The seam where retrieval stages plug in.
+
+A stage is a small class registered by name with :func:`register`. It has an ``Options``
+dataclass (unknown option names are rejected when a profile or ``kg_config.json`` sets them) and a
+``run(state)`` method that reads and updates the :class:`QueryState`: the candidate passages, the
+flags, the answer. A stage that cannot run here raises :class:`Skip` with the reason; the trace
+records it and the pipeline goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from wikigr.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from wikigr.embed import Embedder
+    from wikigr.llm import LLM, Usage
+    from wikigr.pack.keyword import KeywordIndex
+    from wikigr.pack.pack import Pack
+    from wikigr.pack.store import ChunkHit, Store
+
+
+class Skip(Exception):
+    """Raised by a stage that cannot run here (no model, no API key...); the message says why."""
+
+
+@dataclass
+class Candidate:
+    """A passage under consideration, with the scores the stages gave it."""
+
+    chunk_id: str
+    text: str
+    article_id: str
+    article_title: str
+    url: str  # the article's cited URL (without the section anchor)
+    section_id: str
+    section_title: str
+    anchor: str
+    score: float  # the current ranking score (higher is better)
+    scores: dict[str, float] = field(default_factory=dict)  # by signal: vector, keyword, ...
+    origin: str = "vector"  # the stage that brought it in
+
+    @classmethod
+    def from_hit(cls, hit: ChunkHit, signal: str, origin: str | None = None) -> Candidate:
+        return cls(
+            chunk_id=hit.chunk_id,
+            text=hit.text,
+            article_id=hit.article_id,
+            article_title=hit.article_title,
+            url=hit.url,
+            section_id=hit.section_id,
+            section_title=hit.section_title,
+            anchor=hit.anchor,
+            score=hit.score,
+            scores={signal: hit.score},
+            origin=origin or signal,
+        )
+
+    @property
+    def citation_url(self) -> str:
+        return f"{self.url}#{self.anchor}" if self.anchor and "#" not in self.url else self.url
+
+
+@dataclass
+class Example:
+    """A few-shot example: a question of the pack's evaluation set and its ground truth."""
+
+    id: str
+    question: str
+    answer: str
+
+
+@dataclass
+class Context:
+    """What the stages may use: the pack, its store and embedder, and optional parts."""
+
+    pack: Pack
+    store: Store
+    embedder: Embedder
+    llm: LLM | None = None
+    _keyword: KeywordIndex | None = None
+    _keyword_error: str | None = None
+
+    def keyword_index(self) -> KeywordIndex:
+        """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
+        if self._keyword is None and self._keyword_error is None:
+            from wikigr.errors import InvalidPackError
+            from wikigr.pack.keyword import KeywordIndex
+
+            folder = self.pack.path / "bm25"
+            if not folder.is_dir():
+                self._keyword_error = "the pack has no keyword index (bm25/); rebuild it"
+            else:
+                try:
+                    self._keyword = KeywordIndex.load(folder)
+                except InvalidPackError as exc:
+                    self._keyword_error = str(exc)
+        if self._keyword is None:
+            raise Skip(self._keyword_error or "no keyword index")
+        return self._keyword
+
+
+@dataclass
+class QueryState:
+    """Everything a query carries from stage to stage."""
+
+    question: str
+    ctx: Context
+    top_k: int = 5
+    question_id: str | None = None
+    fallback: bool = False  # on a Claude failure, answer extractively instead of failing
+    queries: list[str] = field(default_factory=list)  # the question and any rephrasings
+    candidates: list[Candidate] = field(default_factory=list)
+    confidence: float = 0.0  # best raw vector similarity seen
+    low_confidence: bool = False
+    examples: list[Example] = field(default_factory=list)
+    facts: list[str] = field(default_factory=list)
+    answer: str | None = None
+    answer_mode: str = ""  # "claude" or "extractive"
+    usage: Usage | None = None
+    notes: dict[str, Any] = field(default_factory=dict)  # stage name -> detail for the trace
+    _vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def vector(self, text: str | None = None) -> np.ndarray:
+        """The embedding of ``text`` (default: the question), computed once."""
+        key = self.question if text is None else text
+        if key not in self._vectors:
+            self._vectors[key] = self.ctx.embedder.embed([key])[0]
+        return self._vectors[key]
+
+    def sort(self) -> None:
+        self.candidates.sort(key=lambda c: (-c.score, c.chunk_id))
+
+    def note(self, stage: str, **detail: Any) -> None:
+        self.notes.setdefault(stage, {}).update(detail)
+
+
+@dataclass
+class NoOptions:
+    """For stages without options."""
+
+
+class Stage:
+    """Base class of a retrieval stage. Subclasses set ``name``, ``Options`` and ``run``."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    Options: ClassVar[type[Any]] = NoOptions
+
+    def __init__(self, options: Any | None = None) -> None:
+        self.options = options if options is not None else self.Options()
+
+    def run(self, state: QueryState) -> None:
+        raise NotImplementedError
+
+
+STAGES: dict[str, type[Stage]] = {}
+
+StageT = TypeVar("StageT", bound=type[Stage])
+
+
+def register(cls: StageT) -> StageT:
+    """Class decorator: make a stage available by its ``name`` to profiles and the CLI."""
+    if not cls.name:
+        raise TypeError(f"{cls.__name__} has no name")
+    if cls.name in STAGES and STAGES[cls.name] is not cls:
+        raise TypeError(f"a stage named {cls.name!r} is already registered")
+    STAGES[cls.name] = cls
+    return cls
+
+
+def stage_class(name: str) -> type[Stage]:
+    _load_builtin_stages()
+    if name not in STAGES:
+        raise UsageError(f"unknown stage {name!r} (known: {', '.join(sorted(STAGES))})")
+    return STAGES[name]
+
+
+_loaded = False
+
+
+def _load_builtin_stages() -> None:
+    global _loaded
+    if not _loaded:
+        import wikigr.retrieval.stages  # noqa: F401 - registers the built-in stages
+
+        _loaded = True
+
+
+def builtin_stages() -> dict[str, type[Stage]]:
+    _load_builtin_stages()
+    return dict(STAGES)

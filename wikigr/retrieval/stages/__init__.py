@@ -1,0 +1,15 @@
+"""The built-in stages; importing this package registers them."""
+
+from wikigr.retrieval.stages import (  # noqa: F401
+    cross_encoder,
+    dedup,
+    few_shot,
+    gate,
+    graph_rerank,
+    keyword,
+    multi_query,
+    multidoc,
+    quality,
+    synthesize,
+    vector,
+)

@@ -1,0 +1,123 @@
+"""synthesize: the answer. With Claude: an answer grounded in the numbered passages, citing them
+as [n]; citations that point at no passage are removed (a source is never invented). Without an
+API key: the extractive answer, the passages themselves with their citations."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
+
+LOW_CONFIDENCE = (
+    "I found little grounded context for this question in this pack; "
+    "the closest passages are below, but they may not answer it."
+)
+SYSTEM = (
+    "You answer questions using only the numbered passages from a knowledge pack. Cite every "
+    "claim with the passage number in square brackets, like [1] or [2][3]. If the passages do not "
+    "contain the answer, say so plainly. Never cite a number that is not in the list. Be concise; "
+    "keep code exact."
+)
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class SynthesizeOptions:
+    max_passage_chars: int = 1500  # per passage in the prompt
+    excerpt_chars: int = 800  # per passage in the extractive answer
+    max_tokens: int = 800
+
+
+def excerpt(text: str, limit: int) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(". ", 0, limit)
+    return (text[: cut + 1] if cut > limit // 2 else text[:limit].rstrip()) + " …"
+
+
+def where(candidate: Candidate) -> str:
+    if candidate.section_title and candidate.section_title != candidate.article_title:
+        return f"{candidate.article_title} › {candidate.section_title}"
+    return candidate.article_title
+
+
+def extractive(passages: list[Candidate], limit: int) -> str:
+    if not passages:
+        return "No passage in this pack matches the question."
+    return "\n\n".join(f"[{n}] {where(c)}\n{excerpt(c.text, limit)}" for n, c in enumerate(passages, 1))
+
+
+def keep_valid_citations(answer: str, count: int) -> tuple[str, list[int]]:
+    """Remove citations [n] with n outside 1..count; return the cleaned answer and what was removed."""
+    removed: list[int] = []
+
+    def fix(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        if 1 <= n <= count:
+            return match.group(0)
+        removed.append(n)
+        return ""
+
+    return _CITATION.sub(fix, answer), removed
+
+
+@register
+class SynthesizeStage(Stage):
+    name = "synthesize"
+    summary = "answer with Claude citing [n], or extractively without an API key"
+    Options = SynthesizeOptions
+
+    def passages(self, state: QueryState) -> list[Candidate]:
+        top = state.candidates[: state.top_k]
+        extra = [c for c in state.candidates[state.top_k :] if c.origin == "multidoc"]
+        return top + extra
+
+    def run(self, state: QueryState) -> None:
+        passages = self.passages(state)
+        llm = state.ctx.llm
+        if llm is None or not passages or state.low_confidence:
+            state.answer_mode = "extractive"
+            answer = extractive(passages, self.options.excerpt_chars)
+            state.answer = f"{LOW_CONFIDENCE}\n\n{answer}" if state.low_confidence else answer
+            reason = (
+                "no API key" if llm is None else "low confidence" if state.low_confidence else "no passages"
+            )
+            state.note(self.name, mode="extractive", why=reason)
+            return
+        numbered = "\n\n".join(
+            f"[{n}] {where(c)} ({c.citation_url})\n{excerpt(c.text, self.options.max_passage_chars)}"
+            for n, c in enumerate(passages, 1)
+        )
+        shots = "".join(
+            f"Example question: {e.question}\nExample answer: {e.answer}\n\n" for e in state.examples
+        )
+        prompt = f"{shots}Passages:\n\n{numbered}\n\nQuestion: {state.question}"
+        from wikigr.llm import LLMError
+
+        try:
+            completion = llm.complete(
+                SYSTEM, [{"role": "user", "content": prompt}], max_tokens=self.options.max_tokens
+            )
+        except LLMError as exc:
+            if not state.fallback:
+                raise
+            state.answer_mode = "extractive"
+            state.answer = extractive(passages, self.options.excerpt_chars)
+            state.note(self.name, mode="extractive", why=f"Claude failed: {exc}")
+            return
+        if state.usage is not None:
+            state.usage.add(completion)
+        answer, removed = keep_valid_citations(completion.text.strip(), len(passages))
+        state.answer = answer
+        state.answer_mode = "claude"
+        state.note(
+            self.name,
+            mode="claude",
+            model=completion.model,
+            input_tokens=completion.input_tokens,
+            output_tokens=completion.output_tokens,
+            cost_usd=round(completion.cost_usd, 6),
+            removed_citations=removed,
+        )
