@@ -256,3 +256,52 @@ def test_build_into_packs_home_by_default(wikigr_home: Path) -> None:
     report = build_pack("homed", [(DOCS / "json.html").as_uri()])
     assert report.path == wikigr_home / "packs" / "homed"
     assert open_pack("homed").manifest.stats.articles == 1
+
+
+def test_pack_from_a_passage_corpus(tmp_path: Path) -> None:
+    corpus = tmp_path / "passages.json"
+    corpus.write_text(
+        json.dumps(
+            [
+                {
+                    "title": "Lilu (mythology)",
+                    "text": "Lilu is a masculine Akkadian word for a spirit or demon.",
+                },
+                {
+                    "title": "Gallu",
+                    "text": "In Mesopotamian religion, gallu were great demons of the underworld.",
+                },
+                {
+                    "title": "Bread",
+                    "text": "Bread is a staple food prepared from a dough of flour and water.",
+                },
+            ]
+        )
+    )
+    report = build_pack("corpus", [], out=tmp_path / "c", corpus=corpus)
+    assert report.manifest.stats.articles == 3
+    assert [s.url for s in report.manifest.sources] == ["passage:0", "passage:1", "passage:2"]
+    result = query_pack(tmp_path / "c", "underworld demons in Mesopotamia", top_k=2)
+    assert result.sources[0].title == "Gallu" and result.sources[0].url == "passage:1"
+    hotpot = tmp_path / "hotpot.json"
+    hotpot.write_text(
+        json.dumps({"Demon Dice": ["Demon Dice is a dice game.", " Each player controls a demon."]})
+    )
+    report = build_pack("hotpot", [], out=tmp_path / "h", corpus=hotpot)
+    assert report.manifest.sources[0].url == "passage:Demon%20Dice"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "item 0"),
+        ("{bad json", "not JSON"),
+        ("[]", "no passages"),
+        ('[{"id": 1, "text": "a"}, {"id": 1, "text": "b"}]', "not unique"),
+    ],
+)
+def test_bad_corpus_is_a_usage_error(tmp_path: Path, content: str, message: str) -> None:
+    corpus = tmp_path / "c.json"
+    corpus.write_text(content)
+    with pytest.raises(UsageError, match=message):
+        build_pack("c", [], out=tmp_path / "c", corpus=corpus)

@@ -19,13 +19,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
-from wikigr.documents import FetchResult
+from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
 from wikigr.pack import pack as layout
@@ -170,20 +170,92 @@ def _prepare(result: FetchResult, options: BuildOptions) -> _Prepared:
         document = parse(result)
     except WikigrError as exc:
         return _Prepared(source=result.url, fetch=meta, error=str(exc))
+    return _prepare_document(result.url, document, meta, options)
+
+
+def _prepare_document(
+    source: str, document: Document, meta: dict[str, Any], options: BuildOptions
+) -> _Prepared:
     sections = [s for s in document.sections if s.text.strip()]
-    if not sections:
-        return _Prepared(source=result.url, fetch=meta, error="no text content")
     chunks = chunk_sections(sections, max_words=options.max_words, overlap_words=options.overlap_words)
-    if not chunks:
-        return _Prepared(source=result.url, fetch=meta, error="no text content")
+    if not sections or not chunks:
+        return _Prepared(source=source, fetch=meta, error="no text content")
     return _Prepared(
-        source=result.url,
+        source=source,
         fetch=meta,
         title=document.title,
         sections=[asdict(s) for s in sections],
         links=list(document.links),
         chunks=[{"section": c.section_index, "ord": c.index, "text": c.text} for c in chunks],
     )
+
+
+MAX_CORPUS_BYTES = 1024 * 1024 * 1024
+
+
+def read_corpus(path: Path) -> list[tuple[str, str, str]]:
+    """A passage corpus as (id, title, text) triples.
+
+    Accepted: a JSON list of objects with ``title`` and ``text`` (and optionally ``id``; the
+    default id is the position in the list), or a JSON object mapping a title to its text or to a
+    list of its sentences (HotpotQA's layout; the id is the title).
+    """
+    if not path.is_file():
+        raise UsageError(f"no such corpus file: {path}")
+    if path.stat().st_size > MAX_CORPUS_BYTES:
+        raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"corpus {path} is not JSON: {exc}") from exc
+    passages: list[tuple[str, str, str]] = []
+    if isinstance(data, list):
+        for i, row in enumerate(data):
+            if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+                raise UsageError(f"corpus {path} item {i}: expected an object with a 'text' string")
+            title = row.get("title", "")
+            if not isinstance(title, str):
+                raise UsageError(f"corpus {path} item {i}: 'title' must be a string")
+            passages.append((str(row.get("id", i)), title, row["text"]))
+    elif isinstance(data, dict):
+        for title, value in data.items():
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                value = "".join(value)
+            if not isinstance(value, str):
+                raise UsageError(f"corpus {path} entry {title!r}: expected text or a list of sentences")
+            passages.append((title, title, value))
+    else:
+        raise UsageError(f"corpus {path}: expected a JSON list of passages or an object of title -> text")
+    if not passages:
+        raise UsageError(f"corpus {path} has no passages")
+    ids = [p[0] for p in passages]
+    if len(set(ids)) != len(ids):
+        raise UsageError(f"corpus {path}: passage ids are not unique")
+    return passages
+
+
+def passage_url(passage_id: str) -> str:
+    """The identity of a corpus passage inside a pack (its Article id and cited URL)."""
+    return "passage:" + quote(passage_id, safe="")
+
+
+def _prepare_passage(passage: tuple[str, str, str], options: BuildOptions) -> _Prepared:
+    pid, title, text = passage
+    url = passage_url(pid)
+    raw = text.encode("utf-8")
+    meta = {
+        "url": url,
+        "final_url": url,
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "fetched_at": now_iso(),
+        "content_type": "text/plain",
+        "bytes": len(raw),
+        "error": None,
+    }
+    document = Document(
+        url=url, title=title, sections=[Section(title="", level=0, text=text)], content_type="text/plain"
+    )
+    return _prepare_document(url, document, meta, options)
 
 
 def embedding_text(title: str, section: str, text: str) -> str:
@@ -386,8 +458,10 @@ def build_pack(
     options: BuildOptions | None = None,
     on_progress: ProgressCallback | None = None,
     url_list: str | None = None,
+    corpus: Path | None = None,
 ) -> BuildReport:
-    """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories).
+    """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
+    from a passage ``corpus`` file (see :func:`read_corpus`).
 
     The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
     pack's ``urls.txt`` (default: the sources, one per line).
@@ -398,8 +472,9 @@ def build_pack(
         raise UsageError(str(exc)) from exc
     options = options or BuildOptions()
     progress = on_progress or no_progress
-    if not sources:
+    if not sources and corpus is None:
         raise UsageError("no sources given")
+    passages = read_corpus(corpus) if corpus is not None else []
     target = (out or layout.packs_home() / name).expanduser().absolute()
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} exists and is not a folder")
@@ -424,13 +499,21 @@ def build_pack(
         }
         cache = _Cache(partial / "cache", fingerprint)
 
-        expanded = expand_sources(list(sources))
+        expanded = expand_sources(list(sources)) if sources else []
+        by_url = {passage_url(p[0]): p for p in passages}
+        expanded += list(by_url)
         prepared: dict[str, _Prepared] = {}
         for source in expanded:
             cached = cache.load(source)
             if cached is not None:
                 prepared[source] = cached
         resumed = len(prepared)
+        pending: list[_Prepared] = []
+        for url in [u for u in by_url if u not in prepared]:
+            item = _prepare_passage(by_url[url], options)
+            prepared[url] = item
+            if item.error is None:
+                pending.append(item)
         to_fetch = [s for s in expanded if s not in prepared]
 
         t0 = time.perf_counter()
@@ -443,7 +526,6 @@ def build_pack(
 
         progress(ProgressEvent("fetch", 0, len(to_fetch)))
         results = fetch_all(to_fetch, options.fetch, on_progress=on_fetched) if to_fetch else []
-        pending: list[_Prepared] = []
         for result in results:
             item = _prepare(result, options)
             prepared[result.url] = item
@@ -512,7 +594,11 @@ def build_pack(
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)
-        _write_support_files(partial, manifest, url_list or "".join(f"{s}\n" for s in sources))
+        if url_list is None:
+            url_list = "".join(f"{s}\n" for s in sources)
+            if corpus is not None:
+                url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
+        _write_support_files(partial, manifest, url_list)
         shutil.rmtree(partial / "cache")
         _swap_in(partial, target)
         progress(ProgressEvent("write", 1, 1))

@@ -28,6 +28,10 @@ def create(
         list[str] | None,
         typer.Option("--url", help="A URL, file URL or local folder (repeatable)."),
     ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="A JSON passage corpus: [{title, text}] or {title: text}."),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Where to write the pack (default: the packs home)."),
@@ -64,8 +68,8 @@ def create(
         sources.extend(read_url_list(urls))
         url_list = urls.read_text(encoding="utf-8")
     sources.extend(normalize_source(u) for u in url or [])
-    if not sources:
-        raise UsageError("give --urls FILE or at least one --url")
+    if not sources and corpus is None:
+        raise UsageError("give --urls FILE, --url URL or --corpus FILE")
     if url and urls is not None:
         url_list = None  # the pack's urls.txt then lists every source
     rewrites: list[tuple[str, str]] = []
@@ -84,7 +88,9 @@ def create(
     )
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
     with bars.progress:
-        report = build_pack(name, sources, out=output, options=options, on_progress=bars, url_list=url_list)
+        report = build_pack(
+            name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
+        )
     manifest = report.manifest
     if json_out:
         print_json(

@@ -39,6 +39,7 @@ import unicodedata
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from tokenize import TokenError
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,9 @@ MAX_TOKEN_CHARS = 100
 _DATA_DTYPE = np.dtype(np.float32)
 _INDEX_DTYPE = np.dtype(np.int32)
 _INDPTR_DTYPE = np.dtype(np.int64)
+
+# What numpy's header parser may raise on a malformed header (it is ast-based: it never runs code).
+_NPY_ERRORS = (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError, IndexError, TokenError)
 
 _RUN_RE = re.compile(r"\w+(?:\.\w+)*")
 _PART_RE = re.compile(r"[^\W_]+")
@@ -269,7 +273,7 @@ def _open_array(path: Path, dtype: np.dtype[Any], length: int | None = None) -> 
         raise InvalidPackError(f"corrupt keyword index: {path.name} is missing in {path.parent}") from None
     except InvalidPackError:
         raise
-    except (OSError, ValueError, SyntaxError, EOFError) as exc:
+    except _NPY_ERRORS as exc:
         raise InvalidPackError(f"corrupt keyword index {path}: {exc}") from exc
     if found != dtype or fortran_order or len(shape) != 1:
         raise InvalidPackError(
@@ -284,7 +288,7 @@ def _open_array(path: Path, dtype: np.dtype[Any], length: int | None = None) -> 
             array = np.zeros(0, dtype=dtype)
         else:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except _NPY_ERRORS as exc:
         raise InvalidPackError(f"corrupt keyword index {path}: {exc}") from exc
     if array.dtype != dtype or array.shape != shape:
         raise InvalidPackError(f"corrupt keyword index {path}: unexpected array")

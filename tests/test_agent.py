@@ -1,0 +1,205 @@
+"""KnowledgeGraphAgent: profiles, stages, kg_config, trace — on a real pack, offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import build_pack
+from wikigr.errors import InvalidPackError, UsageError
+from wikigr.retrieval.profiles import PROFILES, resolve_stages
+from wikigr.retrieval.stage import STAGES, QueryState, Stage, builtin_stages, register
+from wikigr.retrieval.stages.quality import QualityStage
+from wikigr.retrieval.stages.synthesize import keep_valid_citations
+
+PAGES = {
+    "hub.md": "# Networking hub\n\nThis hub page links the networking guides: [sockets](sockets.md), "
+    "[timeouts](timeouts.md) and [ssl](ssl.md).\n",
+    "sockets.md": "# Sockets\n\nA socket connects two programs over a network. Create one with "
+    "socket.socket() and connect it to a host and a port. See [timeouts](timeouts.md).\n",
+    "timeouts.md": "# Timeouts\n\nsettimeout(seconds) sets a timeout on blocking socket operations; "
+    "when it expires the call raises TimeoutError. See the [hub](hub.md).\n",
+    "ssl.md": "# TLS and SSL\n\nWrap a socket with ssl.create_default_context().wrap_socket() to encrypt "
+    "the connection with TLS certificates.\n",
+    "baking.md": "# Baking bread\n\nKnead the dough for ten minutes, let it rise for an hour, and bake it "
+    "at 220 degrees until the crust is brown.\n",
+    "tiny.md": "# Tiny\n\nok\n",
+}
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    docs = tmp_path_factory.mktemp("agentdocs")
+    for name, text in PAGES.items():
+        (docs / name).write_text(text)
+    out = tmp_path_factory.mktemp("agentpacks") / "net"
+    build_pack("net", [docs.as_uri()], out=out)
+    return out
+
+
+def stage_names(result_trace: dict[str, object]) -> list[str]:
+    return [s["stage"] for s in result_trace["stages"]]  # type: ignore[index, union-attr]
+
+
+def test_profiles_run_their_stages_in_order(pack: Path) -> None:
+    for profile, names in PROFILES.items():
+        with KnowledgeGraphAgent(pack, profile=profile, llm=None) as agent:
+            result = agent.query("How do I set a timeout on a socket?")
+        assert stage_names(result.trace) == names
+        assert result.profile == profile
+        assert result.sources[0].title == "Timeouts"
+        for entry in result.trace["stages"]:
+            assert {"stage", "ms", "in", "out", "top_scores"} <= set(entry)
+
+
+def test_default_profile_is_balanced_and_kg_config_overrides_it(pack: Path, tmp_path: Path) -> None:
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        assert agent.profile == "balanced"
+    copy = tmp_path / "net"
+    shutil.copytree(pack, copy)
+    (copy / "kg_config.json").write_text(
+        json.dumps({"profile": "baseline", "stages": {"vector": {"candidates": 7}}})
+    )
+    with KnowledgeGraphAgent(copy, llm=None) as agent:
+        assert agent.profile == "baseline"
+        result = agent.query("sockets")
+    assert result.trace["stages"][0]["out"] == 6  # 7 fetched, but the pack has only 6 chunks
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"profile": "turbo"}, "unknown profile 'turbo'"),
+        ({"stages": {"vectr": {}}}, "unknown stage 'vectr'"),
+        ({"stages": {"gate": {"treshold": 0.5}}}, "stages.gate.treshold: unknown field"),
+        ({"stages": {"gate": {"threshold": "high"}}}, "stages.gate.threshold: must be a number"),
+        ({"profil": "max"}, "profil: unknown field"),
+    ],
+)
+def test_bad_kg_config_is_refused(
+    pack: Path, tmp_path: Path, config: dict[str, object], message: str
+) -> None:
+    copy = tmp_path / "net"
+    shutil.copytree(pack, copy)
+    (copy / "kg_config.json").write_text(json.dumps(config))
+    with pytest.raises(InvalidPackError, match=message):
+        KnowledgeGraphAgent(copy, llm=None)
+
+
+def test_enable_and_disable(pack: Path) -> None:
+    with KnowledgeGraphAgent(
+        pack, profile="baseline", enable=["keyword", "gate"], disable=["dedup"], llm=None
+    ) as a:
+        assert a.stage_names == ["vector", "keyword", "gate", "synthesize"]
+    with pytest.raises(UsageError, match="unknown stage 'bogus'"):
+        resolve_stages("baseline", enable=["bogus"])
+    with pytest.raises(UsageError, match="unknown profile"):
+        resolve_stages("fastest")
+
+
+def test_unknown_option_from_the_api_is_refused(pack: Path) -> None:
+    with pytest.raises(UsageError, match="options of keyword: candidates, fusion, weight, rrf_k"):
+        KnowledgeGraphAgent(pack, options={"keyword": {"wieght": 0.5}}, llm=None)
+
+
+def test_keyword_stage_finds_exact_identifiers(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, profile="balanced", llm=None) as agent:
+        result = agent.query("create_default_context wrap_socket")
+    keyword = next(s for s in result.trace["stages"] if s["stage"] == "keyword")
+    assert keyword["detail"]["keyword_hits"] >= 1
+    assert result.sources[0].title == "TLS and SSL"
+
+
+def test_quality_filter_drops_short_passages(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, profile="balanced", llm=None, top_k=10) as agent:
+        result = agent.query("tiny ok")
+    assert "Tiny" not in [s.title for s in result.sources]
+    assert QualityStage().is_poor("ok") == "short"
+    assert (
+        QualityStage().is_poor("Previous topic: sockets. Next topic: ssl. Show source of this page.")
+        == "boilerplate"
+    )
+    assert QualityStage().is_poor("A real sentence about sockets and their timeouts in Python.") is None
+
+
+def test_gate_flags_questions_the_pack_cannot_answer(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        off_topic = agent.query("Who won the football world cup in 1998?")
+        on_topic = agent.query("How do I set a socket timeout?")
+    assert off_topic.low_confidence and off_topic.confidence < 0.3
+    assert off_topic.answer.startswith("I found little grounded context")
+    assert not on_topic.low_confidence and on_topic.confidence > 0.5
+
+
+def test_graph_rerank_and_multidoc_use_the_links(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, profile="balanced", llm=None, top_k=1) as agent:
+        result = agent.query("settimeout raises TimeoutError")
+    stages = {s["stage"]: s for s in result.trace["stages"]}
+    assert "skipped" not in stages["graph_rerank"]
+    assert stages["graph_rerank"]["detail"]["linked_articles"] >= 2
+    assert result.sources[0].title == "Timeouts"
+    related = [s for s in result.sources if s.origin == "multidoc"]
+    assert related and {s.title for s in related} <= {"Sockets", "Networking hub"}
+    assert stages["multidoc"]["detail"]["added"] == len(related)
+
+
+def test_few_shot_never_uses_the_question_being_asked(pack: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "net"
+    shutil.copytree(pack, copy)
+    rows = [
+        {"id": "q1", "question": "How do I set a socket timeout?", "ground_truth": "settimeout"},
+        {"id": "q2", "question": "How do I set a timeout on sockets?", "ground_truth": "use settimeout"},
+        {"id": "q3", "question": "How long should bread rise?", "ground_truth": "an hour"},
+        {"id": "q4", "question": "What encrypts a socket?", "ground_truth": "ssl"},
+    ]
+    (copy / "eval" / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with KnowledgeGraphAgent(copy, llm=None, options={"few_shot": {"n": 2}}) as agent:
+        result = agent.query("How do I set a socket timeout?", question_id="q2")
+    detail = next(s for s in result.trace["stages"] if s["stage"] == "few_shot")["detail"]
+    assert "q1" not in detail["examples"] and "q2" not in detail["examples"]
+    assert detail["examples"][0] == "q4"
+
+
+def test_cross_encoder_is_skipped_with_a_reason_when_no_model(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, profile="max", llm=None) as agent:
+        result = agent.query("socket timeout")
+    stages = {s["stage"]: s for s in result.trace["stages"]}
+    assert (
+        "not installed" in stages["cross_encoder"]["skipped"]
+        or "not available" in stages["cross_encoder"]["skipped"]
+    )
+    assert stages["multi_query"]["skipped"].startswith("no Claude API key")
+    assert result.sources[0].title == "Timeouts"
+
+
+def test_citations_outside_the_sources_are_removed() -> None:
+    answer, removed = keep_valid_citations("Use settimeout [1][7]. It raises TimeoutError [2] [0].", 2)
+    assert answer == "Use settimeout [1]. It raises TimeoutError [2] ."
+    assert removed == [7, 0]
+
+
+def test_a_new_stage_plugs_in_through_the_seam(pack: Path) -> None:
+    @register
+    class Shout(Stage):
+        name = "test_shout"
+
+        def run(self, state: QueryState) -> None:
+            state.facts.append(f"{len(state.candidates)} candidates")
+
+    try:
+        assert "test_shout" in builtin_stages()
+        with KnowledgeGraphAgent(pack, profile="baseline", enable=["test_shout"], llm=None) as agent:
+            result = agent.query("sockets")
+        assert agent.stage_names[-1] == "test_shout"
+        assert result.facts == ["6 candidates"]
+    finally:
+        STAGES.pop("test_shout")
+
+
+def test_empty_question_is_refused(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, llm=None) as agent, pytest.raises(UsageError, match="empty"):
+        agent.query("  ")
