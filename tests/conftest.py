@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakeclaude import block_real_claude, claude_env, fake_claude, fake_llm  # noqa: F401
 from tests.httpserver import LocalServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -40,8 +41,14 @@ def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """Every test gets its own packs home; nothing touches ~/.wikigr."""
     home = tmp_path_factory.mktemp("wikigr-home")
     monkeypatch.setenv("WIKIGR_HOME", str(home))
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     yield home
+
+
+@pytest.fixture(autouse=True)
+def no_real_claude(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test can reach the real Claude API: no key, and the base URL at a dead loopback port
+    (tests that want Claude point at the fake server in tests/fakeclaude.py)."""
+    block_real_claude(monkeypatch)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ result.answer, result.sources, result.facts, result.confidence, result.trace
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -97,10 +98,11 @@ class KnowledgeGraphAgent:
         self.top_k = top_k or config.top_k or 5
         if self.top_k < 1:
             raise UsageError("top_k must be at least 1")
+        self._owns_llm = llm == "auto"
         if llm == "auto":
             from wikigr.llm import AnthropicLLM
 
-            llm = AnthropicLLM.from_env(model or config.model)
+            llm = AnthropicLLM.from_env(model or os.environ.get("WIKIGR_MODEL") or config.model)
         self.llm = llm
         self.fallback = fallback
         check_embedder(self.pack)
@@ -117,6 +119,9 @@ class KnowledgeGraphAgent:
 
     def close(self) -> None:
         self.context.store.close()
+        close_llm = getattr(self.llm, "close", None)
+        if self._owns_llm and close_llm is not None:
+            close_llm()
 
     def __enter__(self) -> KnowledgeGraphAgent:
         return self

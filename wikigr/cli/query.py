@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -46,6 +46,10 @@ def register(app: typer.Typer) -> None:
             pack, profile=profile, enable=enable, disable=disable, model=model, top_k=top_k, fallback=fallback
         ) as agent:
             result = agent.query(question)
+        synth: dict[str, Any] = next((s for s in result.trace["stages"] if s["stage"] == "synthesize"), {})
+        why = str(synth.get("detail", {}).get("why", ""))
+        if why.startswith("Claude failed"):
+            err.print(f"Warning: {why}; the answer below is extractive.", markup=False, highlight=False)
         if json_out:
             print_json(result.to_json())
         else:
