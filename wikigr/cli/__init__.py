@@ -9,6 +9,7 @@ import sys
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
+from wikigr.cli import eval as eval_commands
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
 from wikigr.cli.output import err
@@ -22,6 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(pack_commands.app, name="pack")
+app.add_typer(eval_commands.app, name="eval")
 query_commands.register(app)
 
 
