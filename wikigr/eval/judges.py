@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from wikigr.embed import Embedder
     from wikigr.llm import LLM, Usage
 
-F1_THRESHOLD = 0.6
-SIMILARITY_THRESHOLD = 0.8
+F1_THRESHOLD = 0.5
+SIMILARITY_THRESHOLD = 0.6
 
 
 @dataclass
