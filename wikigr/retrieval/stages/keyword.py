@@ -13,7 +13,7 @@ from wikigr.retrieval.stages.fusion import minmax, rrf
 class KeywordOptions:
     candidates: int = 30  # chunks fetched per query
     fusion: Literal["rrf", "convex"] = "convex"
-    weight: float = 0.3  # the keyword side's weight (the ranking so far weighs 1 - weight for convex)
+    weight: float = 0.4  # the keyword side's weight (the ranking so far weighs 1 - weight for convex)
     rrf_k: int = 60
 
     def __post_init__(self) -> None:
