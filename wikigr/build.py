@@ -632,7 +632,9 @@ def _keep_user_files(target: Path, partial: Path) -> None:
             shutil.copyfile(src, dst)
 
 
-def _write_support_files(folder: Path, manifest: Manifest, url_list: str, query_ref: str | None = None) -> None:
+def _write_support_files(
+    folder: Path, manifest: Manifest, url_list: str, query_ref: str | None = None
+) -> None:
     from wikigr.skill import write_skill
 
     (folder / layout.URLS_FILE).write_text(url_list, encoding="utf-8")

@@ -84,6 +84,9 @@ class Manifest:
     description: str = ""
     vector_index: Literal["exact", "hnsw"] = "exact"
     sources: list[SourceRecord] = field(default_factory=list)
+    # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
+    # `pack install`. Empty for a pack as built.
+    files: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_name(self.name)
