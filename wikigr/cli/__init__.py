@@ -11,6 +11,7 @@ from typer._click.exceptions import NoArgsIsHelpError
 
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
+from wikigr.cli import share as share_commands
 from wikigr.cli.output import err
 from wikigr.errors import WikigrError
 
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+share_commands.register(pack_commands.app)
 app.add_typer(pack_commands.app, name="pack")
 query_commands.register(app)
 
