@@ -49,7 +49,9 @@ def register(app: typer.Typer) -> None:
     @app.command("install")
     def install(
         source: Annotated[str, typer.Argument(help="A .tar.gz archive, a pack folder, or an http(s) URL.")],
-        force: Annotated[bool, typer.Option("--force", help="Replace an installed pack of that name.")] = False,
+        force: Annotated[
+            bool, typer.Option("--force", help="Replace an installed pack of that name.")
+        ] = False,
         skills_dir: SkillsDirOpt = None,
         no_skill: Annotated[
             bool, typer.Option("--no-skill", help="Do not register the pack as a Claude Code skill.")
