@@ -127,3 +127,48 @@ def register(app: typer.Typer) -> None:
             out.print(f"Removed pack {report.name} ({report.path})", markup=False)
         if report.skill:
             out.print(f"Unregistered the skill {report.skill}", markup=False)
+
+    @app.command("update")
+    def update(
+        pack: Annotated[str, typer.Argument(help="Pack name or path.")],
+        urls: Annotated[
+            Path | None,
+            typer.Option("--urls", help="A new source list (default: the pack's urls.txt)."),
+        ] = None,
+        workers: Annotated[int, typer.Option(min=1, max=64, help="Concurrent fetches.")] = 8,
+        timeout: Annotated[float, typer.Option(min=0.1, help="Per-request timeout, seconds.")] = 20.0,
+        retries: Annotated[int, typer.Option(min=0, max=10, help="Retries on 429/5xx/timeouts.")] = 3,
+        max_mb: Annotated[
+            float, typer.Option("--max-mb", min=0.001, help="Size cap per document, MiB.")
+        ] = 10.0,
+        json_out: JsonOpt = False,
+    ) -> None:
+        """Re-fetch a pack's sources and embed only new and changed documents (atomic swap)."""
+        from wikigr.build import BuildOptions
+        from wikigr.cli.progress import ProgressBars
+        from wikigr.sources.fetch import FetchOptions
+        from wikigr.update import update_pack
+
+        options = BuildOptions(
+            fetch=FetchOptions(
+                workers=workers, timeout=timeout, retries=retries, max_bytes=int(max_mb * 1024 * 1024)
+            )
+        )
+        bars = ProgressBars(enabled=err.is_terminal and not json_out)
+        with bars.progress:
+            report = update_pack(pack, urls_file=urls, options=options, on_progress=bars)
+        if json_out:
+            print_json(report.to_json())
+            return
+        stats = report.manifest.stats
+        out.print(
+            f"Updated pack {report.manifest.name}: {len(report.added)} added, {len(report.changed)} changed, "
+            f"{len(report.removed)} removed, {len(report.unchanged)} unchanged; "
+            f"{report.chunks_embedded} chunks embedded, {report.chunks_reused} reused; "
+            f"{stats.articles} articles, {stats.chunks} chunks in {report.seconds['total']:.1f}s",
+            markup=False,
+        )
+        for url, error in report.kept:
+            out.print(f"  kept the previous version of {url}: {error}", markup=False)
+        for url, error in report.failed:
+            out.print(f"  failed: {url}: {error}", markup=False)
