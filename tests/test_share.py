@@ -25,6 +25,14 @@ from wikigr.skill import MAX_DESCRIPTION, parse_front_matter
 Member = tuple[tarfile.TarInfo, bytes | None]
 
 
+@pytest.fixture(autouse=True)
+def fake_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test here may touch the real ~/.claude: HOME is a temporary folder."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
 @pytest.fixture(scope="module")
 def archive(built_pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export") / "fixture.tar.gz"
@@ -268,6 +276,7 @@ CRAFTED: dict[str, tuple[Callable[[list[Member]], list[Member]], str]] = {
     "two-top-folders": (_two_tops, "not in one top folder"),
     "duplicate-member": (lambda ms: [*ms, ms[-1]], "appears twice"),
     "huge-declared-size": (_huge, "over the cap"),
+    "write-ahead-log": (lambda ms: [*ms, file_member("fixture/pack.db.wal", b"\0" * 64)], "write-ahead log"),
 }
 
 
@@ -309,6 +318,18 @@ def test_tar_bomb_of_many_members_is_refused_early(tmp_path: Path, wikigr_home: 
 
     with pytest.raises(ShareError, match="more than 100 members"):
         install_pack(bomb, limits=InstallLimits(max_members=100), register_skill=False)
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_a_huge_pax_header_is_refused_by_the_stream_cap(tmp_path: Path, wikigr_home: Path) -> None:
+    info = tarfile.TarInfo("fixture/notes.txt")
+    info.pax_headers = {"comment": "x" * (40 * 1024 * 1024)}  # read into memory by tarfile, if let
+    bomb = write_archive(tmp_path / "pax.tar.gz", [(info, None)])
+    from wikigr.errors import ShareError
+
+    limits = InstallLimits(max_members=10, max_total_bytes=1024 * 1024)
+    with pytest.raises(ShareError, match="expands to more than"):
+        install_pack(bomb, limits=limits, register_skill=False)
     assert packs_home_entries(wikigr_home) == []
 
 
@@ -430,6 +451,12 @@ def test_remove_leaves_a_skill_it_did_not_write(
     assert code == 0
     assert "Removed pack fixture" in stdout and "not written by wikigr" in err
     assert (skills / "fixture" / "SKILL.md").read_text().endswith("mine\n")
+
+
+def test_help_of_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("export", "install", "update", "remove"):
+        code, out, _ = cli(capsys, "pack", command, "--help")
+        assert code == 0 and "Usage" in out, command
 
 
 def test_remove_takes_a_name_not_a_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -373,6 +373,11 @@ def _extract_archive(path: Path, dest: Path, limits: InstallLimits) -> dict[str,
                 if rel in seen:
                     raise ShareError(f"refusing the archive: member {member.name!r} appears twice")
                 seen.add(rel)
+                if inner and is_junk(inner):
+                    raise ShareError(
+                        f"refusing the archive: member {member.name!r} is a lock file, cache or "
+                        "write-ahead log, which a pack never ships"
+                    )
                 if not inner:
                     if not member.isdir():
                         raise ShareError(f"refusing the archive: {member.name!r} is not a folder")
