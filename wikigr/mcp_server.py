@@ -76,6 +76,14 @@ class AgentCache:
         self._agents.clear()
 
 
+MAX_TOP_K = 100
+
+
+def _check_top_k(top_k: int) -> None:
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ToolError(f"Error: top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
+
+
 def _fail(exc: WikigrError) -> ToolError:
     return ToolError(f"Error: {exc.message}")
 
@@ -135,6 +143,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
         """Answer a question from a pack, citing its sources: [n] in the answer is sources[n-1]
         (title, section, url). ``profile``: baseline (fastest), balanced (default) or max.
         When low_confidence is true the pack has little grounded context for the question."""
+        _check_top_k(top_k)
         try:
             with cache.lock:
                 result = cache.get(pack, profile, "query").query(question, top_k=top_k)
@@ -150,6 +159,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
     def search(pack: str, query: str, top_k: int = 5, profile: str | None = None) -> dict[str, Any]:
         """Retrieval only (no synthesis): the passages of a pack most relevant to ``query``, best
         first, each with its text and citation (title, section, url, score)."""
+        _check_top_k(top_k)
         try:
             with cache.lock:
                 result = cache.get(pack, profile, "search").query(query, top_k=top_k)
