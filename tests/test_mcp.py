@@ -14,6 +14,9 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.conftest import DOCS
+from wikigr.update import update_pack
+
 
 def _payload(result: Any) -> dict[str, Any]:
     assert not result.is_error, result
@@ -63,12 +66,23 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
             assert found["results"][0]["section"] == "Timeouts"
             assert "settimeout" in found["results"][0]["text"]
 
+            # The pack is updated on disk while the server has it open: the next call reopens it.
+            urls = tmp_path / "urls.txt"
+            urls.write_text((DOCS / "json.html").as_uri() + "\n")
+            update_pack(home / "packs" / "fixture", urls_file=urls)
+            info = _payload(await client.call_tool("pack_info", {"pack": "fixture"}))
+            assert info["stats"]["articles"] == 1 and info["titles"] == ["Working with JSON"]
+            found = _payload(await client.call_tool("search", {"pack": "fixture", "query": "settimeout"}))
+            assert all(r["title"] == "Working with JSON" for r in found["results"])
+
             missing = await client.call_tool("query_pack", {"pack": "nope", "question": "hi"})
             assert missing.is_error and "unknown pack 'nope'" in missing.content[0].text
             bad = await client.call_tool(
                 "query_pack", {"pack": "fixture", "question": "hi", "profile": "zzz"}
             )
             assert bad.is_error and "unknown profile" in bad.content[0].text
+            big = await client.call_tool("search", {"pack": "fixture", "query": "x", "top_k": 0})
+            assert big.is_error and "top_k must be between 1 and 100" in big.content[0].text
 
     anyio.run(session)
 
