@@ -446,8 +446,12 @@ def _copy_folder(src: Path, dest: Path, limits: InstallLimits) -> dict[str, str]
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             digest = hashlib.sha256()
+            copied = 0
             with open(target, "xb") as out:
                 while block := f.read(_BLOCK):
+                    copied += len(block)
+                    if copied > size:  # it grew while being copied
+                        raise ShareError(f"refusing {rel}: it changed while it was copied")
                     digest.update(block)
                     out.write(block)
         hashes[rel] = digest.hexdigest()
@@ -514,7 +518,7 @@ def _download(url: str, dest: Path, limits: InstallLimits, progress: ProgressCal
             if declared and declared.isdigit() and int(declared) > cap:
                 raise ShareError(f"refusing {url}: {_human(int(declared))}, over the cap of {_human(cap)}")
             size = 0
-            deadline = time.monotonic() + max(limits.timeout * 10, 60.0)
+            deadline = time.monotonic() + max(limits.timeout * 60, 600.0)  # a server that trickles
             total = int(declared) if declared and declared.isdigit() else 0
             with dest.open("wb") as f:
                 for block in response.iter_bytes(_BLOCK):
