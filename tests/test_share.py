@@ -25,14 +25,6 @@ from wikigr.skill import MAX_DESCRIPTION, parse_front_matter
 Member = tuple[tarfile.TarInfo, bytes | None]
 
 
-@pytest.fixture(autouse=True)
-def fake_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No test here may touch the real ~/.claude: HOME is a temporary folder."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    return home
-
-
 @pytest.fixture(scope="module")
 def archive(built_pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("export") / "fixture.tar.gz"

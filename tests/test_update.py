@@ -11,6 +11,7 @@ from tests.cli.test_cli import assert_one_error, cli
 from tests.httpserver import LocalServer
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.validate import validate_pack
+from wikigr.share import register_pack_skill
 
 PAGES = {
     "/site/kettles.html": "<title>Kettles</title><h1>Kettles</h1><p>An electric kettle boils water "
@@ -55,6 +56,8 @@ def test_update_adds_changes_removes_and_reuses_embeddings(
     assert code == 0, err
     pack = wikigr_home / "packs" / "tea"
     (pack / "kg_config.json").write_text('{"profile": "baseline", "top_k": 3}\n')
+    skills = tmp_path / "skills"
+    register_pack_skill("tea", skills)
 
     # Unchanged sources: nothing embedded, nothing changes but the fetch times.
     code, out, err = cli(capsys, "pack", "update", "tea", "--json")
@@ -76,7 +79,9 @@ def test_update_adds_changes_removes_and_reuses_embeddings(
     new_urls = _urls(
         tmp_path, site, ["/site/kettles.html", "/site/teapots.html", "/site/oolong.html"], "n.txt"
     )
-    code, out, err = cli(capsys, "pack", "update", "tea", "--urls", str(new_urls), "--json")
+    code, out, err = cli(
+        capsys, "pack", "update", "tea", "--urls", str(new_urls), "--skills-dir", str(skills), "--json"
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["added"] == [site.url("/site/oolong.html")]
@@ -85,6 +90,8 @@ def test_update_adds_changes_removes_and_reuses_embeddings(
     assert report["unchanged"] == [site.url("/site/kettles.html")]
     assert 0 < report["chunks_embedded"] < report["stats"]["chunks"]
     assert report["stats"]["articles"] == 3
+    assert report["skill"] == str(skills / "tea" / "SKILL.md")
+    assert "Oolong" in (skills / "tea" / "SKILL.md").read_text()
     assert report["stats"]["links"] == 3  # kettles -> teapots, kettles -> oolong (new), teapots -> kettles
 
     assert validate_pack(pack).ok

@@ -661,6 +661,19 @@ def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
     return skill_file
 
 
+def refresh_pack_skill(ref: str | Path, skills_dir: Path | None = None) -> Path | None:
+    """Rewrite a registered skill that wikigr wrote (after an update); None when there is none."""
+    from wikigr.skill import SKILL_FILENAME
+
+    pack = layout.open_pack(ref)
+    if pack.path != (layout.packs_home() / pack.name).resolve():
+        return None  # registered skills are those of installed packs
+    skill_file = (skills_dir or default_skills_dir()).expanduser() / pack.name / SKILL_FILENAME
+    if skill_file.is_symlink() or not skill_file.is_file() or not _is_ours(skill_file):
+        return None
+    return register_pack_skill(str(pack.path), skills_dir)
+
+
 def unregister_pack_skill(name: str, skills_dir: Path | None = None) -> tuple[Path | None, str | None]:
     """Remove ``SKILLS_DIR/<name>/SKILL.md`` if wikigr wrote it: (removed path, warning)."""
     from wikigr.skill import SKILL_FILENAME

@@ -74,6 +74,7 @@ class UpdateReport:
     chunks_embedded: int = 0
     chunks_reused: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
+    skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class UpdateReport:
             "chunks_embedded": self.chunks_embedded,
             "chunks_reused": self.chunks_reused,
             "stats": vars(self.manifest.stats),
+            "skill": str(self.skill) if self.skill else None,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
 
@@ -170,8 +172,10 @@ def update_pack(
     urls_file: Path | None = None,
     options: BuildOptions | None = None,
     on_progress: ProgressCallback | None = None,
+    skills_dir: Path | None = None,
 ) -> UpdateReport:
-    """Update the pack ``ref`` (name or path) from its ``urls.txt`` (or ``urls_file``)."""
+    """Update the pack ``ref`` (name or path) from its ``urls.txt`` (or ``urls_file``), and the
+    Claude Code skill registered for it in ``skills_dir`` (default ``~/.claude/skills``), if any."""
     started = time.perf_counter()
     progress = on_progress or no_progress
     pack = layout.open_pack(ref)
@@ -349,6 +353,9 @@ def update_pack(
         _swap_in(partial, target)
         progress(ProgressEvent("write", 1, 1))
         seconds["write"] = time.perf_counter() - t0
+    from wikigr.share import refresh_pack_skill
+
+    report.skill = refresh_pack_skill(target, skills_dir)
     seconds["total"] = time.perf_counter() - started
     report.manifest = manifest
     report.seconds = seconds

@@ -141,6 +141,7 @@ def register(app: typer.Typer) -> None:
         max_mb: Annotated[
             float, typer.Option("--max-mb", min=0.001, help="Size cap per document, MiB.")
         ] = 10.0,
+        skills_dir: SkillsDirOpt = None,
         json_out: JsonOpt = False,
     ) -> None:
         """Re-fetch a pack's sources and embed only new and changed documents (atomic swap)."""
@@ -156,7 +157,9 @@ def register(app: typer.Typer) -> None:
         )
         bars = ProgressBars(enabled=err.is_terminal and not json_out)
         with bars.progress:
-            report = update_pack(pack, urls_file=urls, options=options, on_progress=bars)
+            report = update_pack(
+                pack, urls_file=urls, options=options, on_progress=bars, skills_dir=skills_dir
+            )
         if json_out:
             print_json(report.to_json())
             return
@@ -168,6 +171,8 @@ def register(app: typer.Typer) -> None:
             f"{stats.articles} articles, {stats.chunks} chunks in {report.seconds['total']:.1f}s",
             markup=False,
         )
+        if report.skill:
+            out.print(f"Refreshed the Claude Code skill {report.skill}", markup=False)
         for url, error in report.kept:
             out.print(f"  kept the previous version of {url}: {error}", markup=False)
         for url, error in report.failed:
