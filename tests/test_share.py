@@ -286,6 +286,24 @@ def test_install_refuses_crafted_archive(
     assert not Path("/tmp/evil.txt").exists()
 
 
+def test_manifest_is_checked_before_the_rest_is_unpacked(
+    capsys: pytest.CaptureFixture[str], archive: Path, tmp_path: Path
+) -> None:
+    members = edit_manifest(read_members(archive)[:2], _newer)
+    cut = tarfile.TarInfo("fixture/pack.db")
+    cut.size = 1024 * 1024  # declared, never sent: reading it would fail
+    bad = write_archive(tmp_path / "early.tar.gz", [*members, (cut, None)])
+    code, _, err = cli(capsys, "pack", "install", str(bad))
+    assert code == 1
+    assert_one_error(err, "upgrade wikigr")
+
+    install_pack(archive, register_skill=False)
+    rest = [(m, d) for m, d in read_members(archive)[:2]] + [(cut, None)]
+    code, _, err = cli(capsys, "pack", "install", str(write_archive(tmp_path / "again.tar.gz", rest)))
+    assert code == 1
+    assert_one_error(err, "already installed")
+
+
 def test_install_refuses_over_the_total_cap(
     capsys: pytest.CaptureFixture[str], archive: Path, tmp_path: Path, wikigr_home: Path
 ) -> None:

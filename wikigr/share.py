@@ -34,7 +34,7 @@ import tempfile
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -327,7 +327,9 @@ def _member_type(member: tarfile.TarInfo) -> str | None:
     return f"an unsupported member type ({member.type!r})"
 
 
-def _extract_archive(path: Path, dest: Path, limits: InstallLimits) -> dict[str, str]:
+def _extract_archive(
+    path: Path, dest: Path, limits: InstallLimits, on_manifest: Callable[[Path], None] | None = None
+) -> dict[str, str]:
     """Check and extract every member of the archive into ``dest``; return {rel path: sha256}.
 
     ``dest`` receives the content of the archive's single top folder."""
@@ -402,6 +404,8 @@ def _extract_archive(path: Path, dest: Path, limits: InstallLimits) -> dict[str,
                 if written != member.size:
                     raise ShareError(f"refusing the archive: member {member.name!r} is truncated")
                 hashes[inner] = digest.hexdigest()
+                if inner == layout.MANIFEST_FILE and on_manifest is not None:
+                    on_manifest(target)  # refuse early (newer format, already installed...)
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
         if isinstance(exc, FileExistsError):
             raise ShareError(f"refusing the archive: a member would overwrite {exc.filename}") from exc
@@ -563,6 +567,19 @@ def install_pack(
     text = str(source)
     scheme = urlsplit(text).scheme.lower() if "://" in text else ""
     home = layout.packs_home()
+
+    def early_check(manifest_path: Path) -> None:
+        """The manifest comes first in an exported archive: refuse before unpacking the rest."""
+        try:
+            manifest = load_manifest(manifest_path)
+        except InvalidPackError as exc:
+            raise ShareError(f"refusing the pack: {exc.message}") from exc
+        if not force and (home / manifest.name).exists():
+            raise ShareError(
+                f"pack {manifest.name} is already installed at {home / manifest.name}: "
+                "use --force to replace it"
+            )
+
     with _staging(home) as staging:
         unpacked = staging / "pack"
         unpacked.mkdir()
@@ -572,7 +589,7 @@ def install_pack(
             kind = "url"
             archive = staging / "download.tar.gz"
             _download(text, archive, limits, progress)
-            hashes = _extract_archive(archive, unpacked, limits)
+            hashes = _extract_archive(archive, unpacked, limits, early_check)
         else:
             path = Path(text).expanduser()
             if not path.exists():
@@ -582,7 +599,7 @@ def install_pack(
                 hashes = _copy_folder(path.resolve(), unpacked, limits)
             else:
                 kind = "archive"
-                hashes = _extract_archive(path, unpacked, limits)
+                hashes = _extract_archive(path, unpacked, limits, early_check)
         progress(ProgressEvent("verify", 0, 1))
         manifest, checked = _verify(unpacked, hashes, require_list=kind != "folder")
         progress(ProgressEvent("verify", 1, 1))
