@@ -298,7 +298,7 @@ def test_manifest_is_checked_before_the_rest_is_unpacked(
     assert_one_error(err, "upgrade wikigr")
 
     install_pack(archive, register_skill=False)
-    rest = [(m, d) for m, d in read_members(archive)[:2]] + [(cut, None)]
+    rest = [*read_members(archive)[:2], (cut, None)]
     code, _, err = cli(capsys, "pack", "install", str(write_archive(tmp_path / "again.tar.gz", rest)))
     assert code == 1
     assert_one_error(err, "already installed")
