@@ -203,3 +203,16 @@ def test_a_new_stage_plugs_in_through_the_seam(pack: Path) -> None:
 def test_empty_question_is_refused(pack: Path) -> None:
     with KnowledgeGraphAgent(pack, llm=None) as agent, pytest.raises(UsageError, match="empty"):
         agent.query("  ")
+
+
+def test_title_match_boosts_pages_the_question_names(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, profile="balanced", llm=None) as agent:
+        result = agent.query("what temperature for baking bread and how long to knead")
+    detail = next(s for s in result.trace["stages"] if s["stage"] == "title_match")["detail"]
+    assert detail["boosted"] == 1 and result.sources[0].title == "Baking bread"
+    from wikigr.retrieval.stages.title_match import TitleMatchStage
+
+    stage = TitleMatchStage()
+    assert stage._named("Lilu (mythology)", " what kind of being is lilu ")
+    assert not stage._named("Lilu (mythology)", " lilupad ")
+    assert not stage._named("json — JSON encoder and decoder for Python data and files today", " json ")

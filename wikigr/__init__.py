@@ -6,13 +6,9 @@ The public API is imported lazily, so ``import wikigr`` stays cheap for the quer
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("wikigr")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+__version__ = "0.1.0"  # the package version (pyproject.toml reads it from here)
 
 _EXPORTS = {
     "build_pack": "wikigr.build",

@@ -344,6 +344,7 @@ def update_pack(
             vector_index="hnsw" if stats.pop("vector_index") else "exact",
             stats=GraphStats(**stats),
             sources=records,
+            eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)

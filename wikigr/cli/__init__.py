@@ -9,6 +9,7 @@ import sys
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
+from wikigr.cli import eval as eval_commands
 from wikigr.cli import mcp as mcp_commands
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 share_commands.register(pack_commands.app)
 app.add_typer(pack_commands.app, name="pack")
+app.add_typer(eval_commands.app, name="eval")
 query_commands.register(app)
 mcp_commands.register(app)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -71,6 +72,17 @@ class SourceRecord:
 
 
 @dataclass
+class EvalScores:
+    """The latest evaluation: one figure per pack (``wikigr eval`` rewrites it)."""
+
+    date: str
+    profile: str
+    questions: int
+    results_file: str
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class Manifest:
     format_version: int
     name: str
@@ -84,6 +96,7 @@ class Manifest:
     description: str = ""
     vector_index: Literal["exact", "hnsw"] = "exact"
     sources: list[SourceRecord] = field(default_factory=list)
+    eval_scores: EvalScores | None = None
     # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
     # `pack install`. Empty for a pack as built.
     files: dict[str, str] = field(default_factory=dict)
@@ -96,7 +109,10 @@ class Manifest:
         return data
 
     def dump(self, path: Path) -> None:
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        """Write atomically: a reader sees the old manifest or the new one, never half of one."""
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def load_manifest(path: Path) -> Manifest:

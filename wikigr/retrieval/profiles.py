@@ -21,6 +21,7 @@ PROFILES: dict[str, list[str]] = {
     "balanced": [
         "vector",
         "keyword",
+        "title_match",
         "quality",
         "dedup",
         "graph_rerank",
@@ -33,6 +34,7 @@ PROFILES: dict[str, list[str]] = {
         "multi_query",
         "vector",
         "keyword",
+        "title_match",
         "quality",
         "dedup",
         "cross_encoder",
@@ -51,6 +53,7 @@ CANONICAL_ORDER = [
     "multi_query",
     "vector",
     "keyword",
+    "title_match",
     "ppr",
     "vector_cypher",
     "quality",

@@ -74,16 +74,9 @@ _ACCEPT_HEADER = (
 
 def default_user_agent() -> str:
     """``wikigr/<version> (+https://github.com/wikigr/wikigr)``."""
-    try:
-        from importlib.metadata import PackageNotFoundError, version
+    from wikigr import __version__
 
-        try:
-            ver = version("wikigr")
-        except PackageNotFoundError:
-            ver = "0.0.0"
-    except ImportError:  # pragma: no cover - importlib.metadata is in the standard library
-        ver = "0.0.0"
-    return f"wikigr/{ver} (+https://github.com/wikigr/wikigr)"
+    return f"wikigr/{__version__} (+https://github.com/wikigr/wikigr)"
 
 
 @dataclass(frozen=True)

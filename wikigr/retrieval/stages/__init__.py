@@ -11,5 +11,6 @@ from wikigr.retrieval.stages import (  # noqa: F401
     multidoc,
     quality,
     synthesize,
+    title_match,
     vector,
 )

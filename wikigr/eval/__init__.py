@@ -1,0 +1,1 @@
+"""Evaluation: questions, metrics, judges, the runner."""
