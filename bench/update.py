@@ -36,6 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 64  # the default backlog of 5 makes some of 8 parallel connects wait 1 s
+
+
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -60,7 +64,7 @@ def main() -> int:
         shutil.copyfile(DOCS / "library" / name, site / "library" / name)
     extra, pages = chosen[-1], chosen[:-1]  # one page held back, added by the update
     handler = functools.partial(_Quiet, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/library/"
     pack = work / "pack"
