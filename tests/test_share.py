@@ -473,3 +473,24 @@ def test_remove_takes_a_name_not_a_path(capsys: pytest.CaptureFixture[str], tmp_
     code, _, err = cli(capsys, "pack", "remove", "../etc")
     assert code == 2
     assert_one_error(err, "invalid pack name")
+
+
+def test_export_and_install_usage_errors(
+    capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    code, _, err = cli(capsys, "pack", "export", "nope", "-o", str(tmp_path / "x.tar.gz"))
+    assert code == 2
+    assert_one_error(err, "unknown pack 'nope'")
+    code, _, err = cli(capsys, "pack", "export", str(built_pack), "-o", str(tmp_path))
+    assert code == 2
+    assert_one_error(err, "is a folder")
+    code, _, err = cli(capsys, "pack", "export", str(built_pack), "-o", str(built_pack / "self.tar.gz"))
+    assert code == 2
+    assert_one_error(err, "inside the pack")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("hi")
+    code, _, err = cli(capsys, "pack", "install", str(empty))
+    assert code == 1
+    assert_one_error(err, "has no manifest.json")
+    assert packs_home_entries(wikigr_home) == []
