@@ -45,6 +45,14 @@ def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 
 
 @pytest.fixture(autouse=True)
+def temp_user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME is a temporary folder: no test touches the real ~/.claude/skills (or anything in ~)."""
+    home = tmp_path_factory.mktemp("user-home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+@pytest.fixture(autouse=True)
 def no_real_claude(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test can reach the real Claude API: no key, and the base URL at a dead loopback port
     (tests that want Claude point at the fake server in tests/fakeclaude.py)."""

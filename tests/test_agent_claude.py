@@ -79,7 +79,8 @@ def test_timeout_is_an_unavailable_error(pack: Path, fake_claude: FakeClaude) ->
     fake_claude.script(*[Reply.slow(1.0)] * 2)
     with (
         make_llm(fake_claude, timeout=0.2, max_retries=1) as llm,
-        KnowledgeGraphAgent(pack, llm=llm) as agent,pytest.raises(LLMUnavailableError, match="timed out")
+        KnowledgeGraphAgent(pack, llm=llm) as agent,
+        pytest.raises(LLMUnavailableError, match="timed out"),
     ):
         agent.query("How do I set a socket timeout?")
 

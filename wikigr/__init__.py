@@ -21,6 +21,10 @@ _EXPORTS = {
     "KnowledgeGraphAgent": "wikigr.agent",
     "AgentResult": "wikigr.agent",
     "WikigrError": "wikigr.errors",
+    "export_pack": "wikigr.share",
+    "install_pack": "wikigr.share",
+    "remove_pack": "wikigr.share",
+    "update_pack": "wikigr.update",
 }
 
 __all__ = [
@@ -32,8 +36,12 @@ __all__ = [
     "WikigrError",
     "__version__",
     "build_pack",
+    "export_pack",
+    "install_pack",
     "open_pack",
     "query_pack",
+    "remove_pack",
+    "update_pack",
     "validate_pack",
 ]
 
@@ -43,6 +51,8 @@ if TYPE_CHECKING:
     from wikigr.errors import WikigrError
     from wikigr.pack.pack import Pack, open_pack
     from wikigr.pack.validate import validate_pack
+    from wikigr.share import export_pack, install_pack, remove_pack
+    from wikigr.update import update_pack
 
 
 def __getattr__(name: str) -> Any:

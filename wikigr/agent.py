@@ -8,6 +8,7 @@ result.answer, result.sources, result.facts, result.confidence, result.trace
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -20,7 +21,7 @@ from wikigr.errors import EmbedderUnavailableError, UsageError
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
-from wikigr.retrieval.stage import Context, QueryState
+from wikigr.retrieval.stage import Context, QueryState, Skip
 
 if TYPE_CHECKING:  # the SDK is imported only when an API key is set
     from wikigr.llm import LLM
@@ -116,6 +117,11 @@ class KnowledgeGraphAgent:
                 store.close()
                 raise
         self.context = Context(pack=self.pack, store=store, embedder=embedder, llm=self.llm)
+        if "keyword" in self.stage_names:
+            # Load the BM25 index now, with the store: an agent then answers from one state of the
+            # pack even when `pack update` swaps the folder while it is open.
+            with contextlib.suppress(Skip):
+                self.context.keyword_index()
 
     def close(self) -> None:
         self.context.store.close()

@@ -598,7 +598,8 @@ def build_pack(
             url_list = "".join(f"{s}\n" for s in sources)
             if corpus is not None:
                 url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
-        _write_support_files(partial, manifest, url_list)
+        in_home = target == (layout.packs_home() / name).expanduser().absolute()
+        _write_support_files(partial, manifest, url_list, None if in_home else str(target))
         shutil.rmtree(partial / "cache")
         _swap_in(partial, target)
         progress(ProgressEvent("write", 1, 1))
@@ -631,15 +632,13 @@ def _keep_user_files(target: Path, partial: Path) -> None:
             shutil.copyfile(src, dst)
 
 
-def _write_support_files(folder: Path, manifest: Manifest, url_list: str) -> None:
+def _write_support_files(
+    folder: Path, manifest: Manifest, url_list: str, query_ref: str | None = None
+) -> None:
+    from wikigr.skill import write_skill
+
     (folder / layout.URLS_FILE).write_text(url_list, encoding="utf-8")
-    (folder / layout.SKILL_FILE).write_text(
-        f"---\nname: {manifest.name}\ndescription: {manifest.description}\n---\n\n"
-        f"# {manifest.name}\n\nQuery this knowledge pack with:\n\n"
-        f'    wikigr query {manifest.name} "your question" --json\n\n'
-        "Cite the `sources` (title, section, url) of the answer.\n",
-        encoding="utf-8",
-    )
+    write_skill(folder, manifest, folder / layout.STORE_FILE, query_ref)
     config = folder / layout.CONFIG_FILE
     if not config.exists():
         config.write_text(json.dumps({"profile": "balanced"}, indent=2) + "\n", encoding="utf-8")

@@ -49,3 +49,7 @@ class SourceError(WikigrError):
 
 class BuildError(WikigrError):
     """A build failed as a whole (for example: no document could be fetched)."""
+
+
+class ShareError(WikigrError):
+    """An export, install or removal refused or failed (an unsafe archive, a checksum mismatch...)."""

@@ -10,8 +10,10 @@ import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
 from wikigr.cli import eval as eval_commands
+from wikigr.cli import mcp as mcp_commands
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
+from wikigr.cli import share as share_commands
 from wikigr.cli.output import err
 from wikigr.errors import WikigrError
 
@@ -22,9 +24,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+share_commands.register(pack_commands.app)
 app.add_typer(pack_commands.app, name="pack")
 app.add_typer(eval_commands.app, name="eval")
 query_commands.register(app)
+mcp_commands.register(app)
 
 
 def _print_version(value: bool) -> None:

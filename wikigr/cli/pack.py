@@ -13,7 +13,9 @@ from wikigr.cli.output import err, out, print_json
 from wikigr.errors import UsageError
 from wikigr.pack.pack import list_packs, open_pack, packs_home, resolve_pack_path
 
-app = typer.Typer(help="Build, list, inspect and validate knowledge packs.", no_args_is_help=True)
+app = typer.Typer(
+    help="Build, list, inspect, validate, share and update knowledge packs.", no_args_is_help=True
+)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 

@@ -97,6 +97,9 @@ class Manifest:
     vector_index: Literal["exact", "hnsw"] = "exact"
     sources: list[SourceRecord] = field(default_factory=list)
     eval_scores: EvalScores | None = None
+    # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
+    # `pack install`. Empty for a pack as built.
+    files: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_name(self.name)

@@ -1,0 +1,92 @@
+"""Several readers of one pack at once, and readers during ``pack update`` (real processes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import DOCS
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import build_pack
+from wikigr.update import update_pack
+
+HOLDER = """
+import json, sys
+from wikigr.agent import KnowledgeGraphAgent
+agent = KnowledgeGraphAgent(sys.argv[1], llm=None)   # the default profile: vector + BM25 + graph
+print("ready", flush=True)
+for line in sys.stdin:
+    result = agent.query(line.strip(), top_k=3)
+    print(json.dumps([s.title for s in result.sources]), flush=True)
+"""
+
+
+def test_several_processes_query_one_pack_at_once(built_pack: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "wikigr", "query", str(built_pack), question, "--json", "-k", "1"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for question in ("socket timeout", "json.loads", "tomatoes sunlight")
+    ]
+    titles = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        titles.append(json.loads(out)["sources"][0]["title"])
+    assert titles == ["Sockets guide", "Working with JSON", "Growing tomatoes"]
+
+
+def test_an_open_agent_keeps_answering_while_update_swaps_the_pack(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS, docs)
+    pack = tmp_path / "live"
+    build_pack("live", [docs.as_uri()], out=pack)
+
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(pack)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+
+        def ask(question: str) -> list[str]:
+            assert holder.stdin is not None and holder.stdout is not None
+            holder.stdin.write(question + "\n")
+            holder.stdin.flush()
+            line = holder.stdout.readline()
+            assert line, holder.stderr.read() if holder.stderr else ""
+            titles: list[str] = json.loads(line)
+            return titles
+
+        try:
+            assert holder.stdout.readline().strip() == "ready"
+            assert ask("tomatoes sunlight stake the plants")[0] == "Growing tomatoes"
+
+            (docs / "gardening.txt").unlink()
+            (docs / "tea.md").write_text(
+                "# Brewing tea\n\nSteep green tea leaves at 80 degrees for two minutes.\n"
+            )
+            report = update_pack(pack)
+            assert report.removed and report.added and report.chunks_embedded >= 1
+
+            # The open agent answers from the state it opened: the old store and its BM25 index.
+            assert ask("tomatoes sunlight stake the plants")[0] == "Growing tomatoes"
+            assert "Brewing tea" not in ask("steep green tea leaves")
+            assert ask("How do I set a socket timeout?")[0] == "Sockets guide"
+        finally:
+            holder.stdin.close()
+            holder.wait(timeout=60)
+    assert holder.returncode == 0
+
+    # A new reader sees the new state.
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        assert agent.query("steep green tea leaves").sources[0].title == "Brewing tea"
+        assert all(s.title != "Growing tomatoes" for s in agent.query("tomatoes sunlight").sources)

@@ -1,0 +1,94 @@
+"""``wikigr mcp`` spoken to by the MCP SDK's own client over stdio (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.conftest import DOCS
+from wikigr.update import update_pack
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result
+    if result.structured_content is not None:
+        data: dict[str, Any] = result.structured_content
+        return data.get("result", data) if set(data) == {"result"} else data
+    return dict(json.loads(result.content[0].text))
+
+
+def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(built_pack, home / "packs" / "fixture")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "wikigr", "mcp"],
+        env={"WIKIGR_HOME": str(home), "ANTHROPIC_API_KEY": ""},  # no Claude: extractive answers
+        cwd=str(tmp_path),
+    )
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            assert tools == {"list_packs", "pack_info", "query_pack", "search"}
+
+            packs = _payload(await client.call_tool("list_packs", {}))
+            assert [p["name"] for p in packs["packs"]] == ["fixture"]
+
+            info = _payload(await client.call_tool("pack_info", {"pack": "fixture"}))
+            assert info["stats"]["articles"] == 4 and "Sockets guide" in info["titles"]
+
+            answer = _payload(
+                await client.call_tool(
+                    "query_pack",
+                    {"pack": "fixture", "question": "How do I set a socket timeout?", "top_k": 2},
+                )
+            )
+            assert answer["sources"][0]["section"] == "Timeouts" and len(answer["sources"]) == 2
+            assert "[1]" in answer["answer"] and answer["profile"] == "balanced"
+            baseline = _payload(
+                await client.call_tool(
+                    "query_pack", {"pack": "fixture", "question": "socket timeout", "profile": "baseline"}
+                )
+            )
+            assert baseline["profile"] == "baseline"
+
+            found = _payload(await client.call_tool("search", {"pack": "fixture", "query": "settimeout"}))
+            assert found["results"][0]["section"] == "Timeouts"
+            assert "settimeout" in found["results"][0]["text"]
+
+            # The pack is updated on disk while the server has it open: the next call reopens it.
+            urls = tmp_path / "urls.txt"
+            urls.write_text((DOCS / "json.html").as_uri() + "\n")
+            update_pack(home / "packs" / "fixture", urls_file=urls)
+            info = _payload(await client.call_tool("pack_info", {"pack": "fixture"}))
+            assert info["stats"]["articles"] == 1 and info["titles"] == ["Working with JSON"]
+            found = _payload(await client.call_tool("search", {"pack": "fixture", "query": "settimeout"}))
+            assert all(r["title"] == "Working with JSON" for r in found["results"])
+
+            missing = await client.call_tool("query_pack", {"pack": "nope", "question": "hi"})
+            assert missing.is_error and "unknown pack 'nope'" in missing.content[0].text
+            bad = await client.call_tool(
+                "query_pack", {"pack": "fixture", "question": "hi", "profile": "zzz"}
+            )
+            assert bad.is_error and "unknown profile" in bad.content[0].text
+            big = await client.call_tool("search", {"pack": "fixture", "query": "x", "top_k": 0})
+            assert big.is_error and "top_k must be between 1 and 100" in big.content[0].text
+
+    anyio.run(session)
+
+
+@pytest.mark.parametrize("argv", [["mcp", "--help"]])
+def test_mcp_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from wikigr.cli import run
+
+    assert run(argv) == 0
+    assert "MCP server" in capsys.readouterr().out

@@ -1,0 +1,156 @@
+"""``pack update``: incremental over real HTTP from a local server; refusals; nothing lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_error, cli
+from tests.httpserver import LocalServer
+from wikigr.pack.keyword import KeywordIndex
+from wikigr.pack.validate import validate_pack
+from wikigr.share import register_pack_skill
+
+PAGES = {
+    "/site/kettles.html": "<title>Kettles</title><h1>Kettles</h1><p>An electric kettle boils water "
+    "quickly; descale it with vinegar every month. See <a href='/site/teapots.html'>teapots</a> "
+    "and <a href='/site/oolong.html'>oolong</a>.</p>",
+    "/site/teapots.html": "<title>Teapots</title><h1>Teapots</h1><p>A clay teapot keeps heat; warm "
+    "it with hot water before brewing. Back to <a href='/site/kettles.html'>kettles</a>.</p>",
+    "/site/sugar.html": "<title>Sugar</title><h1>Sugar</h1><p>Rock sugar dissolves slowly and "
+    "sweetens chrysanthemum tea gently.</p>",
+}
+OOLONG = (
+    "<title>Oolong</title><h1>Oolong</h1><p>Oolong leaves are rolled and partially oxidised; "
+    "steep them at 90 degrees, several short infusions.</p>"
+)
+
+
+@pytest.fixture
+def site(server: LocalServer) -> LocalServer:
+    for path, body in PAGES.items():
+        server.add(path, body)
+    return server
+
+
+def _urls(tmp_path: Path, server: LocalServer, paths: list[str], name: str = "urls.txt") -> Path:
+    urls = tmp_path / name
+    urls.write_text("".join(server.url(p) + "\n" for p in paths))
+    return urls
+
+
+def _query(capsys: pytest.CaptureFixture[str], question: str, *extra: str) -> dict[str, object]:
+    code, out, err = cli(capsys, "query", "tea", question, "--json", *extra)
+    assert code == 0, err
+    result: dict[str, object] = json.loads(out)
+    return result
+
+
+def test_update_adds_changes_removes_and_reuses_embeddings(
+    capsys: pytest.CaptureFixture[str], site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    urls = _urls(tmp_path, site, list(PAGES))
+    code, _, err = cli(capsys, "pack", "create", "tea", "--urls", str(urls), "--description", "Tea gear")
+    assert code == 0, err
+    pack = wikigr_home / "packs" / "tea"
+    (pack / "kg_config.json").write_text('{"profile": "baseline", "top_k": 3}\n')
+    skills = tmp_path / "skills"
+    register_pack_skill("tea", skills)
+
+    # Unchanged sources: nothing embedded, nothing changes but the fetch times.
+    code, out, err = cli(capsys, "pack", "update", "tea", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["counts"] == {
+        "added": 0,
+        "changed": 0,
+        "removed": 0,
+        "unchanged": 3,
+        "kept": 0,
+        "failed": 0,
+    }
+    assert report["chunks_embedded"] == 0 and report["chunks_reused"] == report["stats"]["chunks"] > 0
+
+    # One page edited, one added (and linked from an unchanged page), one dropped from the list.
+    site.add("/site/teapots.html", PAGES["/site/teapots.html"].replace("clay", "Yixing clay"))
+    site.add("/site/oolong.html", OOLONG)
+    new_urls = _urls(
+        tmp_path, site, ["/site/kettles.html", "/site/teapots.html", "/site/oolong.html"], "n.txt"
+    )
+    code, out, err = cli(
+        capsys, "pack", "update", "tea", "--urls", str(new_urls), "--skills-dir", str(skills), "--json"
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["added"] == [site.url("/site/oolong.html")]
+    assert report["changed"] == [site.url("/site/teapots.html")]
+    assert report["removed"] == [site.url("/site/sugar.html")]
+    assert report["unchanged"] == [site.url("/site/kettles.html")]
+    assert 0 < report["chunks_embedded"] < report["stats"]["chunks"]
+    assert report["stats"]["articles"] == 3
+    assert report["skill"] == str(skills / "tea" / "SKILL.md")
+    assert "Oolong" in (skills / "tea" / "SKILL.md").read_text()
+    assert report["stats"]["links"] == 3  # kettles -> teapots, kettles -> oolong (new), teapots -> kettles
+
+    assert validate_pack(pack).ok
+    manifest = json.loads((pack / "manifest.json").read_text())
+    assert manifest["description"] == "Tea gear"
+    assert (pack / "urls.txt").read_text() == new_urls.read_text()
+    assert json.loads((pack / "kg_config.json").read_text())["top_k"] == 3  # the user's config kept
+    assert "Oolong" in (pack / "skill.md").read_text() and "Sugar" not in (pack / "skill.md").read_text()
+    assert KeywordIndex.load(pack / "bm25").search("oxidised", 3)
+
+    top = _query(capsys, "Are oolong leaves rolled and oxidised?")["sources"][0]  # type: ignore[index]
+    assert top["title"] == "Oolong"
+    sources = _query(capsys, "rock sugar chrysanthemum")["sources"]
+    assert all(s["title"] != "Sugar" for s in sources)  # type: ignore[union-attr]
+    text = _query(capsys, "Yixing teapot")["answer"]
+    assert "Yixing clay" in str(text)
+
+
+def test_update_keeps_a_document_that_cannot_be_fetched_now(
+    capsys: pytest.CaptureFixture[str], site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    urls = _urls(tmp_path, site, list(PAGES))
+    assert cli(capsys, "pack", "create", "tea", "--urls", str(urls))[0] == 0
+    site.always("/site/sugar.html", 500)
+    code, out, err = cli(capsys, "pack", "update", "tea", "--retries", "0", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [k["url"] for k in report["kept"]] == [site.url("/site/sugar.html")]
+    assert "HTTP 500" in report["kept"][0]["error"]
+    assert report["stats"]["articles"] == 3 and report["chunks_embedded"] == 0
+    assert validate_pack(wikigr_home / "packs" / "tea").ok
+    assert _query(capsys, "rock sugar chrysanthemum")["sources"][0]["title"] == "Sugar"  # type: ignore[index]
+
+
+def test_update_that_fetches_nothing_leaves_the_pack_as_it_was(
+    capsys: pytest.CaptureFixture[str], site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    urls = _urls(tmp_path, site, list(PAGES))
+    assert cli(capsys, "pack", "create", "tea", "--urls", str(urls))[0] == 0
+    before = (wikigr_home / "packs" / "tea" / "manifest.json").read_text()
+    gone = _urls(tmp_path, site, ["/site/missing.html"], "gone.txt")
+    code, _, err = cli(capsys, "pack", "update", "tea", "--urls", str(gone))
+    assert code == 1
+    assert_one_error(err, "the pack is unchanged")
+    assert (wikigr_home / "packs" / "tea" / "manifest.json").read_text() == before
+
+
+def test_update_refuses_a_passage_corpus_pack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"title": "A", "text": "Alpha passage about tea."}]))
+    assert cli(capsys, "pack", "create", "corp", "--corpus", str(corpus))[0] == 0
+    code, _, err = cli(capsys, "pack", "update", "corp")
+    assert code == 2
+    assert_one_error(err, "update is not supported for this pack kind")
+
+
+def test_update_unknown_pack_and_missing_urls_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = cli(capsys, "pack", "update", "nope")
+    assert code == 2
+    assert_one_error(err, "unknown pack 'nope'")

@@ -1,0 +1,363 @@
+"""Incremental update of a pack: re-fetch its sources, embed only what is new, swap atomically.
+
+``update_pack`` re-fetches every source of the pack (its ``urls.txt``, or a given list), compares
+each document's sha256 with the one the manifest records, and rebuilds the pack in the partial
+folder beside it (``.NAME.partial``) with build.py's pipeline:
+
+- every fetched document is parsed and chunked again (cheap, and it refreshes the document's
+  outgoing links, so ``LINKS_TO`` also covers links to newly added pages);
+- a chunk's embedding is taken from the previous store whenever the exact text that was embedded
+  (``Article title > Section title`` + chunk text) is there, so an unchanged document embeds
+  nothing, and a changed one embeds only its new or edited chunks; the rest is embedded and
+  cached in the partial folder, so an interrupted update resumes without embedding it again;
+- documents no longer listed are dropped with their sections, chunks and links (the store is
+  written anew); a document that was in the pack but cannot be fetched now is *kept* as it was
+  (taken from the previous store) and reported, so a network hiccup loses nothing;
+- statistics, the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
+  ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames.
+
+A process that has the pack open keeps answering from the previous state until it reopens it.
+Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to re-fetch).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wikigr import __version__
+from wikigr.build import (
+    CACHE_FORMAT,
+    EMBED_GROUP,
+    BuildOptions,
+    _build_lock,
+    _Cache,
+    _describe,
+    _keep_user_files,
+    _prepare,
+    _Prepared,
+    _recover,
+    _swap_in,
+    _write_store,
+    _write_support_files,
+    embedding_text,
+)
+from wikigr.documents import FetchResult
+from wikigr.embed import get_embedder
+from wikigr.errors import BuildError, UsageError
+from wikigr.pack import pack as layout
+from wikigr.pack.manifest import EmbedderRecord, GraphStats, Manifest, SourceRecord, now_iso
+from wikigr.pack.store import SCHEMA_VERSION, Store
+from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.sources.fetch import fetch_all
+from wikigr.sources.urls import expand_sources, read_url_list
+
+_AUTO_DESCRIPTION = re.compile(r"^\d+ documents from ")
+
+
+@dataclass
+class UpdateReport:
+    path: Path
+    manifest: Manifest
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # in the pack, not fetchable now
+    failed: list[tuple[str, str]] = field(default_factory=list)  # new sources that failed
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "name": self.manifest.name,
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "kept": [{"url": u, "error": e} for u, e in self.kept],
+            "failed": [{"url": u, "error": e} for u, e in self.failed],
+            "counts": {
+                "added": len(self.added),
+                "changed": len(self.changed),
+                "removed": len(self.removed),
+                "unchanged": len(self.unchanged),
+                "kept": len(self.kept),
+                "failed": len(self.failed),
+            },
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "stats": vars(self.manifest.stats),
+            "skill": str(self.skill) if self.skill else None,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+        }
+
+
+def _public_urls(store: Store) -> list[tuple[str, str]]:
+    """The ``--public-url`` rewrites of the build, recovered from its articles (id vs cited url)."""
+    pairs: dict[tuple[str, str], int] = {}
+    for article_id, url in store.rows("MATCH (a:Article) WHERE a.url <> a.id RETURN a.id, a.url"):
+        n = 0
+        while n < min(len(article_id), len(url)) and article_id[-1 - n] == url[-1 - n]:
+            n += 1
+        local, public = article_id[: len(article_id) - n], url[: len(url) - n]
+        if local and public:
+            pairs[(local, public)] = pairs.get((local, public), 0) + 1
+    return sorted(pairs, key=lambda p: (-len(p[0]), p))
+
+
+def _vector_pool(store: Store) -> dict[str, np.ndarray]:
+    """Embedded text -> embedding, for every chunk of the previous store."""
+    rows = store.rows(
+        "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN a.title, s.title, c.text, c.embedding"
+    )
+    return {embedding_text(r[0], r[1], r[2]): np.asarray(r[3], dtype=np.float32) for r in rows}
+
+
+def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
+    """A document of the previous pack as the build prepared it (for a source that failed now)."""
+    article_id = record.final_url or record.url
+    found = store.rows("MATCH (a:Article) WHERE a.id = $id RETURN a.title", {"id": article_id})
+    if not found:
+        return None
+    sections = store.rows(
+        "MATCH (s:Section) WHERE s.article_id = $id RETURN s.ord, s.title, s.level, s.text, s.anchor "
+        "ORDER BY s.ord",
+        {"id": article_id},
+    )
+    index = {row[0]: i for i, row in enumerate(sections)}
+    chunks = store.rows(
+        "MATCH (s:Section)-[:HAS_CHUNK]->(c:Chunk) WHERE c.article_id = $id "
+        "RETURN s.ord, c.ord, c.text, c.embedding ORDER BY s.ord, c.ord",
+        {"id": article_id},
+    )
+    links = store.rows(
+        "MATCH (a:Article)-[:LINKS_TO]->(b:Article) WHERE a.id = $id RETURN b.id", {"id": article_id}
+    )
+    return _Prepared(
+        source=record.url,
+        fetch={
+            "url": record.url,
+            "final_url": record.final_url,
+            "sha256": record.sha256,
+            "fetched_at": record.fetched_at,
+            "content_type": record.content_type or "",
+            "bytes": record.bytes or 0,
+            "error": None,
+        },
+        title=found[0][0],
+        sections=[{"title": s[1], "level": s[2], "text": s[3], "anchor": s[4] or ""} for s in sections],
+        links=[row[0] for row in links],
+        chunks=[{"section": index[c[0]], "ord": c[1], "text": c[2]} for c in chunks],
+        embeddings=np.asarray([c[3] for c in chunks], dtype=np.float32),
+    )
+
+
+def _texts(item: _Prepared) -> list[str]:
+    return [embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks]
+
+
+def update_pack(
+    ref: str | Path,
+    urls_file: Path | None = None,
+    options: BuildOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+    skills_dir: Path | None = None,
+) -> UpdateReport:
+    """Update the pack ``ref`` (name or path) from its ``urls.txt`` (or ``urls_file``), and the
+    Claude Code skill registered for it in ``skills_dir`` (default ``~/.claude/skills``), if any."""
+    started = time.perf_counter()
+    progress = on_progress or no_progress
+    pack = layout.open_pack(ref)
+    old = pack.manifest
+    if old.source_kind != "documents" or any(s.url.startswith("passage:") for s in old.sources):
+        kind = "a passage corpus" if old.source_kind == "documents" else old.source_kind
+        raise UsageError(
+            f"update is not supported for this pack kind ({kind}): rebuild it with `wikigr pack create`"
+        )
+    if urls_file is not None:
+        if not urls_file.is_file():
+            raise UsageError(f"no such file: {urls_file}")
+        sources = read_url_list(urls_file)
+        url_list = urls_file.read_text(encoding="utf-8")
+    else:
+        sources = read_url_list(pack.path / layout.URLS_FILE)
+        url_list = (pack.path / layout.URLS_FILE).read_text(encoding="utf-8")
+    options = options or BuildOptions()
+    options.embedder = old.embedder.name
+    embedder = get_embedder(old.embedder.name)
+    target = pack.path
+    seconds: dict[str, float] = {}
+    report = UpdateReport(path=target, manifest=old)
+
+    with _build_lock(target):
+        _recover(target)
+        t0 = time.perf_counter()
+        with pack.open_store() as store:
+            pool = _vector_pool(store)
+            if not options.public_urls:
+                options.public_urls = _public_urls(store)
+            previous = {r.url: r for r in old.sources if r.status == "ok"}
+            expanded = expand_sources(list(sources))
+            fetch_t0 = time.perf_counter()
+            done = 0
+
+            def on_fetched(result: FetchResult) -> None:
+                nonlocal done
+                done += 1
+                progress(ProgressEvent("fetch", done, len(expanded), result.url))
+
+            progress(ProgressEvent("fetch", 0, len(expanded)))
+            results = fetch_all(expanded, options.fetch, on_progress=on_fetched)
+            seconds["fetch"] = time.perf_counter() - fetch_t0
+            prepared: dict[str, _Prepared] = {}
+            for result in results:
+                item = _prepare(result, options)
+                if item.error is not None and result.url in previous:
+                    kept = _previous_document(store, previous[result.url])
+                    if kept is not None:
+                        report.kept.append((result.url, item.error))
+                        item = kept
+                prepared[result.url] = item
+        seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
+
+        partial = target.parent / f".{target.name}.partial"
+        fingerprint = {
+            "cache_format": CACHE_FORMAT,
+            "embedder": embedder.name,
+            "max_words": options.max_words,
+            "overlap_words": options.overlap_words,
+            "wikigr": __version__,
+        }
+        cache = _Cache(partial / "cache", fingerprint)
+
+        # Embeddings: from the previous store, else from an interrupted update's cache, else new.
+        t0 = time.perf_counter()
+        missing: list[tuple[_Prepared, int, str]] = []
+        for item in prepared.values():
+            if item.error is not None or item.embeddings is not None:
+                continue
+            texts = _texts(item)
+            cached = cache.load(item.source)
+            if cached is not None and _texts(cached) == texts and cached.embeddings is not None:
+                item.embeddings = cached.embeddings
+                report.chunks_reused += len(texts)
+                continue
+            item.embeddings = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+            for i, text in enumerate(texts):
+                vector = pool.get(text)
+                if vector is None:
+                    missing.append((item, i, text))
+                else:
+                    item.embeddings[i] = vector
+                    report.chunks_reused += 1
+        progress(ProgressEvent("embed", 0, len(missing)))
+        touched: dict[str, _Prepared] = {}
+        for start in range(0, len(missing), EMBED_GROUP):
+            group = missing[start : start + EMBED_GROUP]
+            vectors = embedder.embed([text for _, _, text in group])
+            for (item, i, _), vector in zip(group, vectors, strict=True):
+                assert item.embeddings is not None
+                item.embeddings[i] = vector
+                touched[item.source] = item
+            progress(ProgressEvent("embed", start + len(group), len(missing)))
+        for item in touched.values():
+            cache.save(item)
+        report.chunks_embedded = len(missing)
+        seconds["embed"] = time.perf_counter() - t0
+
+        # Classify and collect the documents, one article per final URL (as a build does).
+        docs: list[_Prepared] = []
+        seen: dict[str, str] = {}
+        records: list[SourceRecord] = []
+        kept_urls = {u for u, _ in report.kept}
+        for source in expanded:
+            item = prepared[source]
+            final = item.fetch.get("final_url") or source
+            status = "ok"
+            if item.error is not None:
+                status = item.error
+            elif final in seen:
+                status = f"duplicate of {seen[final]}"
+            else:
+                seen[final] = source
+                docs.append(item)
+            if status != "ok":
+                if not status.startswith("duplicate"):
+                    report.failed.append((source, status))
+            elif source in kept_urls:
+                pass
+            elif source not in previous:
+                report.added.append(source)
+            elif previous[source].sha256 != item.fetch.get("sha256"):
+                report.changed.append(source)
+            else:
+                report.unchanged.append(source)
+            records.append(
+                SourceRecord(
+                    url=source,
+                    final_url=item.fetch.get("final_url"),
+                    sha256=item.fetch.get("sha256"),
+                    fetched_at=item.fetch.get("fetched_at"),
+                    status=status,
+                    content_type=item.fetch.get("content_type") or None,
+                    bytes=item.fetch.get("bytes"),
+                    chunks=len(item.chunks) if status == "ok" else 0,
+                )
+            )
+        report.removed = [u for u in previous if u not in prepared]
+        if not docs:
+            first = f" (first: {report.failed[0][0]}: {report.failed[0][1]})" if report.failed else ""
+            raise BuildError(f"no document could be fetched and parsed: the pack is unchanged{first}")
+
+        t0 = time.perf_counter()
+        progress(ProgressEvent("write", 0, 1))
+        store_path = partial / layout.STORE_FILE
+        for stale in partial.glob(layout.STORE_FILE + "*"):
+            stale.unlink()
+        stats = _write_store(store_path, docs, embedder.dimension, options)
+        description = old.description
+        if not description or _AUTO_DESCRIPTION.match(description):
+            description = _describe(docs)
+        manifest = Manifest(
+            format_version=old.format_version,
+            name=old.name,
+            version=old.version,
+            description=description,
+            created_at=now_iso(),
+            wikigr_version=__version__,
+            source_kind="documents",
+            embedder=EmbedderRecord(
+                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
+            ),
+            schema_version=SCHEMA_VERSION,
+            vector_index="hnsw" if stats.pop("vector_index") else "exact",
+            stats=GraphStats(**stats),
+            sources=records,
+            eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
+        )
+        manifest.dump(partial / layout.MANIFEST_FILE)
+        _keep_user_files(target, partial)
+        in_home = target == (layout.packs_home() / old.name).resolve()
+        _write_support_files(partial, manifest, url_list, None if in_home else str(target))
+        shutil.rmtree(partial / "cache")
+        _swap_in(partial, target)
+        progress(ProgressEvent("write", 1, 1))
+        seconds["write"] = time.perf_counter() - t0
+    from wikigr.share import refresh_pack_skill
+
+    report.skill = refresh_pack_skill(target, skills_dir)
+    seconds["total"] = time.perf_counter() - started
+    report.manifest = manifest
+    report.seconds = seconds
+    return report
