@@ -272,6 +272,7 @@ def main() -> int:
             "platform": platform.platform(),
         },
         "date": time.strftime("%Y-%m-%d"),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -80,6 +80,7 @@ def main() -> int:
         "wikigr": __version__,
         "date": time.strftime("%Y-%m-%d"),
         "pack": str(args.pack),
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "llm": "none (retrieval and extractive answer only)",
         "in_process": in_process,
         "fresh_process_balanced": {
