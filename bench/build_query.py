@@ -130,14 +130,16 @@ def bench_fresh_process(pack: Path, runs: int) -> dict[str, object]:
     for question in (QUESTIONS * 2)[:runs]:
         start = time.perf_counter()
         proc = subprocess.run(
-            [str(exe), "query", str(pack), question, "--json"], capture_output=True, text=True
+            [str(exe), "query", str(pack), question, "--json", "--profile", "baseline"],
+            capture_output=True,
+            text=True,
         )
         times.append(time.perf_counter() - start)
         if proc.returncode != 0:
             raise SystemExit(f"query failed: {proc.stderr}")
         json.loads(proc.stdout)
     return {
-        "command": "wikigr query PACK QUESTION --json",
+        "command": "wikigr query PACK QUESTION --json --profile baseline",
         "bytecode": "precompiled, as pip install does",
         "pack": str(pack.relative_to(ROOT)),
         "runs": runs,
