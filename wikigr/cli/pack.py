@@ -52,9 +52,47 @@ def create(
             help="Cite pages fetched under the LOCAL prefix (e.g. a local mirror) under PUBLIC.",
         ),
     ] = None,
+    openml_export: Annotated[
+        list[Path] | None,
+        typer.Option("--openml-export", help="An OpenML result export, CSV or ARFF (repeatable)."),
+    ] = None,
+    openml_qualities: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--openml-qualities", help="Dataset qualities (meta-features), CSV or ARFF (repeatable)."
+        ),
+    ] = None,
+    measure: Annotated[
+        str | None, typer.Option("--measure", help="OpenML evaluation measure (default predictive_accuracy).")
+    ] = None,
+    licence: Annotated[
+        str, typer.Option("--licence", help="Licence of the OpenML data, noted in the pack.")
+    ] = "",
     json_out: JsonOpt = False,
 ) -> None:
-    """Build a pack from document URLs (http(s), file URLs, local folders)."""
+    """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
+    (--openml-export FILE: offline exports; see docs/openml.md)."""
+    if openml_export or openml_qualities:
+        if urls is not None or url or corpus is not None:
+            raise UsageError(
+                "OpenML packs are built from --openml-export files only, not with --urls/--url/--corpus"
+            )
+        from wikigr.cli.openml import create_openml_pack
+
+        create_openml_pack(
+            name,
+            exports=openml_export or [],
+            qualities=openml_qualities or [],
+            out_dir=output,
+            description=description,
+            measure=measure,
+            licence=licence,
+            fresh=fresh,
+            json_out=json_out,
+        )
+        return
+    if measure is not None or licence:
+        raise UsageError("--measure and --licence are for OpenML packs (--openml-export, --openml)")
     from wikigr.build import BuildOptions, build_pack  # not on the query path
     from wikigr.cli.progress import ProgressBars
     from wikigr.sources.fetch import FetchOptions
@@ -200,6 +238,12 @@ def info(
         ("entities / facts / relations", f"{stats['entities']} / {stats['facts']} / {stats['relations']}"),
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
     ]
+    if m.source_kind == "openml":  # the star's counts instead of the document graph's
+        from wikigr.cli.openml import OPENML_STATS
+
+        rows = rows[:8] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
+        if m.openml is not None and m.openml.malformed_rows:
+            rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:
         table.add_row(f"[bold]{key}[/]", value)
     out.print(table)

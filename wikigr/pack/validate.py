@@ -101,7 +101,7 @@ def validate_pack(path: Path) -> ValidationReport:
         report.add("store", False, f"{layout.STORE_FILE} is a symbolic link")
         return report
     try:
-        store = Store.open(store_path, read_only=True)
+        store = Store.open(store_path, read_only=True, kind=manifest.source_kind if manifest else None)
     except WikigrError as exc:
         report.add("store", False, str(exc))
         return report
