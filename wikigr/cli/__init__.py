@@ -9,6 +9,7 @@ import sys
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
+from wikigr.cli import cypher as cypher_commands
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
 from wikigr.cli.output import err
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(pack_commands.app, name="pack")
 query_commands.register(app)
+cypher_commands.register(app)
 
 
 def _print_version(value: bool) -> None:

@@ -110,9 +110,14 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
 
     progress(ProgressEvent("write", 0, 1))
     runs = star.runs.columns
+    # Integer surrogate keys: position in each dimension; the Date key is its YYYYMMDD id.
+    algorithm_keys = {a.id: i for i, a in enumerate(algorithms)}
+    dataset_keys = {d.id: i for i, d in enumerate(datasets)}
+    task_keys = {t.id: i for i, t in enumerate(tasks)}
     run_table = pa.table(
         {
             "id": pa.array(runs["id"], type=pa.string()),
+            "key": pa.array(range(len(runs["id"])), type=pa.int64()),
             "run_id": _int_array(runs["run_id"]),
             "setup_id": _int_array(runs["setup_id"]),
             "fold": _int_array(runs["fold"]),
@@ -124,12 +129,17 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
             "runtime_s": _float_array(runs["runtime_s"]),
             "status": pa.array(runs["status"], type=pa.string()),
             "source": pa.array(runs["source"], type=pa.string()),
+            "algorithm_key": _int_array([algorithm_keys[k] for k in runs["algorithm"]]),
+            "dataset_key": _int_array([dataset_keys[k] for k in runs["dataset"]]),
+            "task_key": _int_array([task_keys[k] for k in runs["task"]]),
+            "date_key": _int_array(runs["date"]),
         }
     )
     assert tuple(run_table.column_names) == RUN_COLUMNS
     algorithm_table = pa.table(
         {
             "id": [a.id for a in algorithms],
+            "key": _int_array(list(range(len(algorithms)))),
             "flow_id": _int_array([a.flow_id for a in algorithms]),
             "name": [a.name for a in algorithms],
             "version": [a.version for a in algorithms],
@@ -153,6 +163,7 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
     dataset_table = pa.table(
         {
             "id": [d.id for d in datasets],
+            "key": _int_array(list(range(len(datasets)))),
             "data_id": _int_array([d.data_id for d in datasets]),
             "name": [d.name for d in datasets],
             "rows": _int_array([d.rows for d in datasets]),
@@ -172,6 +183,7 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
     task_table = pa.table(
         {
             "id": [t.id for t in tasks],
+            "key": _int_array(list(range(len(tasks)))),
             "task_id": _int_array([t.task_id for t in tasks]),
             "type": [t.type for t in tasks],
             "target": [t.target for t in tasks],

@@ -232,6 +232,7 @@ class TaskRow:
 
 RUN_COLUMNS = (
     "id",
+    "key",
     "run_id",
     "setup_id",
     "fold",
@@ -243,15 +244,21 @@ RUN_COLUMNS = (
     "runtime_s",
     "status",
     "source",
+    "algorithm_key",
+    "dataset_key",
+    "task_key",
+    "date_key",
 )
 RUN_LINKS = ("algorithm", "dataset", "task", "date")
+# What the importers fill per run: the stored columns but the surrogate keys (set when written).
+_RUN_FIELDS = tuple(c for c in RUN_COLUMNS if c != "key" and not c.endswith("_key")) + RUN_LINKS
 
 
 @dataclass
 class RunColumns:
     """The Run facts, column by column (bulk-loaded as Arrow), and each run's dimension keys."""
 
-    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in RUN_COLUMNS + RUN_LINKS})
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _RUN_FIELDS})
 
     def __len__(self) -> int:
         return len(self.columns["id"])

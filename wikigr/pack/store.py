@@ -88,21 +88,27 @@ _OPENML_STATS = {
 
 
 def _openml_schema(dim: int) -> list[str]:
-    """The Kimball star of an OpenML pack. Dimension descriptions carry an embedding."""
+    """The Kimball star of an OpenML pack. ``key`` columns are integer surrogate keys: the fact
+    table ``Run`` holds the foreign keys of its dimensions (``algorithm_key``, ``dataset_key``,
+    ``task_key``, ``date_key`` = the Date id) besides the rels that mirror them for traversal.
+    Dimension descriptions carry an embedding."""
     return [
-        "CREATE NODE TABLE Run(id STRING, run_id INT64, setup_id INT64, fold INT64, repeat INT64, "
-        "accuracy DOUBLE, auc DOUBLE, f1 DOUBLE, log_loss DOUBLE, runtime_s DOUBLE, status STRING, "
-        "source STRING, PRIMARY KEY(id))",
-        "CREATE NODE TABLE Algorithm(id STRING, flow_id INT64, name STRING, version STRING, "
+        "CREATE NODE TABLE Run(id STRING, key INT64, run_id INT64, setup_id INT64, fold INT64, "
+        "repeat INT64, accuracy DOUBLE, auc DOUBLE, f1 DOUBLE, log_loss DOUBLE, runtime_s DOUBLE, "
+        "status STRING, source STRING, algorithm_key INT64, dataset_key INT64, task_key INT64, "
+        "date_key INT64, PRIMARY KEY(id))",
+        "CREATE NODE TABLE Algorithm(id STRING, key INT64, flow_id INT64, name STRING, version STRING, "
         "family STRING, paradigm STRING, library STRING, description STRING, "
         f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE AlgorithmFamily(id STRING, name STRING, paradigm STRING, rule STRING, "
         f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Dataset(id STRING, data_id INT64, name STRING, rows INT64, features INT64, "
+        "CREATE NODE TABLE Dataset(id STRING, key INT64, data_id INT64, name STRING, rows INT64, "
+        "features INT64, "
         "classes INT64, missing_pct DOUBLE, majority_class INT64, minority_class INT64, "
         "imbalance_ratio DOUBLE, size_bucket STRING, dimension_bucket STRING, imbalance_bucket STRING, "
         f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Task(id STRING, task_id INT64, type STRING, target STRING, measure STRING, "
+        "CREATE NODE TABLE Task(id STRING, key INT64, task_id INT64, type STRING, target STRING, "
+        "measure STRING, "
         f"estimation STRING, description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE Date(id INT64, date STRING, year INT64, quarter INT64, month INT64, "
         "month_name STRING, day INT64, weekday STRING, PRIMARY KEY(id))",
@@ -366,6 +372,15 @@ class Store:
         tables = {**_DOCUMENT_STATS, **_OPENML_STATS}
         return {key: self.count(table) if key in counted else 0 for key, table in tables.items()}
 
+    def arrow(self, query: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run a Cypher query and return the result as an Arrow table (fast for many rows)."""
+        result = self._run(query, params)
+        try:
+            table: pa.Table = result.get_as_arrow(chunk_size=-1)
+        except RuntimeError as exc:
+            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
+        return table
+
     def read_query(
         self, query: str, params: dict[str, Any] | None = None, max_rows: int = 1000, timeout_ms: int = 10_000
     ) -> tuple[list[str], list[list[Any]], bool]:
@@ -377,7 +392,15 @@ class Store:
         check_read_only(query)
         self._conn.set_query_timeout(int(timeout_ms))
         try:
-            result = self._run(query, params)
+            try:
+                result = self._conn.execute(query, params or {})
+            except RuntimeError as exc:
+                message = _one_line(exc)
+                if message.startswith(("Parser exception", "Binder exception", "Catalog exception")):
+                    raise UsageError(f"bad Cypher: {message}") from exc
+                if message == "Interrupted.":
+                    raise StoreError(f"the query was interrupted after {timeout_ms / 1000:g}s") from exc
+                raise StoreError(f"store query failed: {message}") from exc
             columns = [str(c) for c in result.get_column_names()]
             rows: list[list[Any]] = []
             truncated = False
