@@ -171,6 +171,11 @@ TOOL_SPECS: list[dict[str, Any]] = [
                     ),
                 },
                 "statistic": {"type": "string", "enum": list(STATISTICS), "description": "sort groups by"},
+                "order": {
+                    "type": "string",
+                    "enum": ["best", "worst"],
+                    "description": "best groups first (default) or worst first",
+                },
                 "min_count": {"type": "integer", "minimum": 1},
                 "limit": {"type": "integer", "minimum": 1, "maximum": MAX_GROUPS},
             },
@@ -341,8 +346,11 @@ class OpenMLTools:
         statistic: str = "median",
         min_count: int = 1,
         limit: int = 20,
+        order: str = "best",
     ) -> dict[str, Any]:
         measure = measure_name(measure)
+        if order not in ("best", "worst"):
+            raise UsageError("order must be 'best' or 'worst'")
         groups = [group_by] if isinstance(group_by, str) else list(group_by)
         if not groups:
             raise UsageError("aggregate_measures needs at least one group_by attribute")
@@ -408,9 +416,9 @@ class OpenMLTools:
         codes = codes[selected]
         ascending = measure in LOWER_IS_BETTER
         out_groups: list[dict[str, Any]] = []
-        order = np.argsort(codes, kind="stable")
-        boundaries = np.flatnonzero(np.diff(codes[order])) + 1
-        for chunk in np.split(order, boundaries) if len(order) else []:
+        by_group = np.argsort(codes, kind="stable")
+        boundaries = np.flatnonzero(np.diff(codes[by_group])) + 1
+        for chunk in np.split(by_group, boundaries) if len(by_group) else []:
             rows = selected[chunk]
             count = len(rows)
             if count < max(1, int(min_count)):
@@ -441,9 +449,12 @@ class OpenMLTools:
             )
         sort_key = statistic
 
+        # "best" first: the highest statistic (the lowest for log-loss and runtime); "worst" reverses.
+        low_first = (ascending and sort_key != "count") != (order == "worst")
+
         def order_key(g: dict[str, Any]) -> tuple[float, int, str]:
             value = float(g[sort_key])
-            return (value if ascending and sort_key != "count" else -value, -g["count"], str(g["group"]))
+            return (value if low_first else -value, -g["count"], str(g["group"]))
 
         out_groups.sort(key=order_key)
         kept = out_groups[: max(1, min(int(limit), MAX_GROUPS))]
@@ -474,6 +485,7 @@ class OpenMLTools:
             "group_by": [f"{t}.{a}" for t, a, _ in keys],
             "filters": filters or {},
             "statistic": statistic,
+            "order": order,
             "groups": kept,
             "group_count": len(out_groups),
             "runs": int(sum(g["count"] for g in out_groups)),
