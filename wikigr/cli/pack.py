@@ -52,6 +52,21 @@ def create(
             help="Cite pages fetched under the LOCAL prefix (e.g. a local mirror) under PUBLIC.",
         ),
     ] = None,
+    openml: Annotated[
+        bool,
+        typer.Option("--openml", help="Build from OpenML's REST API: --study, --tasks or --max-datasets."),
+    ] = False,
+    study: Annotated[int | None, typer.Option("--study", min=1, help="OpenML study (or suite) id.")] = None,
+    tasks: Annotated[str | None, typer.Option("--tasks", help="OpenML task ids, e.g. 3,31,37.")] = None,
+    max_datasets: Annotated[
+        int | None, typer.Option("--max-datasets", min=1, help="At most this many datasets (tasks).")
+    ] = None,
+    max_runs_per_dataset: Annotated[
+        int | None, typer.Option("--max-runs-per-dataset", min=1, help="At most this many runs per dataset.")
+    ] = None,
+    openml_url: Annotated[
+        str, typer.Option("--openml-url", help="OpenML server or mirror (default https://www.openml.org).")
+    ] = "https://www.openml.org",
     openml_export: Annotated[
         list[Path] | None,
         typer.Option("--openml-export", help="An OpenML result export, CSV or ARFF (repeatable)."),
@@ -72,15 +87,34 @@ def create(
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
     (--openml-export FILE: offline exports; see docs/openml.md)."""
-    if openml_export or openml_qualities:
+    api_options = study is not None or tasks is not None or max_datasets or max_runs_per_dataset
+    if api_options and not openml:
+        raise UsageError("--study, --tasks, --max-datasets and --max-runs-per-dataset go with --openml")
+    if openml or openml_export or openml_qualities:
+        if openml and (openml_export or openml_qualities):
+            raise UsageError("give --openml (the REST API) or --openml-export (files), not both")
         if urls is not None or url or corpus is not None:
-            raise UsageError(
-                "OpenML packs are built from --openml-export files only, not with --urls/--url/--corpus"
-            )
+            raise UsageError("OpenML packs are built from OpenML only, not with --urls/--url/--corpus")
         from wikigr.cli.openml import create_openml_pack
 
+        api = None
+        if openml:
+            from wikigr.openml.client import ApiSelection, parse_task_ids
+
+            api = ApiSelection(
+                base_url=openml_url,
+                study=study,
+                tasks=parse_task_ids(tasks) if tasks is not None else [],
+                max_datasets=max_datasets,
+                max_runs_per_dataset=max_runs_per_dataset,
+                measure=measure or "predictive_accuracy",
+                workers=min(workers, 16),
+                timeout=timeout,
+                retries=retries,
+            )
         create_openml_pack(
             name,
+            api=api,
             exports=openml_export or [],
             qualities=openml_qualities or [],
             out_dir=output,
