@@ -85,8 +85,16 @@ def _embed_texts(embedder: Embedder, texts: list[str]) -> np.ndarray:
     return vectors[[position[t] for t in texts]]
 
 
-def write_star(path: Path, star: StarData, embedder: Embedder, progress: ProgressCallback) -> dict[str, int]:
-    """Bulk-load ``star`` into a new OpenML store at ``path``; return the store's stats."""
+def write_star(
+    path: Path,
+    star: StarData,
+    embedder: Embedder,
+    progress: ProgressCallback,
+    seconds: dict[str, float] | None = None,
+) -> dict[str, int]:
+    """Bulk-load ``star`` into a new OpenML store at ``path``; return the store's stats.
+    ``seconds`` gets the time spent embedding (``embed``) and loading the store (``load``)."""
+    timings = seconds if seconds is not None else {}
     algorithms = list(star.algorithms.values())
     datasets = list(star.datasets.values())
     tasks = list(star.tasks.values())
@@ -101,8 +109,11 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
         + [t.text(names.get(t.dataset_id, t.dataset_id)) for t in tasks]
     )
     progress(ProgressEvent("embed", 0, len(texts)))
+    started = time.perf_counter()
     vectors = _embed_texts(embedder, texts)
+    timings["embed"] = time.perf_counter() - started
     progress(ProgressEvent("embed", len(texts), len(texts)))
+    started = time.perf_counter()
     offsets = np.cumsum([0, len(algorithms), len(used), len(datasets), len(tasks)])
 
     def block(i: int) -> pa.Array:
@@ -237,6 +248,7 @@ def write_star(path: Path, star: StarData, embedder: Embedder, progress: Progres
         stats = store.stats()
     finally:
         store.close()
+    timings["load"] = time.perf_counter() - started
     progress(ProgressEvent("write", 1, 1))
     return stats
 
@@ -377,7 +389,7 @@ def build_openml_pack(
         stale_cache = partial / "cache"  # what an interrupted document build of this name left
         if stale_cache.is_dir():
             shutil.rmtree(stale_cache)
-        stats = write_star(store_path, star, embedder, progress)
+        stats = write_star(store_path, star, embedder, progress, seconds)
         seconds["write"] = time.perf_counter() - t0
 
         manifest = Manifest(

@@ -338,6 +338,61 @@ class OpenMLTools:
             per_key[i] = index[marker]
         return per_key[inverse], labels
 
+    @staticmethod
+    def _group_statistics(
+        codes: np.ndarray,
+        values: np.ndarray,
+        run_keys: np.ndarray,
+        datasets: np.ndarray,
+        ascending: bool,
+        min_count: int,
+    ) -> list[dict[str, Any]]:
+        """Per group code: count, datasets, mean, median, p25, p75 (linear interpolation between
+        order statistics), min, max and the best run (ties: the first run loaded). Vectorised."""
+        if not len(codes):
+            return []
+        order = np.lexsort((values, codes))  # by group, then value
+        codes, values, run_keys, datasets = codes[order], values[order], run_keys[order], datasets[order]
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        ends = np.r_[starts[1:], len(codes)]
+        counts = ends - starts
+
+        def quantile(q: float) -> np.ndarray:
+            position = starts + q * (counts - 1)
+            low = np.floor(position).astype(np.int64)
+            high = np.ceil(position).astype(np.int64)
+            result: np.ndarray = values[low] + (values[high] - values[low]) * (position - low)
+            return result
+
+        p25, median, p75 = quantile(0.25), quantile(0.5), quantile(0.75)
+        # The best run: the group's best value; among runs with that value, the first loaded.
+        best_value = values[starts] if ascending else values[ends - 1]
+        candidates = np.where(values == np.repeat(best_value, counts), run_keys, np.iinfo(np.int64).max)
+        best_key = np.minimum.reduceat(candidates, starts)
+        width = int(datasets.max()) + 2
+        pairs = np.unique(codes * width + (datasets + 1)) // width  # one entry per (group, dataset)
+        distinct = dict(zip(*np.unique(pairs, return_counts=True), strict=True))
+        groups = []
+        for i, start in enumerate(starts):
+            if counts[i] < min_count:
+                continue
+            chunk = values[start : ends[i]]
+            groups.append(
+                {
+                    "_code": int(codes[start]),
+                    "count": int(counts[i]),
+                    "datasets": int(distinct[codes[start]]),
+                    "mean": math.fsum(chunk) / len(chunk),
+                    "median": float(median[i]),
+                    "p25": float(p25[i]),
+                    "p75": float(p75[i]),
+                    "min": float(values[start]),
+                    "max": float(values[ends[i] - 1]),
+                    "_best": int(best_key[i]),
+                }
+            )
+        return groups
+
     def aggregate_measures(
         self,
         group_by: list[str] | str,
@@ -369,23 +424,37 @@ class OpenMLTools:
             if table == "Run":
                 conditions.extend(_conditions(expr, value, f"f{n}", params))
         run_attrs = sorted({a for t, a, _ in keys if t == "Run"})
+        # Only the foreign keys this call needs (fewer columns to move out of the store).
+        used = {t for t, _, _ in keys} | {t for (t, _, _), _ in parsed} | {"Dataset"}
+        dims = [
+            t
+            for t in ("Algorithm", "Dataset", "Task", "Date")
+            if t in used or (t == "Algorithm" and "AlgorithmFamily" in used)
+        ]
+        foreign = {
+            "Algorithm": "algorithm_key",
+            "Dataset": "dataset_key",
+            "Task": "task_key",
+            "Date": "date_key",
+        }
         facts = self.store.arrow(
-            "MATCH (r:Run) WHERE " + " AND ".join(conditions) + f" RETURN r.key, r.{measure}, "
-            "r.algorithm_key, r.dataset_key, r.task_key, r.date_key" + "".join(f", r.{a}" for a in run_attrs),
+            "MATCH (r:Run) WHERE "
+            + " AND ".join(conditions)
+            + f" RETURN r.key, r.{measure}"
+            + "".join(f", r.{foreign[t]}" for t in dims)
+            + "".join(f", r.{a}" for a in run_attrs),
             params,
         )
-        columns = {
-            name: facts.column(i)
-            for i, name in enumerate(["key", "value", "Algorithm", "Dataset", "Task", "Date", *run_attrs])
-        }
+        columns = {name: facts.column(i) for i, name in enumerate(["key", "value", *dims, *run_attrs])}
 
         def ints(name: str) -> np.ndarray:
             return np.asarray(pc.fill_null(columns[name], -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
         run_keys = ints("key")
         values = np.asarray(columns["value"].to_numpy(zero_copy_only=False), dtype=np.float64)
-        fks = {t: ints(t) for t in ("Algorithm", "Dataset", "Task", "Date")}
-        fks["AlgorithmFamily"] = fks["Algorithm"]
+        fks: dict[str, np.ndarray] = {t: ints(t) for t in dims}
+        if "Algorithm" in fks:
+            fks["AlgorithmFamily"] = fks["Algorithm"]
         mask = np.ones(len(values), dtype=bool)
 
         def codes_of(table: str, attr: str) -> tuple[np.ndarray, list[Any]]:
@@ -415,38 +484,22 @@ class OpenMLTools:
         selected = np.flatnonzero(mask)
         codes = codes[selected]
         ascending = measure in LOWER_IS_BETTER
-        out_groups: list[dict[str, Any]] = []
-        by_group = np.argsort(codes, kind="stable")
-        boundaries = np.flatnonzero(np.diff(codes[by_group])) + 1
-        for chunk in np.split(by_group, boundaries) if len(by_group) else []:
-            rows = selected[chunk]
-            count = len(rows)
-            if count < max(1, int(min_count)):
-                continue
-            vals = values[rows]
-            code = int(codes[chunk[0]])
+        out_groups = self._group_statistics(
+            codes,
+            values[selected],
+            run_keys[selected],
+            fks["Dataset"][selected],
+            ascending,
+            max(1, int(min_count)),
+        )
+        for g in out_groups:
+            code = g.pop("_code")
             parts = []
             for names in reversed(uniques):
                 parts.append(names[code % len(names)])
                 code //= len(names)
             parts.reverse()
-            best_value = float(vals.min() if ascending else vals.max())
-            best_row = rows[np.flatnonzero(vals == best_value)]
-            p25, median, p75 = np.percentile(vals, [25, 50, 75])
-            out_groups.append(
-                {
-                    "group": {f"{t}.{a}": to_json(v) for (t, a, _), v in zip(keys, parts, strict=True)},
-                    "count": count,
-                    "datasets": len(np.unique(fks["Dataset"][rows])),
-                    "mean": float(np.mean(vals)),
-                    "median": float(median),
-                    "p25": float(p25),
-                    "p75": float(p75),
-                    "min": float(vals.min()),
-                    "max": float(vals.max()),
-                    "_best": int(run_keys[best_row].min()),
-                }
-            )
+            g["group"] = {f"{t}.{a}": to_json(v) for (t, a, _), v in zip(keys, parts, strict=True)}
         sort_key = statistic
 
         # "best" first: the highest statistic (the lowest for log-loss and runtime); "worst" reverses.
