@@ -50,7 +50,10 @@ QUERIES = {
         "filters": {"Dataset.rows": {"gte": 1000, "lt": 100000}},
         "statistic": "mean",
     },
-    "framework median log-loss by month": {"group_by": ["Algorithm.name", "Date.month"], "measure": "log_loss"},
+    "framework median log-loss by month": {
+        "group_by": ["Algorithm.name", "Date.month"],
+        "measure": "log_loss",
+    },
     "dataset median accuracy, worst first": {"group_by": ["Dataset.name"], "order": "worst", "limit": 10},
 }
 
@@ -104,7 +107,8 @@ def aggregates(pack: Path) -> dict[str, object]:
         "p50_ms": round(statistics.median(every), 2),
         "p90_ms": round(statistics.quantiles(every, n=10)[-1], 2),
         "per_query": {
-            name: {"p50_ms": round(statistics.median(s), 2), "max_ms": round(max(s), 2)} for name, s in timings.items()
+            name: {"p50_ms": round(statistics.median(s), 2), "max_ms": round(max(s), 2)}
+            for name, s in timings.items()
         },
     }
 

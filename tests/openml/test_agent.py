@@ -276,3 +276,15 @@ def test_claude_failure_is_an_error_or_a_fallback(
     data = json.loads(out)
     assert data["trace"]["answer_mode"] == "rules (Claude failed)"
     assert "Warning: Claude failed" in err
+
+
+def test_the_example_pack_answers_from_its_data() -> None:
+    example = Path(__file__).resolve().parents[2] / "packs" / "amlb2019"
+    from wikigr.pack.validate import validate_pack
+
+    assert validate_pack(example).ok
+    with KnowledgeGraphAgent(example) as agent:
+        result = agent.query(QUESTION)
+    top = result.trace["tool_calls"][0]["output"]["groups"][0]
+    assert top["group"] == {"Algorithm.family": "automl"} and top["count"] == 4674
+    assert result.trace["grounding"]["ungrounded_numbers"] == []

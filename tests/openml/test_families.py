@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from wikigr.openml.families import FAMILIES, RULES, classify, principal
@@ -84,6 +86,12 @@ def test_every_rule_is_exercised_and_every_family_described() -> None:
     assert {rule.name for rule in RULES} <= used
     assert {rule.family for rule in RULES} | {"other"} == set(FAMILIES)
     assert all(f.description and f.paradigm for f in FAMILIES.values())
+
+
+def test_the_docs_print_the_rule_table() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "openml.md").read_text(encoding="utf-8")
+    for number, rule in enumerate(RULES, 1):
+        assert f"| {number} | {rule.name} | `{rule.family}` ({FAMILIES[rule.family].paradigm}) |" in docs
 
 
 def test_rules_apply_in_order() -> None:
