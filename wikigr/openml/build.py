@@ -226,24 +226,28 @@ def write_star(
         store.copy("Dataset", dataset_table)
         store.copy("Task", task_table)
         store.copy("Date", date_table)
-        store.copy("USED_ALGORITHM", pa.table({"from": runs["id"], "to": runs["algorithm"]}))
-        store.copy("ON_DATASET", pa.table({"from": runs["id"], "to": runs["dataset"]}))
-        store.copy("FOR_TASK", pa.table({"from": runs["id"], "to": runs["task"]}))
+        run_keys = run_table.column("key")
+        store.copy("USED_ALGORITHM", pa.table({"from": run_keys, "to": run_table.column("algorithm_key")}))
+        store.copy("ON_DATASET", pa.table({"from": run_keys, "to": run_table.column("dataset_key")}))
+        store.copy("FOR_TASK", pa.table({"from": run_keys, "to": run_table.column("task_key")}))
         store.copy(
             "RUN_ON_DATE",
+            pa.table({"from": _int_array(dated), "to": _int_array([runs["date"][i] for i in dated])}),
+        )
+        store.copy(
+            "PART_OF_TASK",
             pa.table(
                 {
-                    "from": [runs["id"][i] for i in dated],
-                    "to": _int_array([runs["date"][i] for i in dated]),
+                    "from": _int_array([dataset_keys[t.dataset_id] for t in tasks]),
+                    "to": _int_array(list(range(len(tasks)))),
                 }
             ),
         )
         store.copy(
-            "PART_OF_TASK", pa.table({"from": [t.dataset_id for t in tasks], "to": [t.id for t in tasks]})
-        )
-        store.copy(
             "BELONGS_TO_FAMILY",
-            pa.table({"from": [a.id for a in algorithms], "to": [a.family for a in algorithms]}),
+            pa.table(
+                {"from": _int_array(list(range(len(algorithms)))), "to": [a.family for a in algorithms]}
+            ),
         )
         stats = store.stats()
     finally:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,6 +259,8 @@ class _Bad(Exception):
 
 
 def _int(value: str, what: str) -> int | None:
+    if value.isdigit():
+        return int(value)
     text = value.strip()
     if text.lower() in MISSING:
         return None
@@ -272,15 +274,20 @@ def _int(value: str, what: str) -> int | None:
 
 
 def _float(value: str, what: str) -> float | None:
-    text = value.strip()
-    if text.lower() in MISSING:
-        return None
     try:
-        number = float(text)
+        number = float(value)  # the common case: a plain number
     except ValueError:
-        raise _Bad(f"{what} {text[:40]!r} is not a number") from None
+        number = None
+    if number is None or number != number:
+        text = value.strip()
+        if text.lower() in MISSING:
+            return None
+        try:
+            number = float(text)
+        except ValueError:
+            raise _Bad(f"{what} {text[:40]!r} is not a number") from None
     if number != number or number in (float("inf"), float("-inf")):
-        raise _Bad(f"{what} {text[:40]!r} is not a finite number")
+        raise _Bad(f"{what} {value.strip()[:40]!r} is not a finite number")
     return number
 
 
@@ -326,6 +333,36 @@ def _import_runs(
     index = {role: i for role, i in roles.items()}
     runs = star.runs
     setup_prefixed = file_report.columns.get("flow_name", "").lower() == "algorithm"
+    columns = [
+        runs.columns[c]
+        for c in (
+            "id",
+            "run_id",
+            "setup_id",
+            "fold",
+            "repeat",
+            "accuracy",
+            "auc",
+            "f1",
+            "log_loss",
+            "runtime_s",
+            "status",
+            "source",
+            "algorithm",
+            "dataset",
+            "task",
+            "date",
+        )
+    ]
+    assert len(columns) == len(runs.columns)
+    int_roles = [(role, index[role], role.replace("_", " ")) for role in INT_ROLES if role in index]
+    measure_roles = [(role, index[role], role in UNIT_MEASURES) for role in MEASURE_ROLES if role in index]
+    text_roles = [
+        (role, index[role])
+        for role in ("run_key", "data_name", "version", "task_type", "target")
+        if role in index
+    ]
+    plan = _RowPlan(int_roles, measure_roles, text_roles, index, setup_prefixed)
 
     for line, fields in rows:
         file_report.rows += 1
@@ -336,7 +373,7 @@ def _import_runs(
                 if fields and fields[0] == "\0unparsable":
                     raise _Bad("the row does not parse (quotes)")
                 raise _Bad(f"{len(fields)} fields, the header has {ncols}")
-            values = _run_values(fields, index, setup_prefixed)
+            values = _run_values(fields, plan)
         except _Bad as exc:
             report.refuse(RowProblem(name, line, str(exc)), file_report)
             continue
@@ -363,26 +400,29 @@ def _import_runs(
         runtime = values["runtime_s"]
         if runtime is None and values["runtime_ms"] is not None:
             runtime = values["runtime_ms"] / 1000.0
-        runs.add(
-            {
-                "id": key,
-                "run_id": run_id,
-                "setup_id": values["setup_id"],
-                "fold": values["fold"],
-                "repeat": values["repeat"],
-                "accuracy": values["accuracy"] if keep else None,
-                "auc": values["auc"] if keep else None,
-                "f1": values["f1"] if keep else None,
-                "log_loss": values["log_loss"] if keep else None,
-                "runtime_s": runtime if keep else None,
-                "status": status,
-                "source": f"{name}:{line}",
-                "algorithm": algorithm,
-                "dataset": dataset,
-                "task": task,
-                "date": values["date"],
-            }
-        )
+        for column, value in zip(
+            columns,
+            (
+                key,
+                run_id,
+                values["setup_id"],
+                values["fold"],
+                values["repeat"],
+                values["accuracy"] if keep else None,
+                values["auc"] if keep else None,
+                values["f1"] if keep else None,
+                values["log_loss"] if keep else None,
+                runtime if keep else None,
+                status,
+                f"{name}:{line}",
+                algorithm,
+                dataset,
+                task,
+                values["date"],
+            ),
+            strict=True,
+        ):
+            column.append(value)
         file_report.loaded += 1
 
     file_report.statuses = dict(statuses)
@@ -402,23 +442,35 @@ def _import_runs(
     return file_report
 
 
-def _run_values(fields: list[str], index: dict[str, int], setup_prefixed: bool) -> dict[str, Any]:
-    values: dict[str, Any] = dict.fromkeys(RUN_COLUMNS)
-    for role in INT_ROLES:
-        if role in index:
-            values[role] = _int(fields[index[role]], role.replace("_", " "))
-    for role in MEASURE_ROLES:
-        if role in index:
-            number = _float(fields[index[role]], role)
-            if number is not None:
-                if role in UNIT_MEASURES and not 0.0 <= number <= 1.0:
-                    raise _Bad(f"{role} {number} is outside [0, 1]")
-                if number < 0:
-                    raise _Bad(f"{role} {number} is negative")
-            values[role] = number
-    for role in ("run_key", "data_name", "version", "task_type", "target"):
-        if role in index:
-            values[role] = fields[index[role]].strip()
+@dataclass(frozen=True)
+class _RowPlan:
+    """Where each role of a file's rows is (computed once per file)."""
+
+    ints: Sequence[tuple[str, int, str]]
+    measures: Sequence[tuple[str, int, bool]]
+    texts: Sequence[tuple[str, int]]
+    index: dict[str, int]
+    setup_prefixed: bool
+
+
+_EMPTY_VALUES: dict[str, Any] = dict.fromkeys(RUN_COLUMNS)
+
+
+def _run_values(fields: list[str], plan: _RowPlan) -> dict[str, Any]:
+    values = dict(_EMPTY_VALUES)
+    for role, i, what in plan.ints:
+        values[role] = _int(fields[i], what)
+    for role, i, unit in plan.measures:
+        number = _float(fields[i], role)
+        if number is not None:
+            if unit and not 0.0 <= number <= 1.0:
+                raise _Bad(f"{role} {number} is outside [0, 1]")
+            if number < 0:
+                raise _Bad(f"{role} {number} is negative")
+        values[role] = number
+    for role, i in plan.texts:
+        values[role] = fields[i].strip()
+    index = plan.index
     if "status" in index:
         status = fields[index["status"]].strip().lower()
         values["status"] = status or None
@@ -430,7 +482,7 @@ def _run_values(fields: list[str], index: dict[str, int], setup_prefixed: bool) 
             except ValueError:
                 raise _Bad(f"date {text[:40]!r} is not an ISO date") from None
     flow = fields[index["flow_name"]].strip() if "flow_name" in index else ""
-    match = _SETUP_FLOW.match(flow) if setup_prefixed else None
+    match = _SETUP_FLOW.match(flow) if plan.setup_prefixed else None
     if match and values["setup_id"] is None:
         values["setup_id"] = int(match.group(1))
         flow = match.group(2)

@@ -88,28 +88,28 @@ _OPENML_STATS = {
 
 
 def _openml_schema(dim: int) -> list[str]:
-    """The Kimball star of an OpenML pack. ``key`` columns are integer surrogate keys: the fact
-    table ``Run`` holds the foreign keys of its dimensions (``algorithm_key``, ``dataset_key``,
-    ``task_key``, ``date_key`` = the Date id) besides the rels that mirror them for traversal.
-    Dimension descriptions carry an embedding."""
+    """The Kimball star of an OpenML pack. ``key`` columns are integer surrogate keys (the primary
+    keys; ``id`` is the readable, unique id): the fact table ``Run`` holds the foreign keys of its
+    dimensions (``algorithm_key``, ``dataset_key``, ``task_key``, ``date_key`` = the Date id)
+    besides the rels that mirror them for traversal. Dimension descriptions carry an embedding."""
     return [
         "CREATE NODE TABLE Run(id STRING, key INT64, run_id INT64, setup_id INT64, fold INT64, "
         "repeat INT64, accuracy DOUBLE, auc DOUBLE, f1 DOUBLE, log_loss DOUBLE, runtime_s DOUBLE, "
         "status STRING, source STRING, algorithm_key INT64, dataset_key INT64, task_key INT64, "
-        "date_key INT64, PRIMARY KEY(id))",
+        "date_key INT64, PRIMARY KEY(key))",
         "CREATE NODE TABLE Algorithm(id STRING, key INT64, flow_id INT64, name STRING, version STRING, "
         "family STRING, paradigm STRING, library STRING, description STRING, "
-        f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        f"embedding FLOAT[{dim}], PRIMARY KEY(key))",
         "CREATE NODE TABLE AlgorithmFamily(id STRING, name STRING, paradigm STRING, rule STRING, "
         f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE Dataset(id STRING, key INT64, data_id INT64, name STRING, rows INT64, "
         "features INT64, "
         "classes INT64, missing_pct DOUBLE, majority_class INT64, minority_class INT64, "
         "imbalance_ratio DOUBLE, size_bucket STRING, dimension_bucket STRING, imbalance_bucket STRING, "
-        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
         "CREATE NODE TABLE Task(id STRING, key INT64, task_id INT64, type STRING, target STRING, "
         "measure STRING, "
-        f"estimation STRING, description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        f"estimation STRING, description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
         "CREATE NODE TABLE Date(id INT64, date STRING, year INT64, quarter INT64, month INT64, "
         "month_name STRING, day INT64, weekday STRING, PRIMARY KEY(id))",
         "CREATE REL TABLE USED_ALGORITHM(FROM Run TO Algorithm)",
