@@ -5,7 +5,8 @@
 Import: builds packs from the real exports in ../shared/data/openml (the AutoML benchmark CSV
 plus OpenML study 1's ARFF: 51,118 runs; and LCDB's 124,029 runs) and reports runs per second
 for the whole build, and for the import itself — parsing the files and bulk-loading the star —
-apart from embedding the dimension descriptions (a cost per dimension row, not per run).
+apart from embedding the dimension descriptions (a cost per dimension row, not per run). Each
+pack is built cold (no embedding cache) and then rebuilt (the descriptions' vectors cached).
 
 Aggregates: ``aggregate_measures`` calls on the 51,118-run pack, each with a fresh tool object
 (dimension tables read again every time), five different questions; p50 and p90 in milliseconds.
@@ -59,28 +60,32 @@ QUERIES = {
 
 
 def build(name: str, exports: list[Path], qualities: list[Path]) -> dict[str, object]:
+    """A cold build (empty embedding cache), then a rebuild of the same pack (warm cache)."""
     out = WORK / name
-    if out.exists():
-        shutil.rmtree(out)
+    cache = WORK / "home" / "cache"
     get_embedder()  # load the model outside the timing
-    started = time.perf_counter()
-    report = build_openml_pack(name, exports=exports, qualities=qualities, out=out)
-    total = time.perf_counter() - started
-    runs = report.manifest.stats.runs
-    seconds = report.seconds
-    import_s = seconds["read"] + seconds["load"]
-    return {
-        "exports": [p.name for p in exports + qualities],
-        "runs": runs,
-        "dimension_rows": sum(
+    result: dict[str, object] = {"exports": [p.name for p in exports + qualities]}
+    for run in ("cold", "rebuild"):
+        if run == "cold" and cache.exists():
+            shutil.rmtree(cache)
+        started = time.perf_counter()
+        report = build_openml_pack(name, exports=exports, qualities=qualities, out=out)
+        total = time.perf_counter() - started
+        runs = report.manifest.stats.runs
+        seconds = report.seconds
+        import_s = seconds["read"] + seconds["load"]
+        result["runs"] = runs
+        result["dimension_rows"] = sum(
             getattr(report.manifest.stats, k) for k in ("algorithms", "families", "datasets", "tasks")
-        ),
-        "seconds": {k: round(v, 3) for k, v in {**seconds, "wall": total}.items()},
-        "import_runs_per_s": round(runs / import_s),
-        "end_to_end_runs_per_s": round(runs / total),
-        "malformed_rows": report.imported.malformed,
-        "pack_bytes": (out / "pack.db").stat().st_size,
-    }
+        )
+        result["malformed_rows"] = report.imported.malformed
+        result["pack_bytes"] = (out / "pack.db").stat().st_size
+        result[run] = {
+            "seconds": {k: round(v, 3) for k, v in {**seconds, "wall": total}.items()},
+            "import_runs_per_s": round(runs / import_s),
+            "end_to_end_runs_per_s": round(runs / total),
+        }
+    return result
 
 
 def aggregates(pack: Path) -> dict[str, object]:
@@ -117,6 +122,7 @@ def main() -> None:
     if not DATA.is_dir():
         sys.exit(f"needs the OpenML exports in {DATA}")
     WORK.mkdir(parents=True, exist_ok=True)
+    os.environ["WIKIGR_HOME"] = str(WORK / "home")  # the embedding cache lives here
     amlb = DATA / "amlb2019_runs.csv"
     study1 = DATA / "study_1_run_evaluations_predictive_accuracy.arff"
     qualities = [DATA / "study_14_metafeatures.arff", DATA / "study_34_metafeatures.arff"]

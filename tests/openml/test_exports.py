@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.cli.test_cli import assert_one_error, cli
@@ -204,3 +206,30 @@ def test_cli_reports_malformed_rows_and_errors(
     assert_one_error(err, "no run could be imported: 1 malformed rows (first: bad.csv:2:")
     # the failed rebuild left the previous pack as it was
     assert open_pack("amlb").manifest.stats.runs == len(amlb_rows())
+
+
+class CountingEmbedder:
+    name = "counting/test"
+    dimension = 4
+    backend = "test"
+
+    def __init__(self) -> None:
+        self.embedded: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        return np.array([[len(t), 1.0, 0.0, i] for i, t in enumerate(texts)], dtype=np.float32)
+
+
+def test_descriptions_embedded_once_are_reused(tmp_path: Path) -> None:
+    from wikigr.openml.build import EmbeddingCache, _embed_texts
+
+    embedder = CountingEmbedder()
+    first = _embed_texts(embedder, ["a", "bb", "a"], EmbeddingCache(tmp_path, embedder))
+    assert embedder.embedded == ["a", "bb"] and first.shape == (3, 4) and (first[0] == first[2]).all()
+    again = _embed_texts(embedder, ["bb", "ccc", "a"], EmbeddingCache(tmp_path, embedder))
+    assert embedder.embedded == ["a", "bb", "ccc"]  # only the new text was embedded
+    assert (again[0] == first[1]).all() and (again[2] == first[0]).all()
+    (tmp_path / "counting_test.keys.json").write_text("not json")  # a broken cache costs time only
+    _embed_texts(embedder, ["a"], EmbeddingCache(tmp_path, embedder))
+    assert embedder.embedded[-1] == "a"
