@@ -90,6 +90,10 @@ class KnowledgeGraphAgent:
         fallback: bool = False,
     ) -> None:
         self.pack = pack if isinstance(pack, Pack) else open_pack(pack)
+        self._openml: Any = None
+        if self.pack.manifest.source_kind == "openml":  # answered by tools over the star
+            self._open_openml(profile, enable, disable, options, llm, model, top_k, fallback)
+            return
         config = load_pack_config(self.pack.config(), str(self.pack.path / "kg_config.json"))
         self.profile = profile or config.profile or DEFAULT_PROFILE
         overrides = {name: dict(values) for name, values in config.stages.items()}
@@ -123,7 +127,45 @@ class KnowledgeGraphAgent:
             with contextlib.suppress(Skip):
                 self.context.keyword_index()
 
+    def _open_openml(
+        self,
+        profile: str | None,
+        enable: list[str] | None,
+        disable: list[str] | None,
+        options: dict[str, dict[str, Any]] | None,
+        llm: LLM | Literal["auto"] | None,
+        model: str | None,
+        top_k: int | None,
+        fallback: bool,
+    ) -> None:
+        from wikigr.openml.agent import OpenMLAgent
+
+        if profile or enable or disable or options:
+            raise UsageError("profiles and stages do not apply to OpenML packs (see docs/openml.md)")
+        self.profile = "openml"
+        self.stages = []
+        self.top_k = top_k or 5
+        self.fallback = fallback
+        self._owns_llm = llm == "auto"
+        if llm == "auto":
+            from wikigr.llm import AnthropicLLM
+
+            configured = self.pack.config().get("model")
+            llm = AnthropicLLM.from_env(
+                model
+                or os.environ.get("WIKIGR_MODEL")
+                or (configured if isinstance(configured, str) else None)
+            )
+        self.llm = llm
+        self._openml = OpenMLAgent(self.pack, llm=llm, top_k=self.top_k, fallback=fallback)
+
     def close(self) -> None:
+        if self._openml is not None:
+            self._openml.close()
+            close_llm = getattr(self.llm, "close", None)
+            if self._owns_llm and close_llm is not None:
+                close_llm()
+            return
         self.context.store.close()
         close_llm = getattr(self.llm, "close", None)
         if self._owns_llm and close_llm is not None:
@@ -143,6 +185,9 @@ class KnowledgeGraphAgent:
         question = question.strip()
         if not question:
             raise UsageError("the question is empty")
+        if self._openml is not None:
+            result: AgentResult = self._openml.query(question, top_k=top_k)
+            return result
         k = top_k or self.top_k
         if k < 1:
             raise UsageError("top_k must be at least 1")

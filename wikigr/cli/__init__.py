@@ -9,6 +9,7 @@ import sys
 import typer
 from typer._click.exceptions import NoArgsIsHelpError
 
+from wikigr.cli import cypher as cypher_commands
 from wikigr.cli import eval as eval_commands
 from wikigr.cli import mcp as mcp_commands
 from wikigr.cli import pack as pack_commands
@@ -29,6 +30,7 @@ app.add_typer(pack_commands.app, name="pack")
 app.add_typer(eval_commands.app, name="eval")
 query_commands.register(app)
 mcp_commands.register(app)
+cypher_commands.register(app)
 
 
 def _print_version(value: bool) -> None:

@@ -54,9 +54,81 @@ def create(
             help="Cite pages fetched under the LOCAL prefix (e.g. a local mirror) under PUBLIC.",
         ),
     ] = None,
+    openml: Annotated[
+        bool,
+        typer.Option("--openml", help="Build from OpenML's REST API: --study, --tasks or --max-datasets."),
+    ] = False,
+    study: Annotated[int | None, typer.Option("--study", min=1, help="OpenML study (or suite) id.")] = None,
+    tasks: Annotated[str | None, typer.Option("--tasks", help="OpenML task ids, e.g. 3,31,37.")] = None,
+    max_datasets: Annotated[
+        int | None, typer.Option("--max-datasets", min=1, help="At most this many datasets (tasks).")
+    ] = None,
+    max_runs_per_dataset: Annotated[
+        int | None, typer.Option("--max-runs-per-dataset", min=1, help="At most this many runs per dataset.")
+    ] = None,
+    openml_url: Annotated[
+        str, typer.Option("--openml-url", help="OpenML server or mirror (default https://www.openml.org).")
+    ] = "https://www.openml.org",
+    openml_export: Annotated[
+        list[Path] | None,
+        typer.Option("--openml-export", help="An OpenML result export, CSV or ARFF (repeatable)."),
+    ] = None,
+    openml_qualities: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--openml-qualities", help="Dataset qualities (meta-features), CSV or ARFF (repeatable)."
+        ),
+    ] = None,
+    measure: Annotated[
+        str | None, typer.Option("--measure", help="OpenML evaluation measure (default predictive_accuracy).")
+    ] = None,
+    licence: Annotated[
+        str, typer.Option("--licence", help="Licence of the OpenML data, noted in the pack.")
+    ] = "",
     json_out: JsonOpt = False,
 ) -> None:
-    """Build a pack from document URLs (http(s), file URLs, local folders)."""
+    """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
+    (--openml-export FILE: offline exports; see docs/openml.md)."""
+    api_options = study is not None or tasks is not None or max_datasets or max_runs_per_dataset
+    if api_options and not openml:
+        raise UsageError("--study, --tasks, --max-datasets and --max-runs-per-dataset go with --openml")
+    if openml or openml_export or openml_qualities:
+        if openml and (openml_export or openml_qualities):
+            raise UsageError("give --openml (the REST API) or --openml-export (files), not both")
+        if urls is not None or url or corpus is not None:
+            raise UsageError("OpenML packs are built from OpenML only, not with --urls/--url/--corpus")
+        from wikigr.cli.openml import create_openml_pack
+
+        api = None
+        if openml:
+            from wikigr.openml.client import ApiSelection, parse_task_ids
+
+            api = ApiSelection(
+                base_url=openml_url,
+                study=study,
+                tasks=parse_task_ids(tasks) if tasks is not None else [],
+                max_datasets=max_datasets,
+                max_runs_per_dataset=max_runs_per_dataset,
+                measure=measure or "predictive_accuracy",
+                workers=min(workers, 16),
+                timeout=timeout,
+                retries=retries,
+            )
+        create_openml_pack(
+            name,
+            api=api,
+            exports=openml_export or [],
+            qualities=openml_qualities or [],
+            out_dir=output,
+            description=description,
+            measure=measure,
+            licence=licence,
+            fresh=fresh,
+            json_out=json_out,
+        )
+        return
+    if measure is not None or licence:
+        raise UsageError("--measure and --licence are for OpenML packs (--openml-export, --openml)")
     from wikigr.build import BuildOptions, build_pack  # not on the query path
     from wikigr.cli.progress import ProgressBars
     from wikigr.sources.fetch import FetchOptions
@@ -202,6 +274,12 @@ def info(
         ("entities / facts / relations", f"{stats['entities']} / {stats['facts']} / {stats['relations']}"),
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
     ]
+    if m.source_kind == "openml":  # the star's counts instead of the document graph's
+        from wikigr.cli.openml import OPENML_STATS
+
+        rows = rows[:8] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
+        if m.openml is not None and m.openml.malformed_rows:
+            rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:
         table.add_row(f"[bold]{key}[/]", value)
     out.print(table)

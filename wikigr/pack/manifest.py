@@ -52,6 +52,13 @@ class GraphStats:
     entities: int = 0
     facts: int = 0
     relations: int = 0
+    # OpenML packs (docs/openml.md): the Run facts and the dimension rows
+    runs: int = 0
+    algorithms: int = 0
+    families: int = 0
+    datasets: int = 0
+    tasks: int = 0
+    dates: int = 0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -83,6 +90,22 @@ class EvalScores:
 
 
 @dataclass
+class OpenMLRecord:
+    """How an OpenML pack was built: from export files or the REST API, and what was refused."""
+
+    origin: Literal["export", "api"]
+    measure: str = "predictive_accuracy"
+    api_url: str | None = None
+    selection: str = ""  # the --study / --tasks / --max-datasets selection, for an API build
+    files: list[str] = field(default_factory=list)
+    rows: int = 0
+    malformed_rows: int = 0
+    malformed_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    licence: str = ""
+
+
+@dataclass
 class Manifest:
     format_version: int
     name: str
@@ -100,12 +123,15 @@ class Manifest:
     # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
     # `pack install`. Empty for a pack as built.
     files: dict[str, str] = field(default_factory=dict)
+    openml: OpenMLRecord | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = schema.dump(self)
+        if data.get("openml") is None:
+            data.pop("openml", None)  # document packs carry no OpenML record
         return data
 
     def dump(self, path: Path) -> None:

@@ -68,7 +68,7 @@ class Pack:
 
     def open_store(self) -> Store:
         """Open the store read-only (a pack from someone else is data; it is never written here)."""
-        return Store.open(self.store_path, read_only=True)
+        return Store.open(self.store_path, read_only=True, kind=self.manifest.source_kind)
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""

@@ -10,20 +10,27 @@ The store is a single file (``pack.db``) holding the graph and the vectors:
 Vector search is exact cosine similarity in Cypher (``array_cosine_similarity``) unless the VECTOR
 extension can be loaded from the local extension directory and the pack has an HNSW index; wikigr
 never installs (downloads) an extension. :attr:`Store.vector_path` says which path runs.
+
+An OpenML pack (``kind="openml"``) holds a Kimball star instead (docs/openml.md): the fact table
+``Run``, the dimensions ``Algorithm``, ``Dataset``, ``Task`` and ``Date``, the outrigger
+``AlgorithmFamily``, and the rel tables ``USED_ALGORITHM``, ``ON_DATASET``, ``FOR_TASK``,
+``RUN_ON_DATE``, ``PART_OF_TASK`` (Dataset→Task) and ``BELONGS_TO_FAMILY`` (Algorithm→AlgorithmFamily).
+:meth:`Store.read_query` runs user Cypher behind a read-only guard (:func:`check_read_only`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import ladybug
 import numpy as np
 
-from wikigr.errors import StoreError
+from wikigr.errors import StoreError, UsageError
 
 if TYPE_CHECKING:  # pyarrow is only needed to write a store, not to query one
     import pyarrow as pa
@@ -41,6 +48,140 @@ REL_TABLES = (
     "HAS_FACT",
     "ENTITY_RELATION",
 )
+
+
+StoreKind = Literal["documents", "openml"]
+
+OPENML_SCHEMA_VERSION = 1
+OPENML_NODE_TABLES = ("Run", "Algorithm", "AlgorithmFamily", "Dataset", "Task", "Date")
+OPENML_REL_TABLES = (
+    "USED_ALGORITHM",
+    "ON_DATASET",
+    "FOR_TASK",
+    "RUN_ON_DATE",
+    "PART_OF_TASK",
+    "BELONGS_TO_FAMILY",
+)
+_KIND_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "documents": (NODE_TABLES, REL_TABLES),
+    "openml": (OPENML_NODE_TABLES, OPENML_REL_TABLES),
+}
+# stats() keys: (documents keys, openml keys) -> the table each counts
+_DOCUMENT_STATS = {
+    "articles": "Article",
+    "sections": "Section",
+    "chunks": "Chunk",
+    "links": "LINKS_TO",
+    "categories": "Category",
+    "entities": "Entity",
+    "facts": "Fact",
+    "relations": "ENTITY_RELATION",
+}
+_OPENML_STATS = {
+    "runs": "Run",
+    "algorithms": "Algorithm",
+    "families": "AlgorithmFamily",
+    "datasets": "Dataset",
+    "tasks": "Task",
+    "dates": "Date",
+}
+
+
+def _openml_schema(dim: int) -> list[str]:
+    """The Kimball star of an OpenML pack. ``key`` columns are integer surrogate keys (the primary
+    keys; ``id`` is the readable, unique id): the fact table ``Run`` holds the foreign keys of its
+    dimensions (``algorithm_key``, ``dataset_key``, ``task_key``, ``date_key`` = the Date id)
+    besides the rels that mirror them for traversal. Dimension descriptions carry an embedding."""
+    return [
+        "CREATE NODE TABLE Run(id STRING, key INT64, run_id INT64, setup_id INT64, fold INT64, "
+        "repeat INT64, accuracy DOUBLE, auc DOUBLE, f1 DOUBLE, log_loss DOUBLE, runtime_s DOUBLE, "
+        "status STRING, source STRING, algorithm_key INT64, dataset_key INT64, task_key INT64, "
+        "date_key INT64, PRIMARY KEY(key))",
+        "CREATE NODE TABLE Algorithm(id STRING, key INT64, flow_id INT64, name STRING, version STRING, "
+        "family STRING, paradigm STRING, library STRING, description STRING, "
+        f"embedding FLOAT[{dim}], PRIMARY KEY(key))",
+        "CREATE NODE TABLE AlgorithmFamily(id STRING, name STRING, paradigm STRING, rule STRING, "
+        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
+        "CREATE NODE TABLE Dataset(id STRING, key INT64, data_id INT64, name STRING, rows INT64, "
+        "features INT64, "
+        "classes INT64, missing_pct DOUBLE, majority_class INT64, minority_class INT64, "
+        "imbalance_ratio DOUBLE, size_bucket STRING, dimension_bucket STRING, imbalance_bucket STRING, "
+        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
+        "CREATE NODE TABLE Task(id STRING, key INT64, task_id INT64, type STRING, target STRING, "
+        "measure STRING, "
+        f"estimation STRING, description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
+        "CREATE NODE TABLE Date(id INT64, date STRING, year INT64, quarter INT64, month INT64, "
+        "month_name STRING, day INT64, weekday STRING, PRIMARY KEY(id))",
+        "CREATE REL TABLE USED_ALGORITHM(FROM Run TO Algorithm)",
+        "CREATE REL TABLE ON_DATASET(FROM Run TO Dataset)",
+        "CREATE REL TABLE FOR_TASK(FROM Run TO Task)",
+        "CREATE REL TABLE RUN_ON_DATE(FROM Run TO Date)",
+        "CREATE REL TABLE PART_OF_TASK(FROM Dataset TO Task)",
+        "CREATE REL TABLE BELONGS_TO_FAMILY(FROM Algorithm TO AlgorithmFamily)",
+    ]
+
+
+# -- the read-only guard for user Cypher ------------------------------------------------------
+
+#: Clauses that write, load, install, attach or change the session: refused in user Cypher.
+WRITE_KEYWORDS = frozenset(
+    {
+        "CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "ALTER", "COPY", "LOAD",
+        "INSTALL", "UNINSTALL", "ATTACH", "USE", "EXPORT", "IMPORT", "CHECKPOINT", "BEGIN",
+        "COMMIT", "ROLLBACK", "TRANSACTION", "FOREACH", "MACRO", "SEQUENCE", "NEXTVAL",
+        "UPDATE", "INSERT", "TRUNCATE",
+    }
+)  # fmt: skip
+#: The table functions ``CALL`` may run: catalogue reads only.
+READ_CALLS = frozenset(
+    {"SHOW_TABLES", "TABLE_INFO", "SHOW_CONNECTION", "SHOW_INDEXES", "SHOW_FUNCTIONS", "DB_VERSION"}
+)
+MAX_QUERY_CHARS = 20_000
+_CYPHER_TOKEN = re.compile(
+    r"""(?P<comment>//[^\n]*|/\*.*?\*/)"""
+    r"""|(?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
+    r"""|(?P<quoted>`[^`]*`)"""
+    r"""|(?P<word>[A-Za-z_][A-Za-z0-9_]*)"""
+    r"""|(?P<other>\S)""",
+    re.DOTALL,
+)
+
+
+def check_read_only(query: str) -> None:
+    """Refuse Cypher that could change anything (a :class:`UsageError` naming the reason).
+
+    Comments, string literals and back-quoted names are skipped; then any word in
+    :data:`WRITE_KEYWORDS` is refused, ``CALL`` may only run a function in :data:`READ_CALLS`,
+    and there is one statement. The store is also opened read-only, so the database refuses
+    writes this check would miss.
+    """
+    if not query.strip():
+        raise UsageError("the Cypher query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise UsageError(f"the Cypher query is longer than {MAX_QUERY_CHARS} characters")
+    tokens: list[tuple[str, str]] = []
+    for match in _CYPHER_TOKEN.finditer(query):
+        kind = match.lastgroup or "other"
+        if kind == "comment":
+            continue
+        if kind == "other" and match.group() in ("'", '"', "`"):
+            raise UsageError("refused: unterminated quote in the Cypher query")
+        tokens.append((kind, match.group()))
+    for index, (kind, text) in enumerate(tokens):
+        if kind == "other" and text == ";" and any(k != "other" or t != ";" for k, t in tokens[index:]):
+            raise UsageError("refused: one Cypher statement at a time")
+        if kind != "word":
+            continue
+        word = text.upper()
+        if word in WRITE_KEYWORDS:
+            raise UsageError(f"refused: {word} is not allowed (graph_query is read-only)")
+        if word == "CALL":
+            following = tokens[index + 1] if index + 1 < len(tokens) else ("", "")
+            after = tokens[index + 2] if index + 2 < len(tokens) else ("", "")
+            name = following[1].upper()
+            if following[0] != "word" or name not in READ_CALLS or after[1] != "(":
+                allowed = ", ".join(sorted(READ_CALLS))
+                raise UsageError(f"refused: CALL {following[1]} (only {allowed} may be called)")
 
 
 def _schema(dim: int) -> list[str]:
@@ -96,9 +237,10 @@ def vectors_to_arrow(vectors: np.ndarray) -> pa.FixedSizeListArray:
 class Store:
     """A pack's LadybugDB database. Open it with :meth:`create` or :meth:`open`; close it after use."""
 
-    def __init__(self, path: Path, db: Any, read_only: bool) -> None:
+    def __init__(self, path: Path, db: Any, read_only: bool, kind: StoreKind = "documents") -> None:
         self.path = path
         self.read_only = read_only
+        self.kind: StoreKind = kind
         self._db = db
         self._conn: Any = ladybug.Connection(db)
         self.vector_path = "exact"
@@ -108,22 +250,24 @@ class Store:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, path: Path, dim: int) -> Store:
-        """Create a new, empty store with the wikigr schema at ``path`` (which must not exist)."""
+    def create(cls, path: Path, dim: int, kind: StoreKind = "documents") -> Store:
+        """Create a new, empty store with the wikigr schema of ``kind`` at ``path`` (which must not
+        exist): the document graph, or the OpenML star (``kind="openml"``)."""
         if path.exists():
             raise StoreError(f"store already exists: {path}")
         try:
             db = ladybug.Database(str(path))
         except RuntimeError as exc:
             raise StoreError(f"cannot create store {path}: {_one_line(exc)}") from exc
-        store = cls(path, db, read_only=False)
-        for ddl in _schema(dim):
+        store = cls(path, db, read_only=False, kind=kind)
+        for ddl in _openml_schema(dim) if kind == "openml" else _schema(dim):
             store._run(ddl)
         return store
 
     @classmethod
-    def open(cls, path: Path, read_only: bool = True) -> Store:
-        """Open an existing store; read-only unless asked otherwise."""
+    def open(cls, path: Path, read_only: bool = True, kind: StoreKind | None = None) -> Store:
+        """Open an existing store; read-only unless asked otherwise. ``kind`` is the schema it
+        must have (None: whichever it has)."""
         if not path.is_file():
             raise StoreError(f"store not found: {path}")
         try:
@@ -131,7 +275,12 @@ class Store:
         except RuntimeError as exc:
             raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=read_only)
-        missing = [t for t in NODE_TABLES + REL_TABLES if t not in store.tables()]
+        tables = store.tables()
+        if kind is None:
+            kind = "openml" if "Run" in tables and "Article" not in tables else "documents"
+        store.kind = kind
+        node_tables, rel_tables = _KIND_TABLES[kind]
+        missing = [t for t in node_tables + rel_tables if t not in tables]
         if missing:
             store.close()
             raise StoreError(f"store {path} lacks tables: {', '.join(missing)}")
@@ -192,7 +341,7 @@ class Store:
         """Bulk-load an Arrow table into a node or rel table (``COPY ... FROM``)."""
         if data.num_rows == 0:
             return
-        if table not in NODE_TABLES + REL_TABLES:
+        if table not in sum(_KIND_TABLES[self.kind], ()):
             raise StoreError(f"unknown table {table}")
         arrow_input = data  # noqa: F841  (scanned by name by COPY below)
         self._run(f"COPY {table} FROM arrow_input")
@@ -210,23 +359,61 @@ class Store:
     # -- reading -------------------------------------------------------------------------------
 
     def count(self, table: str) -> int:
-        if table in NODE_TABLES:
+        node_tables, rel_tables = _KIND_TABLES[self.kind]
+        if table in node_tables:
             return int(self.rows(f"MATCH (n:{table}) RETURN count(n)")[0][0])
-        if table in REL_TABLES:
+        if table in rel_tables:
             return int(self.rows(f"MATCH ()-[r:{table}]->() RETURN count(r)")[0][0])
         raise StoreError(f"unknown table {table}")
 
     def stats(self) -> dict[str, int]:
-        return {
-            "articles": self.count("Article"),
-            "sections": self.count("Section"),
-            "chunks": self.count("Chunk"),
-            "links": self.count("LINKS_TO"),
-            "categories": self.count("Category"),
-            "entities": self.count("Entity"),
-            "facts": self.count("Fact"),
-            "relations": self.count("ENTITY_RELATION"),
-        }
+        """Counts of the document graph and of the OpenML star (0 for the kind this is not)."""
+        counted = _DOCUMENT_STATS if self.kind == "documents" else _OPENML_STATS
+        tables = {**_DOCUMENT_STATS, **_OPENML_STATS}
+        return {key: self.count(table) if key in counted else 0 for key, table in tables.items()}
+
+    def arrow(self, query: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run a Cypher query and return the result as an Arrow table (fast for many rows)."""
+        result = self._run(query, params)
+        try:
+            table: pa.Table = result.get_as_arrow(chunk_size=-1)
+        except RuntimeError as exc:
+            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
+        return table
+
+    def read_query(
+        self, query: str, params: dict[str, Any] | None = None, max_rows: int = 1000, timeout_ms: int = 10_000
+    ) -> tuple[list[str], list[list[Any]], bool]:
+        """Run user Cypher behind :func:`check_read_only`: ``(columns, rows, truncated)``.
+
+        At most ``max_rows`` rows are returned (``truncated`` says there were more); the query is
+        interrupted after ``timeout_ms``.
+        """
+        check_read_only(query)
+        self._conn.set_query_timeout(int(timeout_ms))
+        try:
+            try:
+                result = self._conn.execute(query, params or {})
+            except RuntimeError as exc:
+                message = _one_line(exc)
+                if message.startswith(("Parser exception", "Binder exception", "Catalog exception")):
+                    raise UsageError(f"bad Cypher: {message}") from exc
+                if message == "Interrupted.":
+                    raise StoreError(f"the query was interrupted after {timeout_ms / 1000:g}s") from exc
+                raise StoreError(f"store query failed: {message}") from exc
+            columns = [str(c) for c in result.get_column_names()]
+            rows: list[list[Any]] = []
+            truncated = False
+            while result.has_next():
+                if len(rows) >= max_rows:
+                    truncated = True
+                    break
+                rows.append(result.get_next())
+        except RuntimeError as exc:
+            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
+        finally:
+            self._conn.set_query_timeout(0)
+        return columns, rows, truncated
 
     def search_chunks(self, query_vector: Sequence[float], k: int) -> list[ChunkHit]:
         """The top ``k`` chunks by cosine similarity to ``query_vector``, best first."""
@@ -315,9 +502,9 @@ class Store:
 
 
 @contextmanager
-def open_store(path: Path, read_only: bool = True) -> Iterator[Store]:
+def open_store(path: Path, read_only: bool = True, kind: StoreKind | None = None) -> Iterator[Store]:
     """``with open_store(path) as store:`` — opened and always closed."""
-    store = Store.open(path, read_only=read_only)
+    store = Store.open(path, read_only=read_only, kind=kind)
     try:
         yield store
     finally:

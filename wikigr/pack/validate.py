@@ -73,6 +73,9 @@ def validate_pack(path: Path) -> ValidationReport:
         target = path / rel
         if target.is_symlink():
             report.add(rel, False, "is a symbolic link")
+        elif rel == layout.RESULTS_DIR and not target.exists():
+            # An empty folder does not survive git or some archivers; `wikigr eval` creates it.
+            report.add(rel, True, "absent (created by the first evaluation)")
         else:
             report.add(rel, target.exists(), "" if target.exists() else "missing")
 
@@ -101,7 +104,7 @@ def validate_pack(path: Path) -> ValidationReport:
         report.add("store", False, f"{layout.STORE_FILE} is a symbolic link")
         return report
     try:
-        store = Store.open(store_path, read_only=True)
+        store = Store.open(store_path, read_only=True, kind=manifest.source_kind if manifest else None)
     except WikigrError as exc:
         report.add("store", False, str(exc))
         return report
