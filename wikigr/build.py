@@ -451,6 +451,42 @@ def _recover(target: Path) -> None:
         os.rename(old, target)
 
 
+def classify_sources(
+    expanded: Sequence[str], prepared: dict[str, _Prepared]
+) -> tuple[list[_Prepared], list[SourceRecord]]:
+    """The documents to store and every source's manifest record, in source order.
+
+    One article per final URL: a second source that lands on the same page is a duplicate.
+    """
+    docs: list[_Prepared] = []
+    seen: dict[str, str] = {}
+    records: list[SourceRecord] = []
+    for source in expanded:
+        item = prepared[source]
+        final = item.fetch.get("final_url") or source
+        status = "ok"
+        if item.error is not None:
+            status = item.error
+        elif final in seen:
+            status = f"duplicate of {seen[final]}"
+        else:
+            seen[final] = source
+            docs.append(item)
+        records.append(
+            SourceRecord(
+                url=source,
+                final_url=item.fetch.get("final_url"),
+                sha256=item.fetch.get("sha256"),
+                fetched_at=item.fetch.get("fetched_at"),
+                status=status,
+                content_type=item.fetch.get("content_type") or None,
+                bytes=item.fetch.get("bytes"),
+                chunks=len(item.chunks) if status == "ok" else 0,
+            )
+        )
+    return docs, records
+
+
 def build_pack(
     name: str,
     sources: Sequence[str],
@@ -537,33 +573,7 @@ def build_pack(
         embedded = _embed_pending(pending, embedder, cache, progress)
         seconds["embed"] = time.perf_counter() - t0
 
-        # One article per final URL: a second source that lands on the same page is a duplicate.
-        docs: list[_Prepared] = []
-        seen: dict[str, str] = {}
-        records: list[SourceRecord] = []
-        for source in expanded:
-            item = prepared[source]
-            final = item.fetch.get("final_url") or source
-            status = "ok"
-            if item.error is not None:
-                status = item.error
-            elif final in seen:
-                status = f"duplicate of {seen[final]}"
-            else:
-                seen[final] = source
-                docs.append(item)
-            records.append(
-                SourceRecord(
-                    url=source,
-                    final_url=item.fetch.get("final_url"),
-                    sha256=item.fetch.get("sha256"),
-                    fetched_at=item.fetch.get("fetched_at"),
-                    status=status,
-                    content_type=item.fetch.get("content_type") or None,
-                    bytes=item.fetch.get("bytes"),
-                    chunks=len(item.chunks) if status == "ok" else 0,
-                )
-            )
+        docs, records = classify_sources(expanded, prepared)
         failed = [
             (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
         ]

@@ -46,6 +46,7 @@ from wikigr.build import (
     _swap_in,
     _write_store,
     _write_support_files,
+    classify_sources,
     embedding_text,
 )
 from wikigr.documents import FetchResult
@@ -277,44 +278,20 @@ def update_pack(
         seconds["embed"] = time.perf_counter() - t0
 
         # Classify and collect the documents, one article per final URL (as a build does).
-        docs: list[_Prepared] = []
-        seen: dict[str, str] = {}
-        records: list[SourceRecord] = []
+        docs, records = classify_sources(expanded, prepared)
         kept_urls = {u for u, _ in report.kept}
-        for source in expanded:
-            item = prepared[source]
-            final = item.fetch.get("final_url") or source
-            status = "ok"
-            if item.error is not None:
-                status = item.error
-            elif final in seen:
-                status = f"duplicate of {seen[final]}"
-            else:
-                seen[final] = source
-                docs.append(item)
-            if status != "ok":
-                if not status.startswith("duplicate"):
-                    report.failed.append((source, status))
-            elif source in kept_urls:
+        for record in records:
+            if record.status != "ok":
+                if not record.status.startswith("duplicate"):
+                    report.failed.append((record.url, record.status))
+            elif record.url in kept_urls:
                 pass
-            elif source not in previous:
-                report.added.append(source)
-            elif previous[source].sha256 != item.fetch.get("sha256"):
-                report.changed.append(source)
+            elif record.url not in previous:
+                report.added.append(record.url)
+            elif previous[record.url].sha256 != record.sha256:
+                report.changed.append(record.url)
             else:
-                report.unchanged.append(source)
-            records.append(
-                SourceRecord(
-                    url=source,
-                    final_url=item.fetch.get("final_url"),
-                    sha256=item.fetch.get("sha256"),
-                    fetched_at=item.fetch.get("fetched_at"),
-                    status=status,
-                    content_type=item.fetch.get("content_type") or None,
-                    bytes=item.fetch.get("bytes"),
-                    chunks=len(item.chunks) if status == "ok" else 0,
-                )
-            )
+                report.unchanged.append(record.url)
         report.removed = [u for u in previous if u not in prepared]
         if not docs:
             first = f" (first: {report.failed[0][0]}: {report.failed[0][1]})" if report.failed else ""
