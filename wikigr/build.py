@@ -487,6 +487,38 @@ def classify_sources(
     return docs, records
 
 
+def write_documents_pack(
+    folder: Path,
+    name: str,
+    docs: list[_Prepared],
+    records: list[SourceRecord],
+    embedder: Embedder,
+    options: BuildOptions,
+    description: str,
+    **kept: Any,
+) -> Manifest:
+    """Write a new store for ``docs`` in ``folder`` and return the manifest that describes it
+    (``kept``: manifest fields carried over from a previous pack, e.g. by an update)."""
+    store_path = folder / layout.STORE_FILE
+    for stale in folder.glob(layout.STORE_FILE + "*"):
+        stale.unlink()
+    stats = _write_store(store_path, docs, embedder.dimension, options)
+    return Manifest(
+        format_version=FORMAT_VERSION,
+        name=name,
+        description=description,
+        created_at=now_iso(),
+        wikigr_version=__version__,
+        source_kind="documents",
+        embedder=EmbedderRecord(name=embedder.name, dimension=embedder.dimension, backend=embedder.backend),
+        schema_version=SCHEMA_VERSION,
+        vector_index="hnsw" if stats.pop("vector_index") else "exact",
+        stats=GraphStats(**stats),
+        sources=records,
+        **kept,
+    )
+
+
 def build_pack(
     name: str,
     sources: Sequence[str],
@@ -583,24 +615,8 @@ def build_pack(
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
-        store_path = partial / layout.STORE_FILE
-        for stale in partial.glob(layout.STORE_FILE + "*"):
-            stale.unlink()
-        stats = _write_store(store_path, docs, embedder.dimension, options)
-        manifest = Manifest(
-            format_version=FORMAT_VERSION,
-            name=name,
-            description=options.description or _describe(docs),
-            created_at=now_iso(),
-            wikigr_version=__version__,
-            source_kind="documents",
-            embedder=EmbedderRecord(
-                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
-            ),
-            schema_version=SCHEMA_VERSION,
-            vector_index="hnsw" if stats.pop("vector_index") else "exact",
-            stats=GraphStats(**stats),
-            sources=records,
+        manifest = write_documents_pack(
+            partial, name, docs, records, embedder, options, options.description or _describe(docs)
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)

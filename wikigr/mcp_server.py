@@ -27,8 +27,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.errors import WikigrError
-from wikigr.pack.pack import list_packs as _list_packs
-from wikigr.pack.pack import open_pack, packs_home
+from wikigr.pack.pack import open_pack, pack_rows, packs_home
 
 INSTRUCTIONS = (
     "Local knowledge packs built by wikigr. Call list_packs to see them, pack_info for what one "
@@ -95,23 +94,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
     @server.tool()
     def list_packs() -> dict[str, Any]:
         """List the knowledge packs installed in the packs home ($WIKIGR_HOME/packs)."""
-        rows: list[dict[str, Any]] = []
-        for item in _list_packs():
-            if isinstance(item, tuple):
-                rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
-            else:
-                m = item.manifest
-                rows.append(
-                    {
-                        "name": m.name,
-                        "path": str(item.path),
-                        "ok": True,
-                        "description": m.description,
-                        "articles": m.stats.articles,
-                        "chunks": m.stats.chunks,
-                        "created_at": m.created_at,
-                    }
-                )
+        rows = pack_rows()
         return {"home": str(packs_home()), "packs": rows}
 
     @server.tool()

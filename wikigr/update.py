@@ -44,17 +44,17 @@ from wikigr.build import (
     _Prepared,
     _recover,
     _swap_in,
-    _write_store,
     _write_support_files,
     classify_sources,
     embedding_text,
+    write_documents_pack,
 )
 from wikigr.documents import FetchResult
 from wikigr.embed import get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
-from wikigr.pack.manifest import EmbedderRecord, GraphStats, Manifest, SourceRecord, now_iso
-from wikigr.pack.store import SCHEMA_VERSION, Store
+from wikigr.pack.manifest import Manifest, SourceRecord
+from wikigr.pack.store import Store
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.fetch import fetch_all
 from wikigr.sources.urls import expand_sources, read_url_list
@@ -299,28 +299,18 @@ def update_pack(
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
-        store_path = partial / layout.STORE_FILE
-        for stale in partial.glob(layout.STORE_FILE + "*"):
-            stale.unlink()
-        stats = _write_store(store_path, docs, embedder.dimension, options)
         description = old.description
         if not description or _AUTO_DESCRIPTION.match(description):
             description = _describe(docs)
-        manifest = Manifest(
-            format_version=old.format_version,
-            name=old.name,
+        manifest = write_documents_pack(
+            partial,
+            old.name,
+            docs,
+            records,
+            embedder,
+            options,
+            description,
             version=old.version,
-            description=description,
-            created_at=now_iso(),
-            wikigr_version=__version__,
-            source_kind="documents",
-            embedder=EmbedderRecord(
-                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
-            ),
-            schema_version=SCHEMA_VERSION,
-            vector_index="hnsw" if stats.pop("vector_index") else "exact",
-            stats=GraphStats(**stats),
-            sources=records,
             eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
         )
         manifest.dump(partial / layout.MANIFEST_FILE)

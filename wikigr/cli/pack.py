@@ -11,7 +11,7 @@ from rich.table import Table
 
 from wikigr.cli.output import err, out, print_json
 from wikigr.errors import UsageError
-from wikigr.pack.pack import list_packs, open_pack, packs_home, resolve_pack_path
+from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
 app = typer.Typer(
     help="Build, list, inspect, validate, share and update knowledge packs.", no_args_is_help=True
@@ -196,25 +196,7 @@ def create(
 @app.command("list")
 def list_(json_out: JsonOpt = False) -> None:
     """List the packs in the packs home ($WIKIGR_HOME/packs)."""
-    found = list_packs()
-    rows = []
-    for item in found:
-        if isinstance(item, tuple):
-            rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
-        else:
-            m = item.manifest
-            rows.append(
-                {
-                    "name": m.name,
-                    "path": str(item.path),
-                    "ok": True,
-                    "source_kind": m.source_kind,
-                    "description": m.description,
-                    "articles": m.stats.articles,
-                    "chunks": m.stats.chunks,
-                    "created_at": m.created_at,
-                }
-            )
+    rows = pack_rows()
     if json_out:
         print_json({"home": str(packs_home()), "packs": rows})
         return

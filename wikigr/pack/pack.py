@@ -109,3 +109,26 @@ def list_packs(home: Path | None = None) -> list[Pack | tuple[Path, str]]:
         except InvalidPackError as exc:
             found.append((child, str(exc)))
     return found
+
+
+def pack_rows(home: Path | None = None) -> list[dict[str, Any]]:
+    """One summary row per folder of the packs home (what `pack list` and the MCP server show)."""
+    rows: list[dict[str, Any]] = []
+    for item in list_packs(home):
+        if isinstance(item, tuple):
+            rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
+            continue
+        m = item.manifest
+        rows.append(
+            {
+                "name": m.name,
+                "path": str(item.path),
+                "ok": True,
+                "source_kind": m.source_kind,
+                "description": m.description,
+                "articles": m.stats.articles,
+                "chunks": m.stats.chunks,
+                "created_at": m.created_at,
+            }
+        )
+    return rows
