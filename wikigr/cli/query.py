@@ -70,7 +70,12 @@ def register(app: typer.Typer) -> None:
             table = Table("stage", "ms", "in", "out", "top scores", "note", title=f"profile {result.profile}")
             for entry in result.trace["stages"]:
                 skipped = entry.get("skipped")
-                note = f"skipped: {skipped}" if skipped else str(entry.get("detail", ""))
+                detail = entry.get("detail") or {}
+                note = (
+                    f"skipped: {skipped}"
+                    if skipped
+                    else ", ".join(f"{key}={value}" for key, value in detail.items())
+                )
                 scores = ", ".join(f"{s:.3f}" for s in entry["top_scores"])
                 table.add_row(
                     entry["stage"], f"{entry['ms']:.1f}", str(entry["in"]), str(entry["out"]), scores, note
