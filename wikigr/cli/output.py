@@ -9,6 +9,9 @@ from rich.console import Console
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+for _console in (out, err):
+    if not _console.is_terminal and _console.width < 160:
+        _console.width = 160  # piped or captured: tables keep their columns
 
 
 def print_json(data: Any) -> None:

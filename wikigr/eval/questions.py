@@ -155,9 +155,21 @@ def import_questions(
         raise UsageError(f"{path}: expected a list of question objects")
     try:
         if fmt == "musique":
-            return _musique(rows)
-        if fmt in ("hotpotqa", "2wiki"):
-            return _hotpot_like(rows, fmt)
-        return _conala(rows, docs_base)
+            questions = _musique(rows)
+        elif fmt in ("hotpotqa", "2wiki"):
+            questions = _hotpot_like(rows, fmt)
+        else:
+            questions = _conala(rows, docs_base)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{path} does not look like {fmt}: {type(exc).__name__}: {exc}") from exc
+    return _unique_ids(questions)
+
+
+def _unique_ids(questions: list[Question]) -> list[Question]:
+    """Data sets repeat an id for reworded questions: the second becomes ``ID#2`` and so on."""
+    counts: dict[str, int] = {}
+    for question in questions:
+        counts[question.id] = counts.get(question.id, 0) + 1
+        if counts[question.id] > 1:
+            question.id = f"{question.id}#{counts[question.id]}"
+    return questions
