@@ -60,7 +60,7 @@ def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description="doc QA retrieval recall")
     parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
-    parser.add_argument("--profiles", default="baseline,balanced,max")
+    parser.add_argument("--profiles", default="baseline,balanced,max,graph")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "docqa.json")
     args = parser.parse_args()
     if not DATA.is_file():

@@ -150,7 +150,7 @@ def chunk_articles_from_url(url: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description="multi-hop retrieval recall")
     parser.add_argument("--datasets", default="musique,hotpotqa")
-    parser.add_argument("--profiles", default="baseline,balanced,max")
+    parser.add_argument("--profiles", default="baseline,balanced,max,graph")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the packs")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "multihop.json")
     args = parser.parse_args()

@@ -325,7 +325,7 @@ def update_pack(
         store_path = partial / layout.STORE_FILE
         for stale in partial.glob(layout.STORE_FILE + "*"):
             stale.unlink()
-        stats = _write_store(store_path, docs, embedder.dimension, options)
+        stats = _write_store(store_path, docs, embedder.dimension, options, embedder)
         description = old.description
         if not description or _AUTO_DESCRIPTION.match(description):
             description = _describe(docs)

@@ -44,6 +44,18 @@ PROFILES: dict[str, list[str]] = {
         "few_shot",
         "synthesize",
     ],
+    "graph": [
+        "vector",
+        "keyword",
+        "title_match",
+        "ppr",
+        "quality",
+        "dedup",
+        "multidoc",
+        "gate",
+        "few_shot",
+        "synthesize",
+    ],
 }
 DEFAULT_PROFILE = "balanced"
 

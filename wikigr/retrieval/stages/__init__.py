@@ -9,6 +9,7 @@ from wikigr.retrieval.stages import (  # noqa: F401
     keyword,
     multi_query,
     multidoc,
+    ppr,
     quality,
     synthesize,
     title_match,
