@@ -54,6 +54,15 @@ def create(
             help="Cite pages fetched under the LOCAL prefix (e.g. a local mirror) under PUBLIC.",
         ),
     ] = None,
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Skip the entity graph (entities, facts, relations).")
+    ] = False,
+    graph_beta: Annotated[
+        float,
+        typer.Option(
+            "--graph-beta", min=0.0, max=1.0, help="Share of chunks (skeleton) that get the full extraction."
+        ),
+    ] = 0.25,
     json_out: JsonOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders)."""
@@ -87,12 +96,24 @@ def create(
             workers=workers, timeout=timeout, retries=retries, max_bytes=int(max_mb * 1024 * 1024)
         ),
         fresh=fresh,
+        graph=not no_graph,
     )
+    options.graph_options.beta = graph_beta
+    llm = None
+    if not no_graph:
+        from wikigr.llm import AnthropicLLM
+
+        llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
+        options.llm = llm
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
-    with bars.progress:
-        report = build_pack(
-            name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
-        )
+    try:
+        with bars.progress:
+            report = build_pack(
+                name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
+            )
+    finally:
+        if llm is not None:
+            llm.close()
     manifest = report.manifest
     if json_out:
         print_json(
@@ -105,6 +126,7 @@ def create(
                 "fetched": report.fetched,
                 "chunks_embedded": report.chunks_embedded,
                 "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+                "graph": report.graph.to_json() if report.graph else None,
             }
         )
         return
@@ -115,6 +137,14 @@ def create(
         f"in {report.seconds['total']:.1f}s"
         + (f" (resumed {report.resumed} documents)" if report.resumed else "")
     )
+    if report.graph is not None:
+        g = report.graph
+        out.print(
+            f"Entity graph: {g.entities} entities, {g.facts} facts, {g.relations} relations; "
+            f"skeleton {g.skeleton_chunks} chunks by {g.extractor}; "
+            f"LLM calls {g.llm_calls} ({g.input_tokens} in / {g.output_tokens} out tokens)",
+            markup=False,
+        )
     if report.failed:
         out.print(f"[yellow]{len(report.failed)} source(s) failed:[/]")
         for failed_url, error in report.failed:

