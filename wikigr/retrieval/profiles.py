@@ -56,6 +56,7 @@ PROFILES: dict[str, list[str]] = {
         "few_shot",
         "synthesize",
     ],
+    "routed": ["router", "quality", "dedup", "multidoc", "gate", "few_shot", "synthesize"],
 }
 DEFAULT_PROFILE = "balanced"
 
@@ -68,6 +69,7 @@ CANONICAL_ORDER = [
     "title_match",
     "ppr",
     "vector_cypher",
+    "router",
     "quality",
     "dedup",
     "cross_encoder",

@@ -11,7 +11,9 @@ from wikigr.retrieval.stages import (  # noqa: F401
     multidoc,
     ppr,
     quality,
+    router,
     synthesize,
     title_match,
     vector,
+    vector_cypher,
 )
