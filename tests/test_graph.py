@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -180,3 +181,123 @@ def test_skeleton_picks_the_central_chunks() -> None:
     assert len(chosen) == 3
     assert set(chosen.tolist()) <= set(range(8))  # from the dense cluster, not the outliers
     assert len(skeleton(vectors, beta=1.0)) == len(vectors)
+
+
+def test_vector_cypher_follows_shared_entities(graph_pack: Path) -> None:
+    question = "Which journal is published by the American Psychological Association?"
+    with KnowledgeGraphAgent(
+        graph_pack,
+        profile="baseline",
+        enable=["vector_cypher"],
+        options={"vector_cypher": {"seeds": 1}},  # one entry point: the journal's passage
+        llm=None,
+        top_k=4,
+    ) as agent:
+        result = agent.query(question)
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "vector_cypher"]
+    assert not entry.get("skipped")
+    assert entry["detail"]["reached"] >= 1
+    # The path through the association joins the two passages that name it.
+    assert any("American Psychological Association" in line for line in result.facts)
+    assert {"Journal of Psychotherapy Integration", "Adolescence"} <= {s.title for s in result.sources}
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("How many journals does the American Institute of Physics publish?", "aggregate"),
+        ("List all the courts of the federal judiciary.", "global"),
+        ("What is the relationship between Marbury v. Madison and judicial review?", "relation"),
+        ("Who was the first president of the association which published the journal?", "multi_hop"),
+        ("When was the American Physical Society founded?", "simple"),
+    ],
+)
+def test_router_rules(question: str, kind: str) -> None:
+    from wikigr.retrieval.stages.router import classify
+
+    assert classify(question)[0] == kind
+
+
+def test_router_escalates_and_keeps_the_best_attempt(graph_pack: Path) -> None:
+    # An unreachable threshold: every rung of the simple ladder is tried, the best one is kept.
+    options = {"router": {"threshold": 1.01, "max_attempts": 4}}
+    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, options=options) as agent:
+        result = agent.query("When was the American Physical Society founded?")
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    detail = entry["detail"]
+    assert detail["kind"] == "simple"
+    assert [a["strategy"] for a in detail["attempts"]] == ["vector", "hybrid", "graph", "wide"]
+    best = max(a["score"] for a in detail["attempts"])
+    assert detail["chosen"] in {a["strategy"] for a in detail["attempts"] if a["score"] == best}
+    assert result.sources[0].title == "American Physical Society"
+    # A reachable one: the first rung is enough.
+    with KnowledgeGraphAgent(
+        graph_pack, profile="routed", llm=None, options={"router": {"threshold": 0.0}}
+    ) as agent:
+        result = agent.query("When was the American Physical Society founded?")
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert [a["strategy"] for a in entry["detail"]["attempts"]] == ["vector"]
+
+
+def test_router_answers_global_questions_as_an_enumeration(graph_pack: Path) -> None:
+    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, top_k=2) as agent:
+        result = agent.query("List all the journals in this pack.")
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert entry["detail"]["answer_style"] == "enumeration"
+    assert len(result.sources) > 2  # widened from top_k=2
+    lines = result.answer.splitlines()
+    assert lines[0].startswith("- ") and all(line.startswith("- ") for line in lines)
+    assert len(lines) == len({s.url.split("#")[0] for s in result.sources})
+
+
+def test_router_classifies_with_claude_when_available(graph_pack: Path, fake_claude: Any) -> None:
+    from tests.fakeclaude import make_llm
+
+    fake_claude.script("multi_hop")
+    with (
+        make_llm(fake_claude) as llm,
+        KnowledgeGraphAgent(graph_pack, profile="routed", llm=llm, disable=["synthesize"]) as agent,
+    ):
+        result = agent.query("When was the American Physical Society founded?")
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert entry["detail"]["kind"] == "multi_hop" and entry["detail"]["why"] == "Claude"
+    assert len(fake_claude.requests) == 1
+    assert result.trace["usage"]["calls"] == 1
+
+
+def test_skeleton_extraction_with_claude(tmp_path: Path, fake_claude: Any) -> None:
+    from tests.fakeclaude import make_llm, prompt_text
+
+    def respond(body: dict[str, Any]) -> str:
+        text = prompt_text(body)
+        passages = []
+        for n in range(1, 9):
+            if f"Passage {n}:" in text:
+                passages.append(
+                    {
+                        "id": n,
+                        "entities": [{"name": "Psychology Society", "type": "organization"}],
+                        "facts": [
+                            ["Psychology Society", "publishes", "Journal of Psychotherapy Integration"]
+                        ],
+                    }
+                )
+        return json.dumps({"passages": passages})
+
+    fake_claude.respond_with(respond)
+    corpus = tmp_path / "c.json"
+    corpus.write_text(json.dumps(CORPUS))
+    options = BuildOptions()
+    options.graph_options.beta = 0.25
+    with make_llm(fake_claude) as llm:
+        options.llm = llm
+        report = build_pack("claude", [], out=tmp_path / "claude", corpus=corpus, options=options)
+    graph = report.graph
+    assert graph is not None and graph.extractor == "claude"
+    assert graph.skeleton_chunks == 2  # 25% of 8 chunks
+    assert graph.llm_calls == len(fake_claude.requests) == 1  # one batch
+    assert graph.input_tokens > 0 and graph.output_tokens > 0
+    with open_store(tmp_path / "claude" / "pack.db") as store:
+        assert "psychology society" in {e for e, _ in store.entities()}
+        facts = store.rows("MATCH (f:Fact) RETURN f.predicate")
+        assert facts == [["publishes"]] * 2

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from wikigr.graph.extract import keyword_entities
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register, stage_class
 
 KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
@@ -63,7 +64,7 @@ _RELATION = re.compile(
 )
 _RELATIVE = re.compile(r"\b(who|which|that|whose|where|when|whom)\b", re.I)
 _NESTED = re.compile(r"\b(of|in|by|for) the \w+ (of|who|which|that|where|whose)\b", re.I)
-_CAPITALISED = re.compile(r"(?<!^)(?<![.?!] )\b[A-Z][\w'-]+")
+_QUESTION_WORDS = {"what", "which", "who", "when", "where", "why", "how", "whose", "list", "name"}
 
 
 def classify(question: str) -> tuple[str, str]:
@@ -77,7 +78,8 @@ def classify(question: str) -> tuple[str, str]:
     body = question.split(None, 1)[1] if len(question.split()) > 1 else ""
     if _NESTED.search(question) or (len(_RELATIVE.findall(body)) >= 1 and len(question.split()) >= 10):
         return "multi_hop", "a nested or relative clause"
-    if len(set(_CAPITALISED.findall(question))) >= 3:
+    names = {m.key for m in keyword_entities("", question) if m.type != "code"}
+    if len(names - _QUESTION_WORDS) >= 2:
         return "multi_hop", "several names"
     return "simple", "no multi-hop, relation, global or aggregate cue"
 
