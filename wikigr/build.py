@@ -453,24 +453,9 @@ def _write_store(
             ),
         )
         if graph is not None:
-            store.copy("Entity", pa.table(graph.entity))
-            store.copy("Fact", pa.table(graph.fact))
-            store.copy("HAS_ENTITY", pa.table(graph.has_entity))
-            store.copy("HAS_FACT", pa.table(graph.has_fact))
-            store.copy(
-                "ENTITY_RELATION",
-                pa.table(
-                    graph.relation,
-                    schema=pa.schema(
-                        [
-                            ("from", pa.string()),
-                            ("to", pa.string()),
-                            ("type", pa.string()),
-                            ("weight", pa.float64()),
-                        ]
-                    ),
-                ),
-            )
+            from wikigr.graph.pack import copy_graph
+
+            copy_graph(store, graph)
         store.build_vector_index()
         stats = store.stats()
         stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0

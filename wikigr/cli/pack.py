@@ -263,3 +263,35 @@ def validate(
 
 class _Invalid(UsageError):
     exit_code = 1
+
+
+@app.command("graph")
+def graph(
+    pack: Annotated[str, typer.Argument(help="Pack path (or name).")],
+    beta: Annotated[
+        float, typer.Option("--beta", min=0.0, max=1.0, help="Share of chunks that get the full extraction.")
+    ] = 0.25,
+    json_out: JsonOpt = False,
+) -> None:
+    """(Re)build a pack's entity graph from the chunks it holds (nothing fetched or re-embedded)."""
+    from wikigr.graph.build import GraphOptions
+    from wikigr.graph.pack import rebuild_graph
+    from wikigr.llm import AnthropicLLM
+
+    path = resolve_pack_path(pack)
+    open_pack(path)  # a pack, or a one-line error
+    llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
+    try:
+        report = rebuild_graph(path, GraphOptions(beta=beta), llm)
+    finally:
+        if llm is not None:
+            llm.close()
+    if json_out:
+        print_json(report.to_json())
+        return
+    out.print(
+        f"Entity graph of {path}: {report.entities} entities, {report.facts} facts, "
+        f"{report.relations} relations; skeleton {report.skeleton_chunks} chunks by {report.extractor}; "
+        f"LLM calls {report.llm_calls} ({report.input_tokens} in / {report.output_tokens} out tokens)",
+        markup=False,
+    )

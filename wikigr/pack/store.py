@@ -315,6 +315,19 @@ class Store:
 
     # -- the entity graph ----------------------------------------------------------------------
 
+    def graph_inputs(self) -> list[tuple[str, str, str, list[float]]]:
+        """Every chunk as (id, article title, text, embedding), in id order: what the graph build reads."""
+        rows = self.rows(
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN c.id, a.title, c.text, c.embedding ORDER BY c.id"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def clear_graph(self) -> None:
+        """Delete every entity and fact (and so their edges)."""
+        self._run("MATCH (e:Entity) DETACH DELETE e")
+        self._run("MATCH (f:Fact) DETACH DELETE f")
+
     def chunk_ids(self) -> list[str]:
         """Every chunk id, in id order."""
         return [r[0] for r in self.rows("MATCH (c:Chunk) RETURN c.id ORDER BY c.id")]
