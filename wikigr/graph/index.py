@@ -117,13 +117,13 @@ class EntityGraph:
 
     # -- linking -------------------------------------------------------------------------------
 
-    def link(self, question: str) -> dict[int, float]:
+    def link(self, question: str, concepts: bool = True) -> dict[int, float]:
         """Entities the question names: entity index -> 1.0.
 
         Word n-grams of the normalised question are looked up by exact name (the longest match
         wins where matches overlap). A one-word match counts only where the question writes the
         word as a name (capitalised, not first) or as a code identifier; a noun phrase
-        (``concept``) only with two words or more.
+        (``concept``) only with two words or more, and only when ``concepts`` is set.
         """
         words = _TOKEN.findall(question)
         tokens: list[str] = []
@@ -143,7 +143,7 @@ class EntityGraph:
                     continue
                 if n == 1 and not named[start]:
                     continue
-                if n == 1 and self.entity_types[e] == CONCEPT:
+                if self.entity_types[e] == CONCEPT and (n == 1 or not concepts):
                     continue
                 if any(s <= start and start + n <= end for s, end, _ in found):
                     continue  # inside a longer match

@@ -51,6 +51,7 @@ PROFILES: dict[str, list[str]] = {
         "ppr",
         "quality",
         "dedup",
+        "graph_rerank",
         "multidoc",
         "gate",
         "few_shot",

@@ -42,6 +42,8 @@ class PPROptions:
     synonym: float = 1.0
     fact: float = 1.0
     iterations: int = 30
+    link_concepts: bool = False  # link the question to noun phrases too, not only to names
+    require_link: bool = True  # skip (keep the ranking so far) when the question names no entity
 
     def __post_init__(self) -> None:
         if not 0.0 < self.damping < 1.0:
@@ -55,7 +57,7 @@ class PPROptions:
 def run_ppr(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple[np.ndarray, list[str]]:
     """PageRank mass of every chunk for this question, and the names of the linked entities."""
     reset = np.zeros(graph.size)
-    linked = graph.link(state.question)
+    linked = graph.link(state.question, options.link_concepts)
     for entity, weight in linked.items():
         reset[graph.n_chunks + entity] += weight / max(1, int(graph.entity_df[entity]))
     current = minmax({c.chunk_id: c.score for c in state.candidates})
@@ -82,6 +84,9 @@ class PPRStage(Stage):
             raise Skip("the pack has no entity graph (build it without --no-graph)")
         if not state.candidates:
             raise Skip("no candidates to seed from")
+        if o.require_link and not graph.link(state.question, o.link_concepts):
+            # Without a question entity the walk only smooths the ranking over the graph: keep it.
+            raise Skip("the question names no entity of the graph")
         mass, linked = run_ppr(state, graph, o)
         top = np.argsort(-mass, kind="stable")[: o.candidates]
         ppr_scores = {graph.chunk_ids[i]: float(mass[i]) for i in top if mass[i] > 0}
