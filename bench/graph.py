@@ -208,6 +208,12 @@ def main() -> int:
     }
     if not args.skip_sensitivity:
         results["ppr_sensitivity"] = sensitivity()
+        results["ppr_sensitivity_date"] = results["date"]
+    elif args.out.is_file():  # keep the previous run's table
+        previous = json.loads(args.out.read_text())
+        if "ppr_sensitivity" in previous:
+            results["ppr_sensitivity"] = previous["ppr_sensitivity"]
+            results["ppr_sensitivity_date"] = previous.get("ppr_sensitivity_date", previous.get("date"))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps({k: results[k] for k in ("extraction", "latency", "cli_graph_query")}, indent=2))

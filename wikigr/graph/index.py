@@ -101,13 +101,15 @@ class EntityGraph:
 
     @classmethod
     def load(cls, store: Store, weights: EdgeWeights | None = None) -> EntityGraph:
+        weights = weights or EdgeWeights()
         entities = store.entities()
+        skip = [CO_OCCURS] if weights.cooccur == 0 else []  # the bulk of the relations: load only if used
         return cls(
             store.chunk_ids(),
             [e[0] for e in entities],
             [e[1] for e in entities],
             store.entity_mentions(),
-            store.entity_relations(),
+            store.entity_relations(skip),
             weights,
         )
 

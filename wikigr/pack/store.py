@@ -332,22 +332,29 @@ class Store:
         """Every chunk id, in id order."""
         return [r[0] for r in self.rows("MATCH (c:Chunk) RETURN c.id ORDER BY c.id")]
 
+    def _columns(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A query's result as columns (through Arrow: several times faster than rows for big results)."""
+        table = self._run(query, params).get_as_arrow()
+        return [table.column(i).to_pylist() for i in range(table.num_columns)]
+
     def entities(self) -> list[tuple[str, str]]:
         """Every entity as (id, type), in id order."""
-        return [(r[0], r[1]) for r in self.rows("MATCH (e:Entity) RETURN e.id, e.type ORDER BY e.id")]
+        ids, types = self._columns("MATCH (e:Entity) RETURN e.id, e.type ORDER BY e.id")
+        return list(zip(ids, types, strict=True))
 
     def entity_mentions(self) -> list[tuple[str, str]]:
         """Every HAS_ENTITY edge as (chunk id, entity id)."""
-        return [
-            (r[0], r[1]) for r in self.rows("MATCH (c:Chunk)-[:HAS_ENTITY]->(e:Entity) RETURN c.id, e.id")
-        ]
+        chunks, entities = self._columns("MATCH (c:Chunk)-[:HAS_ENTITY]->(e:Entity) RETURN c.id, e.id")
+        return list(zip(chunks, entities, strict=True))
 
-    def entity_relations(self) -> list[tuple[str, str, str, float]]:
-        """Every ENTITY_RELATION edge as (from, to, type, weight)."""
-        rows = self.rows(
-            "MATCH (a:Entity)-[r:ENTITY_RELATION]->(b:Entity) RETURN a.id, b.id, r.type, r.weight"
+    def entity_relations(self, skip_types: Sequence[str] = ()) -> list[tuple[str, str, str, float]]:
+        """Every ENTITY_RELATION edge as (from, to, type, weight), but those of ``skip_types``."""
+        columns = self._columns(
+            "MATCH (a:Entity)-[r:ENTITY_RELATION]->(b:Entity) WHERE NOT r.type IN $skip "
+            "RETURN a.id, b.id, r.type, r.weight",
+            {"skip": list(skip_types)},
         )
-        return [(r[0], r[1], r[2], float(r[3])) for r in rows]
+        return [(a, b, t, float(w)) for a, b, t, w in zip(*columns, strict=True)]
 
     def entity_names(self, entity_ids: list[str]) -> dict[str, str]:
         rows = self.rows("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id, e.name", {"ids": entity_ids})
