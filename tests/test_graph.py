@@ -68,7 +68,8 @@ CORPUS = [
         "id": "bread",
         "title": "Bread",
         "text": "Knead the dough for ten minutes, let it rise for an hour, and bake it until the crust is "
-        "brown. Rise times are longer in winter: the dough may rise for two hours.",
+        "brown. Rise times are longer in winter: the dough may rise for two hours. Bread is best "
+        "eaten fresh, and good bread needs time.",
     },
 ]
 
@@ -139,6 +140,7 @@ def test_build_writes_the_graph_and_the_manifest_counts_it(graph_pack: Path) -> 
         entities = {e for e, _ in store.entities()}
         assert not {"it", "its", "the", "rise"} & entities
         assert "knead" in entities  # capitalised, and never written in lower case here
+        assert "bread" in entities  # an article's title stays a name, however the text writes it
 
 
 def test_no_graph_option_leaves_the_tables_empty(tmp_path: Path) -> None:

@@ -101,11 +101,13 @@ _LOWER_WORD = re.compile(r"(?<![\w.])[a-z][a-z]+(?![\w.])")
 
 def _common_words(chunks: Sequence[ChunkRecord], per_chunk: list[list[Mention]]) -> set[str]:
     """One-word names that the corpus uses more often as ordinary lower-case words: a capital
-    that only starts a sentence ("Published in 1991, ...") does not make a name."""
+    that only starts a sentence ("Published in 1991, ...") does not make a name. An article's
+    title is always a name."""
     as_name: dict[str, int] = {}
+    titles = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}
     for mentions in per_chunk:
         for m in mentions:
-            if m.type != TITLE and " " not in m.key and m.key.isalpha():
+            if m.key not in titles and " " not in m.key and m.key.isalpha():
                 as_name[m.key] = as_name.get(m.key, 0) + 1
     if not as_name:
         return set()
