@@ -62,7 +62,7 @@ CORPUS = [
         "id": "president-club",
         "title": "Presidents Club",
         "text": "The first president of a club is usually its founder, who leads the first meetings and "
-        "writes the first rules of the association.",
+        "writes the first rules of the association. Bread and salt welcome new members.",
     },
     {
         "id": "bread",
