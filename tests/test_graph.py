@@ -303,3 +303,26 @@ def test_skeleton_extraction_with_claude(tmp_path: Path, fake_claude: Any) -> No
         assert "psychology society" in {e for e, _ in store.entities()}
         facts = store.rows("MATCH (f:Fact) RETURN f.predicate")
         assert facts == [["publishes"]] * 2
+
+
+def test_cli_create_no_graph_and_pack_graph(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from wikigr.cli import run
+
+    corpus = tmp_path / "c.json"
+    corpus.write_text(json.dumps(CORPUS[:3]))
+    out = tmp_path / "cli"
+    code = run(["pack", "create", "cli", "--corpus", str(corpus), "--out", str(out), "--no-graph", "--json"])
+    created = json.loads(capsys.readouterr().out)
+    assert code == 0 and created["graph"] is None and created["stats"]["entities"] == 0
+    # The graph added afterwards, in place: counted in the manifest, and the pack still valid.
+    code = run(["pack", "graph", str(out), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["llm_calls"] == 0 and report["entities"] > 0
+    assert open_pack(out).manifest.stats.entities == report["entities"]
+    assert run(["pack", "validate", str(out)]) == 0
+    capsys.readouterr()
+    code = run(["pack", "info", str(out), "--json"])
+    info = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert info["store_stats"]["entities"] == report["entities"]
+    assert info["store_stats"]["relations"] == report["relations"]
