@@ -6,13 +6,18 @@ distinct pages| / |gold pages|, averaged, over the questions whose gold is all i
 Arms, in one run with the same embedder: bm25 alone, dense alone, and each profile of
 KnowledgeGraphAgent (retrieval only, no LLM). Prints a table, writes bench/results/docqa.json.
 
-    uv run python bench/docqa.py [--pack packs/pydocs] [--profiles baseline,balanced,max]
+    uv run python bench/docqa.py [--pack packs/pydocs] [--profiles baseline,balanced,max,graph,routed]
+
+The graph profiles need the pack's entity graph: when the pack has none, the bench copies it to
+bench/work/pydocs-graph and builds the graph there (`wikigr pack graph`: same chunks and
+embeddings, so every arm runs on the same passages).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import time
@@ -21,7 +26,9 @@ from typing import Any
 
 from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.graph.pack import rebuild_graph
 from wikigr.pack.keyword import KeywordIndex
+from wikigr.pack.pack import open_pack
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "docqa" / "conala_dev_python311doc.json"
@@ -60,12 +67,20 @@ def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, 
 def main() -> int:
     parser = argparse.ArgumentParser(description="doc QA retrieval recall")
     parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
-    parser.add_argument("--profiles", default="baseline,balanced,max")
+    parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "docqa.json")
     args = parser.parse_args()
     if not DATA.is_file():
         print(f"Error: {DATA} not found (the shared data sets)", file=sys.stderr)
         return 1
+    if open_pack(args.pack).manifest.stats.entities == 0:
+        copy = ROOT / "bench" / "work" / f"{args.pack.name}-graph"
+        if not (copy / "manifest.json").is_file() or open_pack(copy).manifest.stats.entities == 0:
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(args.pack, copy)
+            report = rebuild_graph(copy)
+            print(f"built the entity graph of {copy}: {report.entities} entities", file=sys.stderr)
+        args.pack = copy
     questions = []
     for q in json.loads(DATA.read_text()):
         if q["all_gold_in_python_docs"]:

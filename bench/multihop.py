@@ -5,7 +5,8 @@ runs every arm over the same questions in one run, with the same embedder:
 
 - bm25: the pack's BM25 index alone;
 - dense: exact cosine over the pack's chunk embeddings alone (the `vector` stage);
-- each profile (baseline, balanced, max) of KnowledgeGraphAgent, retrieval only (no LLM).
+- each profile (baseline, balanced, max, graph, routed) of KnowledgeGraphAgent, retrieval only
+  (no LLM). The packs are built with the entity graph (the default), which only graph and routed use.
 
 Recall@k as HippoRAG defines it: per question |gold passages in the top k| / |gold passages|,
 averaged. Prints a table and writes bench/results/multihop.json.
@@ -150,7 +151,7 @@ def chunk_articles_from_url(url: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description="multi-hop retrieval recall")
     parser.add_argument("--datasets", default="musique,hotpotqa")
-    parser.add_argument("--profiles", default="baseline,balanced,max")
+    parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the packs")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "multihop.json")
     args = parser.parse_args()

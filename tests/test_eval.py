@@ -178,7 +178,7 @@ def test_importers(tmp_path: Path) -> None:
                     "nl": "sum a list",
                     "cmd": "sum(xs)",
                     "gold_python311_html": ["library/functions.html#sum"],
-                }
+                },
             ]
         )
     )
@@ -269,9 +269,9 @@ def test_cli_eval_all_profiles_json(pack: Path, capsys: pytest.CaptureFixture[st
     captured = capsys.readouterr()
     assert code == 0, captured.err
     reports = json.loads(captured.out)
-    assert [r["profile"] for r in reports] == ["baseline", "balanced", "max"]
+    assert [r["profile"] for r in reports] == ["baseline", "balanced", "max", "graph", "routed"]
     assert all(r["summary"]["recall@5"] is not None for r in reports)
-    assert load_manifest(pack / "manifest.json").eval_scores.profile == "max"  # type: ignore[union-attr]
+    assert load_manifest(pack / "manifest.json").eval_scores.profile == "routed"  # type: ignore[union-attr]
     code = run(["eval", str(pack), "--limit", "2"])
     assert code == 0 and "R@5" in capsys.readouterr().out
 

@@ -207,6 +207,7 @@ class KnowledgeGraphAgent:
         start = time.perf_counter()
         stages = run_stages(self.stages, state)
         total_ms = (time.perf_counter() - start) * 1000
+        k = state.top_k  # a stage may widen it (the router, for an enumeration)
         passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]
         sources = [
             Source(c.article_title, c.section_title, c.citation_url, c.score, c.text, c.origin)

@@ -28,6 +28,7 @@ from wikigr import __version__
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
+from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
 from wikigr.pack.manifest import (
@@ -60,6 +61,9 @@ class BuildOptions:
     fresh: bool = False  # ignore the cache of an interrupted build
     # Cite documents under public URLs: (prefix fetched from, prefix to cite), e.g. a local mirror.
     public_urls: list[tuple[str, str]] = field(default_factory=list)
+    graph: bool = True  # build the entity graph (wikigr/graph)
+    graph_options: GraphOptions = field(default_factory=GraphOptions)
+    llm: Any = None  # an LLM for the skeleton's extraction (None: offline, zero LLM calls)
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -77,6 +81,7 @@ class BuildReport:
     fetched: int  # documents fetched in this run
     chunks_embedded: int  # chunks embedded in this run
     seconds: dict[str, float]  # fetch, embed, write, total
+    graph: GraphReport | None = None  # what the entity graph build did (None: skipped)
 
 
 @dataclass
@@ -309,8 +314,18 @@ def _url_variants(url: str) -> list[str]:
     return variants
 
 
-def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOptions) -> dict[str, int]:
-    """Bulk-load every prepared document into a new store at ``path``; return the graph stats."""
+def _write_store(
+    path: Path,
+    docs: list[_Prepared],
+    dim: int,
+    options: BuildOptions,
+    embedder: Embedder | None = None,
+    graph_report: list[GraphReport] | None = None,
+) -> dict[str, int]:
+    """Bulk-load every prepared document into a new store at ``path``; return the graph stats.
+
+    With ``options.graph`` the entity graph is built too (``embedder`` embeds entity names for
+    synonym edges); its report is appended to ``graph_report``."""
     articles: dict[str, list[Any]] = {
         k: []
         for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
@@ -319,6 +334,7 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
         k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")
     }
     chunks: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "section_id", "ord", "text")}
+    chunk_titles: list[str] = []
     keyword_texts: list[str] = []
     section_vectors: list[np.ndarray] = []
     chunk_vectors: list[np.ndarray] = []
@@ -366,6 +382,7 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
                 ):
                     chunks[key].append(value)
                 chunk_vectors.append(doc.embeddings[i])
+                chunk_titles.append(doc.title)
                 keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 has_chunk["from"].append(section_id)
                 has_chunk["to"].append(chunk_id)
@@ -398,6 +415,24 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
         return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
 
     build_keyword_index(path.parent / KEYWORD_DIR, chunks["id"], keyword_texts)
+    graph = None
+    if options.graph:
+        records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
+        extractor = None
+        if options.llm is not None:
+            from wikigr.graph.claude import ClaudeExtractor
+
+            extractor = ClaudeExtractor(options.llm)
+        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+        graph, report = build_graph(
+            records,
+            np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
+            embed,
+            options.graph_options,
+            extractor,
+        )
+        if graph_report is not None:
+            graph_report.append(report)
     store = Store.create(path, dim)
     try:
         store.copy("Article", pa.table(articles))
@@ -417,6 +452,10 @@ def _write_store(path: Path, docs: list[_Prepared], dim: int, options: BuildOpti
                 }
             ),
         )
+        if graph is not None:
+            from wikigr.graph.pack import copy_graph
+
+            copy_graph(store, graph)
         store.build_vector_index()
         stats = store.stats()
         stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0
@@ -495,14 +534,16 @@ def write_documents_pack(
     embedder: Embedder,
     options: BuildOptions,
     description: str,
+    graph_reports: list[GraphReport] | None = None,
     **kept: Any,
 ) -> Manifest:
     """Write a new store for ``docs`` in ``folder`` and return the manifest that describes it
-    (``kept``: manifest fields carried over from a previous pack, e.g. by an update)."""
+    (``kept``: manifest fields carried over from a previous pack, e.g. by an update; the entity
+    graph build's report, when it ran, is appended to ``graph_reports``)."""
     store_path = folder / layout.STORE_FILE
     for stale in folder.glob(layout.STORE_FILE + "*"):
         stale.unlink()
-    stats = _write_store(store_path, docs, embedder.dimension, options)
+    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports)
     return Manifest(
         format_version=FORMAT_VERSION,
         name=name,
@@ -615,8 +656,16 @@ def build_pack(
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
+        graph_reports: list[GraphReport] = []
         manifest = write_documents_pack(
-            partial, name, docs, records, embedder, options, options.description or _describe(docs)
+            partial,
+            name,
+            docs,
+            records,
+            embedder,
+            options,
+            options.description or _describe(docs),
+            graph_reports,
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)
@@ -640,6 +689,7 @@ def build_pack(
         fetched=len(to_fetch),
         chunks_embedded=embedded,
         seconds=seconds,
+        graph=graph_reports[0] if graph_reports else None,
     )
 
 

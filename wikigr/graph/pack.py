@@ -1,0 +1,55 @@
+"""(Re)build the entity graph of an existing pack in place, from the chunks and embeddings its
+store already holds: nothing is fetched or re-embedded. The manifest's statistics are updated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from wikigr.embed import get_embedder
+from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, build_graph
+from wikigr.pack import pack as layout
+from wikigr.pack.manifest import GraphStats, load_manifest
+from wikigr.pack.store import Store
+
+RELATION_SCHEMA = pa.schema(
+    [("from", pa.string()), ("to", pa.string()), ("type", pa.string()), ("weight", pa.float64())]
+)
+
+
+def copy_graph(store: Store, graph: GraphTables) -> None:
+    """Bulk-load the graph tables into a store whose graph tables are empty."""
+    store.copy("Entity", pa.table(graph.entity))
+    store.copy("Fact", pa.table(graph.fact))
+    store.copy("HAS_ENTITY", pa.table(graph.has_entity))
+    store.copy("HAS_FACT", pa.table(graph.has_fact))
+    store.copy("ENTITY_RELATION", pa.table(graph.relation, schema=RELATION_SCHEMA))
+
+
+def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = None) -> GraphReport:
+    """Replace the entity graph of the pack folder ``path``; return the build's report."""
+    manifest = load_manifest(path / layout.MANIFEST_FILE)
+    embedder = get_embedder(manifest.embedder.name)
+    extractor = None
+    if llm is not None:
+        from wikigr.graph.claude import ClaudeExtractor
+
+        extractor = ClaudeExtractor(llm)
+    with Store.open(path / layout.STORE_FILE, read_only=False) as store:
+        rows = store.graph_inputs()
+        records = [ChunkRecord(r[0], r[1], r[2]) for r in rows]
+        vectors = (
+            np.asarray([r[3] for r in rows], dtype=np.float32)
+            if rows
+            else np.zeros((0, embedder.dimension), np.float32)
+        )
+        graph, report = build_graph(records, vectors, lambda names: embedder.embed(names), options, extractor)
+        store.clear_graph()
+        copy_graph(store, graph)
+        stats = store.stats()
+    manifest.stats = GraphStats(**stats)
+    manifest.dump(path / layout.MANIFEST_FILE)
+    return report

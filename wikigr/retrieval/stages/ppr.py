@@ -1,0 +1,113 @@
+"""ppr: personalized PageRank over the pack's entity graph (HippoRAG 2 style).
+
+Passage (chunk) nodes and entity nodes share one graph: a chunk links to the entities it
+mentions, entities link to each other through facts and synonyms (and, when weighted, through
+co-occurrence). The question is linked to entities by exact name match of its word n-grams; the
+reset distribution puts each linked entity's weight on it divided by the number of chunks that
+mention it (a specific name counts more than a common one), and the ranking so far (min-max
+scaled, times ``passage_weight``) on the passages. Chunks are then ranked by their PageRank mass,
+optionally fused with the ranking so far. The graph is loaded once per agent.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
+from wikigr.retrieval.stages.fusion import minmax
+
+if TYPE_CHECKING:  # scipy (behind the graph index) is imported only when the stage runs
+    from wikigr.graph.index import EdgeWeights, EntityGraph
+
+
+def entity_graph(ctx: Context, weights: EdgeWeights) -> EntityGraph:
+    from wikigr.graph.index import EntityGraph
+
+    """The pack's entity graph with these edge weights, loaded once per agent."""
+    key = f"entity_graph:{weights}"
+    graph = ctx.cache.get(key)
+    if graph is None:
+        graph = EntityGraph.load(ctx.store, weights)
+        ctx.cache[key] = graph
+    assert isinstance(graph, EntityGraph)
+    return graph
+
+
+@dataclass
+class PPROptions:
+    damping: float = 0.5  # probability of following an edge (1 - damping: back to the seeds)
+    passage_weight: float = 0.05  # weight of the ranking so far in the reset, relative to entities
+    candidates: int = 30  # chunks taken from the PageRank ranking
+    weight: float = 1.0  # PageRank's share of the final score; the ranking so far weighs 1 - weight
+    cooccur: float = 0.0  # edge weights by kind (see wikigr/graph/index.py)
+    synonym: float = 1.0
+    fact: float = 1.0
+    iterations: int = 30
+    link_concepts: bool = False  # link the question to noun phrases too, not only to names
+    require_link: bool = True  # skip (keep the ranking so far) when the question names no entity
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.damping < 1.0:
+            raise ValueError("damping must be between 0 and 1 (exclusive)")
+        if not 0.0 <= self.weight <= 1.0:
+            raise ValueError("weight must be between 0 and 1")
+        if self.candidates < 1:
+            raise ValueError("candidates must be at least 1")
+
+
+def run_ppr(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple[np.ndarray, list[str]]:
+    """PageRank mass of every chunk for this question, and the names of the linked entities."""
+    reset = np.zeros(graph.size)
+    linked = graph.link(state.question, options.link_concepts)
+    for entity, weight in linked.items():
+        reset[graph.n_chunks + entity] += weight / max(1, int(graph.entity_df[entity]))
+    current = minmax({c.chunk_id: c.score for c in state.candidates})
+    for chunk_id, score in current.items():
+        index = graph.chunk_index.get(chunk_id)
+        if index is not None:
+            reset[index] += options.passage_weight * max(score, 1e-3)
+    mass = graph.ppr(reset, options.damping, options.iterations)[: graph.n_chunks]
+    return mass, [graph.entity_keys[e] for e in linked]
+
+
+@register
+class PPRStage(Stage):
+    name = "ppr"
+    summary = "personalized PageRank over the entity graph, seeded by linked entities and the ranking"
+    Options = PPROptions
+
+    def run(self, state: QueryState) -> None:
+        o = self.options
+        t0 = time.perf_counter()
+        from wikigr.graph.index import EdgeWeights
+
+        graph = entity_graph(state.ctx, EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact))
+        load_ms = (time.perf_counter() - t0) * 1000
+        if graph.empty:
+            raise Skip("the pack has no entity graph (build it without --no-graph)")
+        if not state.candidates:
+            raise Skip("no candidates to seed from")
+        if o.require_link and not graph.link(state.question, o.link_concepts):
+            # Without a question entity the walk only smooths the ranking over the graph: keep it.
+            raise Skip("the question names no entity of the graph")
+        mass, linked = run_ppr(state, graph, o)
+        top = np.argsort(-mass, kind="stable")[: o.candidates]
+        ppr_scores = {graph.chunk_ids[i]: float(mass[i]) for i in top if mass[i] > 0}
+        by_id = {c.chunk_id: c for c in state.candidates}
+        missing = {cid: s for cid, s in ppr_scores.items() if cid not in by_id}
+        for hit in state.ctx.store.chunk_details(missing):
+            by_id[hit.chunk_id] = Candidate.from_hit(hit, "ppr")
+        scaled = minmax(ppr_scores)
+        before = minmax({c.chunk_id: c.score for c in state.candidates})
+        for chunk_id, candidate in by_id.items():
+            if chunk_id in ppr_scores:
+                candidate.scores["ppr"] = ppr_scores[chunk_id]
+            old = before.get(chunk_id, 0.0)
+            candidate.score = o.weight * scaled.get(chunk_id, 0.0) + (1 - o.weight) * old
+        state.candidates = list(by_id.values())
+        state.sort()
+        state.note(self.name, linked=linked[:20], added=len(missing), graph_load_ms=round(load_ms, 1))

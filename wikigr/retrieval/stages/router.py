@@ -1,0 +1,219 @@
+"""router: classify the question, pick a retrieval strategy, escalate when the context is weak.
+
+Question kinds: ``simple``, ``relation`` (how two named things relate), ``multi_hop`` (a chain:
+"the composer of the opera that ..."), ``global`` (enumerate or summarise: "list all ...", "what
+are the main ...") and ``aggregate`` ("how many ...", "the total ..."). Rules decide offline; with
+Claude available and ``use_llm`` set, Claude classifies (one short call) and the rules are the
+fallback.
+
+Strategies are lists of retrieval stages run on a fresh state:
+
+- ``vector``: vector;
+- ``hybrid``: vector, keyword, title_match;
+- ``graph``: vector, keyword, title_match, ppr;
+- ``graph_paths``: vector, keyword, title_match, ppr, vector_cypher;
+- ``wide``: vector and keyword with 3x the candidates, title_match, ppr, vector_cypher.
+
+Each kind has an escalation ladder (``simple``: vector → hybrid → graph → wide; ``multi_hop`` and
+``relation``: graph → graph_paths → wide; ``global`` and ``aggregate``: wide). When the router runs
+after other retrieval stages (``--enable router``), their ranking is the first attempt. An attempt
+is scored by the mean cosine similarity of its top passages to the question; below ``threshold``
+the router tries the next strategy, and keeps the best attempt seen. The trace records the kind,
+why, and every attempt. Global and aggregate questions get an enumeration-style answer (one item
+per source) and at least ``enumerate_k`` passages.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from wikigr.graph.extract import keyword_entities
+from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register, stage_class
+
+KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
+STRATEGIES: dict[str, list[str]] = {
+    "vector": ["vector"],
+    "hybrid": ["vector", "keyword", "title_match"],
+    "graph": ["vector", "keyword", "title_match", "ppr"],
+    "graph_paths": ["vector", "keyword", "title_match", "ppr", "vector_cypher"],
+    "wide": ["vector", "keyword", "title_match", "ppr", "vector_cypher"],
+}
+LADDERS: dict[str, list[str]] = {
+    "simple": ["vector", "hybrid", "graph", "wide"],
+    "relation": ["graph", "graph_paths", "wide"],
+    "multi_hop": ["graph", "graph_paths", "wide"],
+    "global": ["wide"],
+    "aggregate": ["wide"],
+}
+
+_AGGREGATE = re.compile(r"^\s*(how many|how much)\b|\b(total|average|sum of|number of|count)\b", re.I)
+_GLOBAL = re.compile(
+    r"^\s*(list|enumerate|name all|summari[sz]e|give an overview|overview)\b"
+    r"|\b(all the|every|main (themes|topics|ideas)|what are the (main|key|different|types))\b",
+    re.I,
+)
+_RELATION = re.compile(
+    r"\b(relationship|relation|related|connection|difference|differ|compare|comparison|versus|vs\.?)\b"
+    r"|\bbetween\b.+\band\b",
+    re.I,
+)
+_RELATIVE = re.compile(r"\b(who|which|that|whose|where|when|whom)\b", re.I)
+_NESTED = re.compile(r"\b(of|in|by|for) the \w+ (of|who|which|that|where|whose)\b", re.I)
+_QUESTION_WORDS = {"what", "which", "who", "when", "where", "why", "how", "whose", "list", "name"}
+
+
+def classify(question: str) -> tuple[str, str]:
+    """The question's kind by rules, and the rule that decided."""
+    if _AGGREGATE.search(question):
+        return "aggregate", "counting or totalling words"
+    if _GLOBAL.search(question):
+        return "global", "enumeration or summary words"
+    if _RELATION.search(question):
+        return "relation", "relation or comparison words"
+    body = question.split(None, 1)[1] if len(question.split()) > 1 else ""
+    if _NESTED.search(question) or (len(_RELATIVE.findall(body)) >= 1 and len(question.split()) >= 10):
+        return "multi_hop", "a nested or relative clause"
+    names = {m.key for m in keyword_entities("", question) if m.type != "code"}
+    if len(names - _QUESTION_WORDS) >= 2:
+        return "multi_hop", "several names"
+    return "simple", "no multi-hop, relation, global or aggregate cue"
+
+
+CLASSIFY_SYSTEM = (
+    "Classify the question for a retrieval system. Answer with one word: simple (one fact about one "
+    "thing), relation (how two things relate or compare), multi_hop (needs a chain of facts), "
+    "global (enumerate or summarise many things), or aggregate (count or total)."
+)
+
+
+@dataclass
+class RouterOptions:
+    threshold: float = 0.5  # mean similarity of the top passages below which the router escalates
+    score_top: int = 3  # passages averaged for that score
+    max_attempts: int = 3
+    use_llm: bool = True  # classify with Claude when it is available
+    enumerate_k: int = 10  # passages for global and aggregate questions
+    wide_factor: int = 3  # the wide strategy's candidate multiplier
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.score_top < 1:
+            raise ValueError("max_attempts and score_top must be at least 1")
+
+
+@register
+class RouterStage(Stage):
+    name = "router"
+    summary = "classify the question, route it to a strategy, escalate while the context is weak"
+    Options = RouterOptions
+
+    def __init__(self, options: Any | None = None) -> None:
+        super().__init__(options)
+        self._stages: dict[str, list[Stage]] = {}
+
+    def _strategy(self, name: str) -> list[Stage]:
+        if name not in self._stages:
+            stages = []
+            for stage_name in STRATEGIES[name]:
+                cls = stage_class(stage_name)
+                options = cls.Options()
+                if name == "wide" and hasattr(options, "candidates") and stage_name in ("vector", "keyword"):
+                    options.candidates *= self.options.wide_factor
+                stages.append(cls(options))
+            self._stages[name] = stages
+        return self._stages[name]
+
+    def _classify(self, state: QueryState) -> tuple[str, str]:
+        llm = state.ctx.llm
+        if llm is not None and self.options.use_llm:
+            from wikigr.llm import LLMError
+
+            try:
+                completion = llm.complete(
+                    CLASSIFY_SYSTEM, [{"role": "user", "content": state.question}], max_tokens=10
+                )
+            except LLMError as exc:
+                kind, why = classify(state.question)
+                return kind, f"{why} (Claude failed: {exc})"
+            if state.usage is not None:
+                state.usage.add(completion)
+            answer = completion.text.strip().lower().replace("-", "_")
+            for kind in KINDS:
+                if answer.startswith(kind):
+                    return kind, "Claude"
+            kind, why = classify(state.question)
+            return kind, f"{why} (Claude answered {answer[:20]!r})"
+        return classify(state.question)
+
+    def _score(self, state: QueryState, candidates: list[Candidate]) -> float:
+        top = [c.chunk_id for c in candidates[: self.options.score_top]]
+        if not top:
+            return 0.0
+        vectors = state.ctx.store.chunk_vectors(top)
+        question = state.vector()
+        return float(np.mean([float(np.dot(v, question)) for v in vectors.values()]))
+
+    def _attempt(self, state: QueryState, strategy: str) -> tuple[list[Candidate], dict[str, Any]]:
+        trial = QueryState(
+            question=state.question,
+            ctx=state.ctx,
+            top_k=state.top_k,
+            question_id=state.question_id,
+            queries=list(state.queries),
+            usage=state.usage,
+            _vectors=state._vectors,
+        )
+        start = time.perf_counter()
+        skipped = []
+        for stage in self._strategy(strategy):
+            try:
+                stage.run(trial)
+            except Skip as skip:
+                skipped.append(f"{stage.name}: {skip}")
+        state.confidence = max(state.confidence, trial.confidence)
+        state.facts.extend(f for f in trial.facts if f not in state.facts)
+        score = self._score(state, trial.candidates)
+        entry: dict[str, Any] = {
+            "strategy": strategy,
+            "score": round(score, 4),
+            "ms": round((time.perf_counter() - start) * 1000, 2),
+            "candidates": len(trial.candidates),
+        }
+        if skipped:
+            entry["skipped"] = skipped
+        return trial.candidates, entry
+
+    def run(self, state: QueryState) -> None:
+        o = self.options
+        kind, why = self._classify(state)
+        ladder = list(LADDERS[kind])
+        attempts: list[dict[str, Any]] = []
+        best: tuple[float, list[Candidate]] | None = None
+        if state.candidates:  # the profile's own ranking is the first attempt
+            score = self._score(state, state.candidates)
+            attempts.append({"strategy": "profile", "score": round(score, 4)})
+            best = (score, state.candidates)
+            if score >= o.threshold and kind not in ("global", "aggregate"):
+                ladder = []
+        for strategy in ladder:
+            if len(attempts) >= o.max_attempts:
+                break
+            candidates, entry = self._attempt(state, strategy)
+            attempts.append(entry)
+            if best is None or entry["score"] > best[0]:
+                best = (entry["score"], candidates)
+            if entry["score"] >= o.threshold:
+                break
+        if best is None:
+            raise Skip("no strategy ran")
+        state.candidates = best[1]
+        state.sort()
+        style = "enumeration" if kind in ("global", "aggregate") else "answer"
+        if style == "enumeration":
+            state.top_k = max(state.top_k, o.enumerate_k)
+        chosen = next(a["strategy"] for a in attempts if a["score"] == round(best[0], 4))
+        state.note(self.name, kind=kind, why=why, attempts=attempts, chosen=chosen, answer_style=style)
