@@ -50,7 +50,7 @@ class GraphOptions:
     beta: float = 0.25  # share of chunks (by PageRank over the kNN graph) that get the full extraction
     knn: int = 10  # neighbours per chunk in the skeleton's kNN graph
     synonym_threshold: float = 0.9  # cosine similarity of two entity names for a SYNONYM edge
-    max_synonym_entities: int = 5000  # entity names embedded for synonym detection (most frequent first)
+    max_synonym_entities: int = 1000  # entity names embedded for synonym detection (most frequent first)
     max_cooccur: int = 12  # named entities per chunk that get CO_OCCURS edges (all pairs)
     full_extraction: bool = True  # False: keyword extraction only
 
