@@ -227,7 +227,8 @@ def test_fresh_process_query_json(built_pack: Path) -> None:
         "import sys, runpy; sys.argv = ['wikigr', 'query', sys.argv[1], 'socket timeout', '--json'];\n"
         "from wikigr.cli import run\n"
         "rc = run(sys.argv[1:])\n"
-        "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'spacy', 'scipy') if m in sys.modules]\n"
+        "names = ('torch', 'sentence_transformers', 'transformers', 'spacy', 'scipy')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
         "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)\n"
     )
     proc = subprocess.run(
