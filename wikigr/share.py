@@ -188,7 +188,7 @@ def export_pack(ref: str | Path, out: Path, on_progress: ProgressCallback | None
     The archive holds one folder named after the pack; its ``manifest.json`` lists the sha256 of
     every other file (``files``). The archive is written beside ``out`` and renamed into place."""
     from wikigr.pack.store import Store
-    from wikigr.skill import digest, render_skill
+    from wikigr.skill import pack_skill
 
     progress = on_progress or no_progress
     pack = layout.open_pack(ref)
@@ -204,7 +204,7 @@ def export_pack(ref: str | Path, out: Path, on_progress: ProgressCallback | None
     files = [f for f in files if f != layout.MANIFEST_FILE]
     # The archive's skill names the pack by name: that is how it is queried once installed.
     with Store.open(pack.store_path, read_only=True) as store:
-        skill = render_skill(pack.manifest, digest(store)).encode("utf-8")
+        skill = pack_skill(pack.manifest, store).encode("utf-8")
     hashes: dict[str, str] = {}
     progress(ProgressEvent("checksum", 0, len(files)))
     for i, rel in enumerate(files, 1):
@@ -658,7 +658,7 @@ def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
     """Write ``SKILLS_DIR/<pack>/SKILL.md`` for the installed pack ``ref``, generated from its
     content. A skill folder that wikigr did not write is left alone (a :class:`ShareError`)."""
     from wikigr.pack.store import Store
-    from wikigr.skill import SKILL_FILENAME, digest, render_skill
+    from wikigr.skill import SKILL_FILENAME, pack_skill
 
     pack = layout.open_pack(ref)
     root = (skills_dir or default_skills_dir()).expanduser()
@@ -670,7 +670,7 @@ def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
         raise ShareError(f"skill not registered: {skill_file} exists and was not written by wikigr")
     in_home = pack.path == (layout.packs_home() / pack.name).resolve()
     with Store.open(pack.store_path, read_only=True) as store:
-        text = render_skill(pack.manifest, digest(store), None if in_home else str(pack.path))
+        text = pack_skill(pack.manifest, store, None if in_home else str(pack.path))
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{SKILL_FILENAME}.{uuid.uuid4().hex[:8]}.tmp"
     tmp.write_text(text, encoding="utf-8")

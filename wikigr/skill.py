@@ -68,7 +68,10 @@ def skill_name(pack_name: str) -> str:
 
 
 def digest(store: Store, max_titles: int = 40) -> PackDigest:
-    """Titles (most linked, then longest, first), hosts, categories and headings of a pack."""
+    """Titles (most linked, then longest, first), hosts, categories and headings of a pack
+    (empty for an OpenML pack, which has runs instead of articles)."""
+    if store.kind == "openml":
+        return PackDigest()
     rows = store.rows(
         "MATCH (a:Article) OPTIONAL MATCH (a)<-[l:LINKS_TO]-(:Article) "
         "RETURN a.id, a.title, a.url, a.word_count, count(l) AS indeg "
@@ -221,11 +224,59 @@ The JSON printed on stdout:
 """
 
 
+def render_openml_skill(manifest: Manifest, query_ref: str | None = None) -> str:
+    """The ``SKILL.md`` of an OpenML pack: what its runs cover and how to ask for numbers."""
+    ref = query_ref or manifest.name
+    shell_ref = ref if re.fullmatch(r"[A-Za-z0-9._/~-]+", ref) else json.dumps(ref)
+    stats = manifest.stats
+    description = clean(
+        f"OpenML experiment results pack {manifest.name}: {clean(manifest.description, 500)}. "
+        "Use this skill for questions about how machine-learning algorithms and algorithm families "
+        "perform on datasets and tasks (accuracy, AUC, runtime, medians, best runs): it answers from "
+        "the recorded runs with cited run ids and group counts.",
+        MAX_DESCRIPTION,
+    )
+    return f"""---
+name: {skill_name(manifest.name)}
+description: {yaml_string(description)}
+---
+
+<!-- {MARKER} {__version__} for the pack {clean(manifest.name, 64)}; `wikigr pack update` rewrites it -->
+
+# OpenML pack: {clean(manifest.name, 64)}
+
+{_sentence(clean(manifest.description, 600))}
+It holds {stats.runs:,} runs, built {clean(manifest.created_at, 40)}.
+
+## How to query
+
+```sh
+wikigr query {shell_ref} "Which algorithm family has the highest median accuracy?" --json
+wikigr cypher {shell_ref} "MATCH (r:Run)-[:USED_ALGORITHM]->(a:Algorithm) RETURN a.family, count(*)" --json
+```
+
+(From a clone of wikigr, run `uv run wikigr ...`.) `wikigr cypher` runs read-only Cypher over the
+star schema (Run facts; Algorithm, Dataset, Task, Date dimensions; AlgorithmFamily).
+
+## How to cite
+
+- Every number in the answer comes from a tool result shown in `trace`; `[n]` is `sources[n-1]`
+  (a group, a run or an entity). Cite the run ids, entity names and group counts it gives.
+- Do not add numbers that no tool returned.
+"""
+
+
+def pack_skill(manifest: Manifest, store: Store, query_ref: str | None = None) -> str:
+    """The ``SKILL.md`` text for any pack kind."""
+    if manifest.source_kind == "openml":
+        return render_openml_skill(manifest, query_ref)
+    return render_skill(manifest, digest(store), query_ref)
+
+
 def write_skill(folder: Path, manifest: Manifest, store_path: Path, query_ref: str | None = None) -> str:
     """Generate the skill of the pack whose store is ``store_path`` and write ``folder/skill.md``."""
     with Store.open(store_path, read_only=True) as store:
-        info = digest(store)
-    text = render_skill(manifest, info, query_ref)
+        text = pack_skill(manifest, store, query_ref)
     (folder / "skill.md").write_text(text, encoding="utf-8")
     return text
 

@@ -233,10 +233,10 @@ def list_(json_out: JsonOpt = False) -> None:
     if not rows:
         out.print(f"No packs in {packs_home()}.", markup=False)
         return
-    table = Table("name", "articles", "chunks", "created", "description")
+    table = Table("name", "kind", "size", "created", "description")
     for row in rows:
         if row["ok"]:
-            cells = [row["name"], row["articles"], row["chunks"], row["created_at"], row["description"]]
+            cells = [row["name"], row["source_kind"], row["size"], row["created_at"], row["description"]]
             table.add_row(*(str(c) for c in cells))
         else:
             table.add_row(str(row["name"]), "-", "-", "-", f"[red]broken: {row['error']}[/]")

@@ -339,14 +339,9 @@ def _describe(star: StarData, origin: str) -> str:
 
 
 def _skill(manifest: Manifest) -> str:
-    return (
-        f"---\nname: {manifest.name}\ndescription: {manifest.description}\n---\n\n"
-        f"# {manifest.name}\n\nOpenML experiment results (runs, algorithms, datasets, tasks). Ask with:\n\n"
-        f'    wikigr query {manifest.name} "Which algorithm family has the highest median accuracy?" --json\n'
-        f'    wikigr cypher {manifest.name} "MATCH (r:Run)-[:USED_ALGORITHM]->(a:Algorithm) '
-        'RETURN a.family, count(*)" --json\n\n'
-        "Every number in an answer comes from a tool result in the `trace`; cite the `sources`.\n"
-    )
+    from wikigr.skill import render_openml_skill
+
+    return render_openml_skill(manifest)
 
 
 def _write_support_files(folder: Path, manifest: Manifest, listing: str) -> None:

@@ -128,6 +128,10 @@ def pack_rows(home: Path | None = None) -> list[dict[str, Any]]:
                 "description": m.description,
                 "articles": m.stats.articles,
                 "chunks": m.stats.chunks,
+                "runs": m.stats.runs,
+                "size": f"{m.stats.runs:,} runs"
+                if m.source_kind == "openml"
+                else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
                 "created_at": m.created_at,
             }
         )
