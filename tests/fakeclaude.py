@@ -37,12 +37,13 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests.httpserver import LoopbackServer, QuietServer
 
 if TYPE_CHECKING:
     from wikigr.llm import AnthropicLLM
@@ -355,18 +356,8 @@ def _estimate_tokens(text: str) -> int:
 # -- the server --------------------------------------------------------------------------------
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    allow_reuse_address = True
-    owner: FakeClaude
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        """Clients that hang up early (timeouts) are expected: stay quiet."""
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: QuietServer
     protocol_version = "HTTP/1.0"
 
     def log_message(self, format: str, *args: object) -> None:
@@ -441,7 +432,7 @@ class _Handler(BaseHTTPRequestHandler):
             return  # the client gave up (timed out), as the test intended
 
 
-class FakeClaude:
+class FakeClaude(LoopbackServer):
     """A threaded fake of ``POST /v1/messages`` on 127.0.0.1 at a free port.
 
     ``api_key`` is the one key it accepts. ``responder`` computes a reply from the request JSON
@@ -449,64 +440,16 @@ class FakeClaude:
     the tracebacks of responders that raised.
     """
 
+    handler = _Handler
+
     def __init__(self, api_key: str = FAKE_API_KEY, responder: Responder | None = None) -> None:
+        super().__init__()
         self.api_key = api_key
         self.responder = responder
         self.errors: list[str] = []
         self._queue: deque[Reply] = deque()
         self._requests: list[ClaudeRequest] = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- life cycle ----------------------------------------------------------------------------
-
-    def start(self) -> FakeClaude:
-        if self._server is not None:
-            return self
-        self._stopping.clear()
-        server = _Server(("127.0.0.1", 0), _Handler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> FakeClaude:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the fake Claude server is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """What to pass as ``base_url`` / ``ANTHROPIC_BASE_URL`` (no trailing ``/v1``)."""
-        return f"http://127.0.0.1:{self.port}"
 
     # -- scripting -----------------------------------------------------------------------------
 

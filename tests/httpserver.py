@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
+from typing import Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
-__all__ = ["LocalServer", "Reply", "Request", "closed_port_url"]
+__all__ = ["LocalServer", "LoopbackServer", "QuietServer", "Reply", "Request", "closed_port_url"]
 
 _CHUNK = 64 * 1024
 
@@ -79,18 +80,77 @@ def closed_port_url(path: str = "/") -> str:
     return f"http://127.0.0.1:{port}{path}"
 
 
-class _Server(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows the test object it serves (``owner``)."""
+
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
-    owner: LocalServer
+    owner: Any
 
     def handle_error(self, request: object, client_address: object) -> None:
         """Clients that hang up early (timeouts, size caps) are expected: stay quiet."""
 
 
+class LoopbackServer:
+    """A server on 127.0.0.1 (a free port) in a background thread, as a context manager.
+    Subclasses set ``handler``, whose ``self.server.owner`` is the subclass instance."""
+
+    handler: ClassVar[type[BaseHTTPRequestHandler]]
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._server: QuietServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = QuietServer(("127.0.0.1", 0), self.handler)
+        server.owner = self
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError(f"the {type(self).__name__} server is not running")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
-    server: _Server
+    server: QuietServer
     protocol_version = "HTTP/1.0"
 
     def log_message(self, format: str, *args: object) -> None:
@@ -148,68 +208,22 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return  # the client gave up, as the test intended
 
 
-class LocalServer:
+class LocalServer(LoopbackServer):
     """A threaded HTTP server on 127.0.0.1 at a free port, serving routes and optionally a tree."""
 
+    handler = _RequestHandler
+
     def __init__(self, root: Path | None = None) -> None:
+        super().__init__()
         self.root = root
         self._routes: dict[str, Handler] = {}
         self._hits: Counter[str] = Counter()
         self._requests: list[Request] = []
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         #: Tracebacks of route handlers that raised (each was answered with a 500).
         self.errors: list[str] = []
 
-    # -- life cycle --------------------------------------------------------------------------
-
-    def start(self) -> LocalServer:
-        if self._server is not None:
-            return self
-        server = _Server(("127.0.0.1", 0), _RequestHandler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is None:
-            return
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = None
-        self._thread = None
-
-    def __enter__(self) -> LocalServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- addresses -----------------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("the server is not running")
-        return int(self._server.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def url(self, path: str = "/") -> str:
         if not path.startswith("/"):
