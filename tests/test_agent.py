@@ -46,6 +46,10 @@ def stage_names(result_trace: dict[str, object]) -> list[str]:
 
 
 def test_profiles_run_their_stages_in_order(pack: Path) -> None:
+    assert PROFILES["max"] == [
+        "multi_query", "vector", "keyword", "title_match", "quality", "dedup", "cross_encoder",
+        "graph_rerank", "multidoc", "gate", "few_shot", "synthesize",
+    ]  # fmt: skip
     for profile, names in PROFILES.items():
         with KnowledgeGraphAgent(pack, profile=profile, llm=None) as agent:
             result = agent.query("How do I set a timeout on a socket?")

@@ -16,53 +16,8 @@ from wikigr import schema
 from wikigr.errors import InvalidPackError, UsageError
 from wikigr.retrieval.stage import Stage, stage_class
 
-PROFILES: dict[str, list[str]] = {
-    "baseline": ["vector", "dedup", "synthesize"],
-    "balanced": [
-        "vector",
-        "keyword",
-        "title_match",
-        "quality",
-        "dedup",
-        "graph_rerank",
-        "multidoc",
-        "gate",
-        "few_shot",
-        "synthesize",
-    ],
-    "max": [
-        "multi_query",
-        "vector",
-        "keyword",
-        "title_match",
-        "quality",
-        "dedup",
-        "cross_encoder",
-        "graph_rerank",
-        "multidoc",
-        "gate",
-        "few_shot",
-        "synthesize",
-    ],
-    "graph": [
-        "vector",
-        "keyword",
-        "title_match",
-        "ppr",
-        "quality",
-        "dedup",
-        "graph_rerank",
-        "multidoc",
-        "gate",
-        "few_shot",
-        "synthesize",
-    ],
-    "routed": ["router", "quality", "dedup", "multidoc", "gate", "few_shot", "synthesize"],
-}
-DEFAULT_PROFILE = "balanced"
-
-# Where a stage enabled on top of a profile goes: before the first stage that comes later in this
-# canonical order.
+# The order stages run in: a profile lists its stages in this order, and a stage enabled on top
+# of a profile goes before the first stage that comes later here.
 CANONICAL_ORDER = [
     "multi_query",
     "vector",
@@ -80,6 +35,32 @@ CANONICAL_ORDER = [
     "few_shot",
     "synthesize",
 ]
+
+
+def _in_order(*names: str) -> list[str]:
+    return sorted(set(names), key=CANONICAL_ORDER.index)
+
+
+BALANCED = [
+    "vector",
+    "keyword",
+    "title_match",
+    "quality",
+    "dedup",
+    "graph_rerank",
+    "multidoc",
+    "gate",
+    "few_shot",
+    "synthesize",
+]
+PROFILES: dict[str, list[str]] = {
+    "baseline": ["vector", "dedup", "synthesize"],
+    "balanced": BALANCED,
+    "max": _in_order(*BALANCED, "multi_query", "cross_encoder"),
+    "graph": _in_order(*BALANCED, "ppr"),
+    "routed": ["router", "quality", "dedup", "multidoc", "gate", "few_shot", "synthesize"],
+}
+DEFAULT_PROFILE = "balanced"
 
 
 @dataclass
@@ -116,15 +97,16 @@ def make_options(stage_name: str, values: dict[str, Any]) -> Any:
         raise UsageError(f"{exc} (options of {stage_name}: {known})") from exc
 
 
+def _rank(name: str) -> int:
+    """A stage's place in CANONICAL_ORDER; stages from elsewhere (plugins) go last."""
+    return CANONICAL_ORDER.index(name) if name in CANONICAL_ORDER else len(CANONICAL_ORDER)
+
+
 def _insert(names: list[str], name: str) -> list[str]:
     if name in names:
         return names
-    rank = CANONICAL_ORDER.index(name) if name in CANONICAL_ORDER else len(CANONICAL_ORDER)
     for i, existing in enumerate(names):
-        existing_rank = (
-            CANONICAL_ORDER.index(existing) if existing in CANONICAL_ORDER else len(CANONICAL_ORDER)
-        )
-        if existing_rank > rank:
+        if _rank(existing) > _rank(name):
             return [*names[:i], name, *names[i:]]
     return [*names, name]
 
