@@ -490,6 +490,19 @@ def _recover(target: Path) -> None:
         os.rename(old, target)
 
 
+def fetch_sources(urls: list[str], options: BuildOptions, progress: ProgressCallback) -> list[FetchResult]:
+    """Fetch ``urls`` (results in their order), reporting "fetch" progress as each one finishes."""
+    done = 0
+
+    def on_fetched(result: FetchResult) -> None:
+        nonlocal done
+        done += 1
+        progress(ProgressEvent("fetch", done, len(urls), result.url))
+
+    progress(ProgressEvent("fetch", 0, len(urls)))
+    return fetch_all(urls, options.fetch, on_progress=on_fetched) if urls else []
+
+
 def classify_sources(
     expanded: Sequence[str], prepared: dict[str, _Prepared]
 ) -> tuple[list[_Prepared], list[SourceRecord]]:
@@ -626,15 +639,7 @@ def build_pack(
         to_fetch = [s for s in expanded if s not in prepared]
 
         t0 = time.perf_counter()
-        fetched_done = 0
-
-        def on_fetched(result: FetchResult) -> None:
-            nonlocal fetched_done
-            fetched_done += 1
-            progress(ProgressEvent("fetch", fetched_done, len(to_fetch), result.url))
-
-        progress(ProgressEvent("fetch", 0, len(to_fetch)))
-        results = fetch_all(to_fetch, options.fetch, on_progress=on_fetched) if to_fetch else []
+        results = fetch_sources(to_fetch, options, progress)
         for result in results:
             item = _prepare(result, options)
             prepared[result.url] = item

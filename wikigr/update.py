@@ -47,16 +47,15 @@ from wikigr.build import (
     _write_support_files,
     classify_sources,
     embedding_text,
+    fetch_sources,
     write_documents_pack,
 )
-from wikigr.documents import FetchResult
 from wikigr.embed import get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, SourceRecord
 from wikigr.pack.store import Store
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
-from wikigr.sources.fetch import fetch_all
 from wikigr.sources.urls import expand_sources, read_url_list
 
 _AUTO_DESCRIPTION = re.compile(r"^\d+ documents from ")
@@ -211,15 +210,7 @@ def update_pack(
             previous = {r.url: r for r in old.sources if r.status == "ok"}
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
-            done = 0
-
-            def on_fetched(result: FetchResult) -> None:
-                nonlocal done
-                done += 1
-                progress(ProgressEvent("fetch", done, len(expanded), result.url))
-
-            progress(ProgressEvent("fetch", 0, len(expanded)))
-            results = fetch_all(expanded, options.fetch, on_progress=on_fetched)
+            results = fetch_sources(expanded, options, progress)
             seconds["fetch"] = time.perf_counter() - fetch_t0
             prepared: dict[str, _Prepared] = {}
             for result in results:
