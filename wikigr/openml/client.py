@@ -270,29 +270,27 @@ class OpenMLClient:
 
     def get_many(self, paths: Sequence[str], on_done: Callable[[], None] | None = None) -> list[Any]:
         """GET several paths, at most ``workers`` at a time; results in order (errors raised)."""
-
-        def one(path: str) -> Any:
-            try:
-                return self.get(path)
-            finally:
-                if on_done is not None:
-                    on_done()
-
-        if len(paths) <= 1 or self.workers == 1:
-            return [one(p) for p in paths]
-        with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            return list(pool.map(one, paths))
+        return self._map(self.get, paths, on_done)
 
     def get_or_error(self, paths: Sequence[str], on_done: Callable[[], None] | None = None) -> list[Any]:
         """Like :meth:`get_many`, but a permanent error for one path is returned, not raised."""
 
-        def one(path: str) -> Any:
+        def get(path: str) -> Any:
             try:
                 return self.get(path)
             except OpenMLError as exc:
                 if exc.status in (404, 412):
                     return exc
                 raise
+
+        return self._map(get, paths, on_done)
+
+    def _map(
+        self, get: Callable[[str], Any], paths: Sequence[str], on_done: Callable[[], None] | None
+    ) -> list[Any]:
+        def one(path: str) -> Any:
+            try:
+                return get(path)
             finally:
                 if on_done is not None:
                     on_done()
