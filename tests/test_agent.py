@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakeclaude import FakeClaude, cite_all, make_llm
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import build_pack
 from wikigr.errors import InvalidPackError, UsageError
@@ -155,7 +156,9 @@ def test_graph_rerank_and_multidoc_use_the_links(pack: Path) -> None:
     assert stages["multidoc"]["detail"]["added"] == len(related)
 
 
-def test_few_shot_never_uses_the_question_being_asked(pack: Path, tmp_path: Path) -> None:
+def test_few_shot_never_uses_the_question_being_asked(
+    pack: Path, tmp_path: Path, fake_claude: FakeClaude, wikigr_home: Path
+) -> None:
     copy = tmp_path / "net"
     shutil.copytree(pack, copy)
     rows = [
@@ -165,11 +168,22 @@ def test_few_shot_never_uses_the_question_being_asked(pack: Path, tmp_path: Path
         {"id": "q4", "question": "What encrypts a socket?", "ground_truth": "ssl"},
     ]
     (copy / "eval" / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    with KnowledgeGraphAgent(copy, llm=None, options={"few_shot": {"n": 2}}) as agent:
+    fake_claude.respond_with(cite_all)
+    with (
+        make_llm(fake_claude) as llm,
+        KnowledgeGraphAgent(copy, llm=llm, options={"few_shot": {"n": 2}}) as agent,
+    ):
         result = agent.query("How do I set a socket timeout?", question_id="q2")
     detail = next(s for s in result.trace["stages"] if s["stage"] == "few_shot")["detail"]
     assert "q1" not in detail["examples"] and "q2" not in detail["examples"]
     assert detail["examples"][0] == "q4"
+    assert "Example question: What encrypts a socket?" in fake_claude.last.prompt
+    # The question file's vectors are cached for the next process; without Claude nothing is done.
+    assert list((wikigr_home / "cache" / "embeddings" / "questions").glob("*.npy"))
+    with KnowledgeGraphAgent(copy, llm=None) as agent:
+        offline = agent.query("How do I set a socket timeout?")
+    few_shot = next(s for s in offline.trace["stages"] if s["stage"] == "few_shot")
+    assert few_shot["skipped"].startswith("no Claude API key")
 
 
 def test_cross_encoder_is_skipped_with_a_reason_when_no_model(pack: Path) -> None:

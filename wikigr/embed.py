@@ -11,6 +11,8 @@ A pack records its embedder's name; a query always embeds with that embedder, an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -135,3 +137,71 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
 
 def default_embedder_name() -> str:
     return os.environ.get("WIKIGR_EMBEDDER", DEFAULT_EMBEDDER)
+
+
+class EmbeddingCache:
+    """Vectors of texts embedded before, kept in a folder of the wikigr home (``EMBEDDER.npy`` and
+    ``.keys.json``: sha256 of the text -> row), so that a rebuild or a new process embeds only the
+    texts it has not seen. Written atomically; at most ``MAX`` vectors; a cache that cannot be read
+    or written only costs time."""
+
+    MAX = 200_000
+
+    def __init__(self, root: Path, embedder: Embedder) -> None:
+        safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in embedder.name)
+        self.vectors_file = root / f"{safe}.npy"
+        self.keys_file = root / f"{safe}.keys.json"
+        self.dimension = embedder.dimension
+        self.keys: list[str] = []
+        self.vectors = np.zeros((0, self.dimension), np.float32)
+        try:
+            keys = json.loads(self.keys_file.read_text(encoding="utf-8"))
+            vectors = np.load(self.vectors_file)
+            if isinstance(keys, list) and vectors.shape == (len(keys), self.dimension):
+                self.keys, self.vectors = [str(k) for k in keys], vectors.astype(np.float32)
+        except (OSError, ValueError):
+            pass
+        self.index = {k: i for i, k in enumerate(self.keys)}
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get(self, texts: list[str]) -> dict[str, np.ndarray]:
+        found = {}
+        for text in texts:
+            row = self.index.get(self.key(text))
+            if row is not None:
+                found[text] = self.vectors[row]
+        return found
+
+    def add(self, texts: list[str], vectors: np.ndarray) -> None:
+        if not texts:
+            return
+        keys = self.keys + [self.key(t) for t in texts]
+        matrix = np.vstack([self.vectors, vectors.astype(np.float32)])[-self.MAX :]
+        keys = keys[-self.MAX :]
+        try:
+            self.vectors_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.vectors_file.with_suffix(f".{os.getpid()}.tmp.npy")
+            np.save(tmp, matrix)
+            os.replace(tmp, self.vectors_file)
+            tmp_keys = self.keys_file.with_suffix(f".{os.getpid()}.tmp")
+            tmp_keys.write_text(json.dumps(keys), encoding="utf-8")
+            os.replace(tmp_keys, self.keys_file)
+        except OSError:
+            return  # a cache that cannot be written only costs time
+
+
+def embed_cached(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None = None) -> np.ndarray:
+    """Embed each distinct text once (texts the cache knows are not embedded again)."""
+    if not texts:
+        return np.zeros((0, embedder.dimension), np.float32)
+    unique = list(dict.fromkeys(texts))
+    known = cache.get(unique) if cache is not None else {}
+    missing = [t for t in unique if t not in known]
+    fresh = embedder.embed(missing) if missing else np.zeros((0, embedder.dimension), np.float32)
+    if cache is not None:
+        cache.add(missing, fresh)
+    vectors = {**known, **dict(zip(missing, fresh, strict=True))}
+    return np.vstack([vectors[t] for t in texts]).astype(np.float32)

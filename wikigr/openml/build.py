@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import time
 from collections.abc import Sequence
@@ -23,7 +22,7 @@ import pyarrow as pa
 
 from wikigr import __version__
 from wikigr.build import _build_lock, _keep_user_files, _recover, _swap_in
-from wikigr.embed import Embedder, default_embedder_name, get_embedder
+from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.openml.exports import ImportReport, import_exports
 from wikigr.openml.families import FAMILIES
@@ -77,73 +76,6 @@ def _float_array(values: list[Any]) -> pa.Array:
     return pa.array(values, type=pa.float64())
 
 
-class EmbeddingCache:
-    """Vectors of dimension descriptions embedded by earlier builds, kept in the wikigr home
-    (``cache/embeddings/EMBEDDER.npy`` and ``.keys.json``: sha256 of the text -> row). A rebuild
-    embeds only the descriptions it has not seen. Written atomically; at most ``MAX`` vectors."""
-
-    MAX = 200_000
-
-    def __init__(self, root: Path, embedder: Embedder) -> None:
-        safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in embedder.name)
-        self.vectors_file = root / f"{safe}.npy"
-        self.keys_file = root / f"{safe}.keys.json"
-        self.dimension = embedder.dimension
-        self.keys: list[str] = []
-        self.vectors = np.zeros((0, self.dimension), np.float32)
-        try:
-            keys = json.loads(self.keys_file.read_text(encoding="utf-8"))
-            vectors = np.load(self.vectors_file)
-            if isinstance(keys, list) and vectors.shape == (len(keys), self.dimension):
-                self.keys, self.vectors = [str(k) for k in keys], vectors.astype(np.float32)
-        except (OSError, ValueError):
-            pass
-        self.index = {k: i for i, k in enumerate(self.keys)}
-
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def get(self, texts: list[str]) -> dict[str, np.ndarray]:
-        found = {}
-        for text in texts:
-            row = self.index.get(self.key(text))
-            if row is not None:
-                found[text] = self.vectors[row]
-        return found
-
-    def add(self, texts: list[str], vectors: np.ndarray) -> None:
-        if not texts:
-            return
-        keys = self.keys + [self.key(t) for t in texts]
-        matrix = np.vstack([self.vectors, vectors.astype(np.float32)])[-self.MAX :]
-        keys = keys[-self.MAX :]
-        try:
-            self.vectors_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.vectors_file.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, matrix)
-            os.replace(tmp, self.vectors_file)
-            tmp_keys = self.keys_file.with_suffix(f".{os.getpid()}.tmp")
-            tmp_keys.write_text(json.dumps(keys), encoding="utf-8")
-            os.replace(tmp_keys, self.keys_file)
-        except OSError:
-            return  # a cache that cannot be written only costs time
-
-
-def _embed_texts(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None = None) -> np.ndarray:
-    """Embed each distinct text once (texts the cache knows are not embedded again)."""
-    if not texts:
-        return np.zeros((0, embedder.dimension), np.float32)
-    unique = list(dict.fromkeys(texts))
-    known = cache.get(unique) if cache is not None else {}
-    missing = [t for t in unique if t not in known]
-    fresh = embedder.embed(missing) if missing else np.zeros((0, embedder.dimension), np.float32)
-    if cache is not None:
-        cache.add(missing, fresh)
-    vectors = {**known, **dict(zip(missing, fresh, strict=True))}
-    return np.vstack([vectors[t] for t in texts]).astype(np.float32)
-
-
 def write_star(
     path: Path,
     star: StarData,
@@ -172,7 +104,7 @@ def write_star(
     progress(ProgressEvent("embed", 0, len(texts)))
     started = time.perf_counter()
     cache = EmbeddingCache(layout.wikigr_home() / "cache" / "embeddings", embedder) if use_cache else None
-    vectors = _embed_texts(embedder, texts, cache)
+    vectors = embed_cached(embedder, texts, cache)
     timings["embed"] = time.perf_counter() - started
     progress(ProgressEvent("embed", len(texts), len(texts)))
     started = time.perf_counter()

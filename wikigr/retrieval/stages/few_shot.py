@@ -52,11 +52,19 @@ class FewShotStage(Stage):
                         examples.append(Example(str(row.get("id", f"line-{number}")), question, answer))
                     if len(examples) >= self.options.max_pool:
                         break
-            vectors = state.ctx.embedder.embed([e.question for e in examples])
+            # Questions embedded by an earlier process are reused: a fresh `wikigr query` does not
+            # embed the whole question file again.
+            from wikigr.embed import EmbeddingCache, embed_cached
+            from wikigr.pack.pack import wikigr_home
+
+            cache = EmbeddingCache(wikigr_home() / "cache" / "embeddings" / "questions", state.ctx.embedder)
+            vectors = embed_cached(state.ctx.embedder, [e.question for e in examples], cache)
             self._pool = (examples, vectors)
         return self._pool
 
     def run(self, state: QueryState) -> None:
+        if state.ctx.llm is None:
+            raise Skip("no Claude API key: examples only guide Claude's answer")
         examples, vectors = self._load(state)
         asked = _norm(state.question)
         allowed = [
