@@ -11,7 +11,7 @@ from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 class MultidocOptions:
     seeds: int = 3  # top articles to expand from
     max_added: int = 3  # related passages added at most
-    min_similarity: float = 0.45  # a related passage must be at least this close to the question
+    min_similarity: float = 0.35  # a related passage must be at least this close to the question
 
 
 @register
