@@ -326,3 +326,41 @@ def test_cli_create_no_graph_and_pack_graph(capsys: pytest.CaptureFixture[str], 
     assert code == 0
     assert info["store_stats"]["entities"] == report["entities"]
     assert info["store_stats"]["relations"] == report["relations"]
+
+
+def test_home_edges_lead_a_name_to_its_own_page() -> None:
+    # Chunk "seed" names "Bridge"; four chunks mention Bridge, and one of them is Bridge's own page.
+    from wikigr.graph.index import EdgeWeights, EntityGraph
+
+    chunks = ["seed", "bridge-page", "other-1", "other-2", "other-3"]
+    mentions = [("seed", "seed"), ("seed", "bridge")] + [(c, "bridge") for c in chunks[1:]]
+    homes = [("seed", "seed"), ("bridge-page", "bridge")]
+
+    def mass(home: float) -> dict[str, float]:
+        graph = EntityGraph(
+            chunks, ["bridge", "seed"], ["name", "title"], mentions, [], EdgeWeights(home=home), homes=homes
+        )
+        reset = np.zeros(graph.size)
+        reset[graph.n_chunks + graph.entity_index["seed"]] = 1.0
+        rank = graph.ppr(reset, damping=0.85)
+        return {c: float(rank[graph.chunk_index[c]]) for c in chunks}
+
+    flat, homed = mass(0.0), mass(1.0)
+    assert flat["bridge-page"] == pytest.approx(
+        flat["other-1"]
+    )  # without home edges: one mention like any other
+    assert (
+        homed["bridge-page"] > 2 * homed["other-1"]
+    )  # with them: the page about Bridge gets most of its mass
+
+
+def test_entity_graph_loads_home_edges_from_article_titles(graph_pack: Path) -> None:
+    from wikigr.graph.index import EdgeWeights, EntityGraph
+
+    with open_store(graph_pack / "pack.db", read_only=True) as store:
+        homed = EntityGraph.load(store, EdgeWeights(home=1.0))
+        flat = EntityGraph.load(store, EdgeWeights(home=0.0))
+        [page] = [c for c, title in store.chunk_titles() if title == "Adolescence"]
+    entity, chunk = homed.n_chunks + homed.entity_index["adolescence"], homed.chunk_index[page]
+    # The transition from the entity to its page: more than a plain mention gives it.
+    assert homed.transition[chunk, entity] > flat.transition[chunk, entity]

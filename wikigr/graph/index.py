@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from wikigr.graph.extract import CONCEPT, STOP_NAMES, normalize
+from wikigr.graph.extract import CONCEPT, STOP_NAMES, normalize, title_name
 
 if TYPE_CHECKING:
     from wikigr.pack.store import Store
@@ -31,6 +31,7 @@ class EdgeWeights:
     """Edge weights of the PPR graph, by kind."""
 
     mention: float = 1.0  # chunk -- entity
+    home: float = 0.0  # chunk -- the entity its article's title names, times the entity's df
     cooccur: float = 0.0  # entity -- entity, per co-occurring chunk (capped at 3)
     synonym: float = 1.0  # entity -- entity, times the similarity
     fact: float = 1.0  # entity -- entity, per fact
@@ -48,6 +49,7 @@ class EntityGraph:
         relations: Sequence[tuple[str, str, str, float]],
         weights: EdgeWeights | None = None,
         max_ngram: int = 8,
+        homes: Sequence[tuple[str, str]] = (),
     ) -> None:
         weights = weights or EdgeWeights()
         self.chunk_ids = list(chunk_ids)
@@ -67,6 +69,16 @@ class EntityGraph:
                 rows.append(c)
                 cols.append(self.n_chunks + e)
                 vals.append(weights.mention)
+        df: dict[int, int] = {}
+        for c in cols:
+            df[c] = df.get(c, 0) + 1
+        if weights.home > 0:
+            for chunk_id, key in homes:
+                c, e = self.chunk_index.get(chunk_id), self.entity_index.get(key)
+                if c is not None and e is not None:
+                    rows.append(c)
+                    cols.append(self.n_chunks + e)
+                    vals.append(weights.home * df.get(self.n_chunks + e, 1))
         self.relations = 0
         for a, b, kind, weight in relations:
             i, j = self.entity_index.get(a), self.entity_index.get(b)
@@ -103,6 +115,12 @@ class EntityGraph:
     def load(cls, store: Store, weights: EdgeWeights | None = None) -> EntityGraph:
         weights = weights or EdgeWeights()
         entities = store.entities()
+        homes: list[tuple[str, str]] = []
+        if weights.home > 0:
+            for chunk_id, title in store.chunk_titles():
+                key = normalize(title_name(title))
+                if key:
+                    homes.append((chunk_id, key))
         skip = [CO_OCCURS] if weights.cooccur == 0 else []  # the bulk of the relations: load only if used
         return cls(
             store.chunk_ids(),
@@ -111,6 +129,7 @@ class EntityGraph:
             store.entity_mentions(),
             store.entity_relations(skip),
             weights,
+            homes=homes,
         )
 
     @property

@@ -524,6 +524,13 @@ class Store:
         table = self._run(query, params).get_as_arrow()
         return [table.column(i).to_pylist() for i in range(table.num_columns)]
 
+    def chunk_titles(self) -> list[tuple[str, str]]:
+        """Every chunk as (chunk id, its article's title)."""
+        chunks, titles = self._columns(
+            "MATCH (a:Article)-[:HAS_SECTION]->(:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, a.title"
+        )
+        return list(zip(chunks, titles, strict=True))
+
     def entities(self) -> list[tuple[str, str]]:
         """Every entity as (id, type), in id order."""
         ids, types = self._columns("MATCH (e:Entity) RETURN e.id, e.type ORDER BY e.id")

@@ -39,11 +39,12 @@ def entity_graph(ctx: Context, weights: EdgeWeights) -> EntityGraph:
 
 @dataclass
 class PPROptions:
-    damping: float = 0.5  # probability of following an edge (1 - damping: back to the seeds)
+    damping: float = 0.85  # probability of following an edge (1 - damping: back to the seeds)
     passage_weight: float = 0.05  # weight of the ranking so far in the reset, relative to entities
     candidates: int = 30  # chunks taken from the PageRank ranking
     weight: float = 1.0  # PageRank's share of the final score; the ranking so far weighs 1 - weight
     cooccur: float = 0.0  # edge weights by kind (see wikigr/graph/index.py)
+    home: float = 1.0
     synonym: float = 1.0
     fact: float = 1.0
     iterations: int = 30
@@ -85,7 +86,8 @@ class PPRStage(Stage):
         t0 = time.perf_counter()
         from wikigr.graph.index import EdgeWeights
 
-        graph = entity_graph(state.ctx, EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact))
+        weights = EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact, home=o.home)
+        graph = entity_graph(state.ctx, weights)
         load_ms = (time.perf_counter() - t0) * 1000
         if graph.empty:
             raise Skip("the pack has no entity graph (build it without --no-graph)")
