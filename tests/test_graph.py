@@ -364,3 +364,57 @@ def test_entity_graph_loads_home_edges_from_article_titles(graph_pack: Path) -> 
     entity, chunk = homed.n_chunks + homed.entity_index["adolescence"], homed.chunk_index[page]
     # The transition from the entity to its page: more than a plain mention gives it.
     assert homed.transition[chunk, entity] > flat.transition[chunk, entity]
+
+
+def test_entity_names_have_vectors_in_the_store(graph_pack: Path) -> None:
+    with open_store(graph_pack / "pack.db", read_only=True) as store:
+        loaded = store.entity_vectors()
+        types = dict(store.entities())
+    assert loaded is not None
+    ids, vectors = loaded
+    assert "adolescence" in ids  # an article's title
+    assert "american psychological association" in ids  # named by two chunks
+    assert all(types[i] != "concept" for i in ids)  # noun phrases are not linked by meaning
+    assert vectors.shape == (len(ids), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+
+
+def test_ppr_links_a_misspelt_name_by_meaning(graph_pack: Path) -> None:
+    # "Integrations" is not a name of the graph: no exact match, but the nearest name in meaning.
+    question = (
+        "Who was the first president of the association which published "
+        "Journal of Psychotherapy Integrations?"
+    )
+    with KnowledgeGraphAgent(graph_pack, profile="graph", llm=None, top_k=3) as agent:
+        result = agent.query(question)
+    [ppr] = [s for s in result.trace["stages"] if s["stage"] == "ppr"]
+    assert ppr["detail"]["linked"] == ["journal of psychotherapy integration"]
+    assert ppr["detail"]["linked_by_meaning"] == 1
+    assert {s.title for s in result.sources[:2]} == {"Journal of Psychotherapy Integration", "Adolescence"}
+    off = {"ppr": {"link_threshold": 1.0}}  # exact matches only: the question names nothing
+    with KnowledgeGraphAgent(graph_pack, profile="graph", llm=None, top_k=3, options=off) as agent:
+        [ppr] = [s for s in agent.query(question).trace["stages"] if s["stage"] == "ppr"]
+    assert "names no entity" in ppr["skipped"]
+
+
+def test_pack_graph_upgrades_a_store_without_entity_vectors(graph_pack: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from wikigr.graph.pack import rebuild_graph
+
+    old = tmp_path / "old"
+    shutil.copytree(graph_pack, old)
+    with open_store(old / "pack.db", read_only=False) as store:
+        store.rows("ALTER TABLE Entity DROP embedding")  # as packs were written before entity vectors
+        assert store.entity_vectors() is None
+    question = (
+        "Who was the first president of the association which published Journal of Psychotherapy Integration?"
+    )
+    with KnowledgeGraphAgent(old, profile="graph", llm=None, top_k=3) as agent:
+        [ppr] = [s for s in agent.query(question).trace["stages"] if s["stage"] == "ppr"]
+    assert ppr["detail"]["linked_by_meaning"] == "no entity vectors in this pack"  # exact linking still runs
+    report = rebuild_graph(old)
+    assert report.entity_vectors > 0
+    with open_store(old / "pack.db", read_only=True) as store:
+        loaded = store.entity_vectors()
+    assert loaded is not None and "adolescence" in loaded[0]

@@ -455,7 +455,7 @@ def _write_store(
         if graph is not None:
             from wikigr.graph.pack import copy_graph
 
-            copy_graph(store, graph)
+            copy_graph(store, graph, dim)
         store.build_vector_index()
         stats = store.stats()
         stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0

@@ -50,7 +50,8 @@ class GraphOptions:
     beta: float = 0.25  # share of chunks (by PageRank over the kNN graph) that get the full extraction
     knn: int = 10  # neighbours per chunk in the skeleton's kNN graph
     synonym_threshold: float = 0.9  # cosine similarity of two entity names for a SYNONYM edge
-    max_synonym_entities: int = 1000  # entity names embedded for synonym detection (most frequent first)
+    max_entity_vectors: int = 20000  # linkable names embedded (most frequent first; see build_graph)
+    max_synonym_entities: int = 1000  # of those, the names compared for synonyms
     max_cooccur: int = 12  # named entities per chunk that get CO_OCCURS edges (all pairs)
     full_extraction: bool = True  # False: keyword extraction only
 
@@ -61,6 +62,7 @@ class GraphReport:
     facts: int = 0
     relations: int = 0
     mentions: int = 0  # HAS_ENTITY edges
+    entity_vectors: int = 0  # entity names embedded (for linking questions to entities by meaning)
     skeleton_chunks: int = 0
     extractor: str = "keywords"
     llm_calls: int = 0
@@ -119,12 +121,9 @@ def _common_words(chunks: Sequence[ChunkRecord], per_chunk: list[list[Mention]])
     return {k for k, n in as_name.items() if as_word.get(k, 0) >= n}
 
 
-def _synonyms(
-    keys: list[str], names: list[str], embed: Callable[[list[str]], np.ndarray], threshold: float
-) -> list[tuple[str, str, float]]:
+def _synonyms(keys: list[str], vectors: np.ndarray, threshold: float) -> list[tuple[str, str, float]]:
     if len(keys) < 2:
         return []
-    vectors = np.asarray(embed(names), dtype=np.float32)
     pairs: list[tuple[str, str, float]] = []
     block = 2048
     for start in range(0, len(keys), block):
@@ -147,7 +146,10 @@ def build_graph(
     """The graph tables of ``chunks`` (with their embeddings ``vectors``).
 
     ``extractor`` runs on the skeleton; None uses spaCy when it is installed (else keywords only).
-    ``embed`` embeds entity names for synonym edges (None: no synonym edges).
+    ``embed`` embeds the names of the *linkable* entities — named (not noun phrases) and either
+    an article's title, or mentioned by two chunks or more (the ones a walk can go through or end
+    at), or among the ``max_synonym_entities`` most frequent — for the ppr stage's embedding match
+    and for synonym edges (None: neither).
     """
     options = options or GraphOptions()
     report = GraphReport()
@@ -155,6 +157,7 @@ def build_graph(
     per_chunk: list[list[Mention]] = [keyword_entities(c.title, c.text) for c in chunks]
     common = _common_words(chunks, per_chunk)
     per_chunk = [[m for m in mentions if m.key not in common] for mentions in per_chunk]
+    title_keys = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}
     report.seconds["keywords"] = time.perf_counter() - t0
 
     facts_of: dict[int, list[FactTriple]] = {}
@@ -231,15 +234,27 @@ def build_graph(
                 relations[pair] = relations.get(pair, 0.0) + 1.0
     report.seconds["merge"] = time.perf_counter() - t0
 
+    vector_of: dict[str, np.ndarray] = {}
     if embed is not None:
         t0 = time.perf_counter()
-        candidates = sorted(
+        named = sorted(
             (k for k, (_, kind) in entities.items() if kind != CONCEPT), key=lambda k: (-frequency[k], k)
-        )[: options.max_synonym_entities]
-        names = [entities[k][0] for k in candidates]
-        for a, b, sim in _synonyms(candidates, names, embed, options.synonym_threshold):
-            relations[(a, b, SYNONYM)] = sim
-        report.seconds["synonyms"] = time.perf_counter() - t0
+        )
+        synonym_keys = named[: options.max_synonym_entities]
+        frequent = set(synonym_keys)
+        linkable = [k for k in named if k in frequent or frequency[k] >= 2 or k in title_keys]
+        linkable = linkable[: options.max_entity_vectors]
+        if linkable:
+            vectors_ = np.asarray(embed([entities[k][0] for k in linkable]), dtype=np.float32)
+            vector_of = dict(zip(linkable, vectors_, strict=True))
+            report.seconds["entity_vectors"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            keys = [k for k in synonym_keys if k in vector_of]
+            matrix = np.asarray([vector_of[k] for k in keys], dtype=np.float32)
+            for a, b, sim in _synonyms(keys, matrix, options.synonym_threshold):
+                relations[(a, b, SYNONYM)] = sim
+            report.seconds["synonyms"] = time.perf_counter() - t0
+        report.entity_vectors = len(vector_of)
 
     tables = GraphTables(
         entity={
@@ -247,6 +262,7 @@ def build_graph(
             "name": [v[0] for v in entities.values()],
             "type": [v[1] for v in entities.values()],
             "description": [""] * len(entities),
+            "embedding": [vector_of.get(k) for k in entities],
         },
         fact=fact_cols,
         has_entity=has_entity,

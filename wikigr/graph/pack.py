@@ -20,9 +20,17 @@ RELATION_SCHEMA = pa.schema(
 )
 
 
-def copy_graph(store: Store, graph: GraphTables) -> None:
+def copy_graph(store: Store, graph: GraphTables, dim: int) -> None:
     """Bulk-load the graph tables into a store whose graph tables are empty."""
-    store.copy("Entity", pa.table(graph.entity))
+    vectors = graph.entity["embedding"]
+    entity = {
+        **graph.entity,
+        "embedding": pa.array(
+            [None if v is None else np.asarray(v, dtype=np.float32) for v in vectors],
+            type=pa.list_(pa.float32(), dim),
+        ),
+    }
+    store.copy("Entity", pa.table(entity))
     store.copy("Fact", pa.table(graph.fact))
     store.copy("HAS_ENTITY", pa.table(graph.has_entity))
     store.copy("HAS_FACT", pa.table(graph.has_fact))
@@ -47,8 +55,8 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
             else np.zeros((0, embedder.dimension), np.float32)
         )
         graph, report = build_graph(records, vectors, lambda names: embedder.embed(names), options, extractor)
-        store.clear_graph()
-        copy_graph(store, graph)
+        store.clear_graph(embedder.dimension)
+        copy_graph(store, graph, embedder.dimension)
         stats = store.stats()
     manifest.stats = GraphStats(**stats)
     manifest.dump(path / layout.MANIFEST_FILE)

@@ -192,7 +192,8 @@ def _schema(dim: int) -> list[str]:
         f"level INT64, ord INT64, text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE Chunk(id STRING, article_id STRING, section_id STRING, ord INT64, "
         f"text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, PRIMARY KEY(id))",
+        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
+        f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
         "CREATE NODE TABLE Fact(id STRING, subject STRING, predicate STRING, object STRING, "
         "text STRING, PRIMARY KEY(id))",
         "CREATE NODE TABLE Category(id STRING, name STRING, PRIMARY KEY(id))",
@@ -510,10 +511,29 @@ class Store:
         )
         return [(r[0], r[1], r[2], r[3]) for r in rows]
 
-    def clear_graph(self) -> None:
-        """Delete every entity and fact (and so their edges)."""
+    def clear_graph(self, dim: int) -> None:
+        """Delete every entity and fact (and so their edges). A store written before entities had
+        vectors gets the ``Entity.embedding`` column (FLOAT[dim]) here."""
         self._run("MATCH (e:Entity) DETACH DELETE e")
         self._run("MATCH (f:Fact) DETACH DELETE f")
+        if not self._has_column("Entity", "embedding"):
+            self._run(f"ALTER TABLE Entity ADD embedding FLOAT[{dim}]")
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(row[1] == column for row in self.rows(f"CALL table_info('{table}') RETURN *"))
+
+    def entity_vectors(self) -> tuple[list[str], np.ndarray] | None:
+        """The entities that have a name vector: (ids, an (n, dim) matrix). None when the store
+        predates entity vectors."""
+        if not self._has_column("Entity", "embedding"):
+            return None
+        table = self._run(
+            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id, e.embedding ORDER BY e.id"
+        ).get_as_arrow()
+        ids = table.column(0).to_pylist()
+        column = table.column(1).combine_chunks()
+        flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        return ids, flat.reshape(len(ids), -1) if ids else np.zeros((0, 0), np.float32)
 
     def chunk_ids(self) -> list[str]:
         """Every chunk id, in id order."""

@@ -49,6 +49,7 @@ class PPROptions:
     fact: float = 1.0
     iterations: int = 30
     link_concepts: bool = False  # link the question to noun phrases too, not only to names
+    link_threshold: float = 0.9  # embedding match: least cosine similarity of a question span to a name
     require_link: bool = True  # skip (keep the ranking so far) when the question names no entity
 
     def __post_init__(self) -> None:
@@ -60,10 +61,36 @@ class PPROptions:
             raise ValueError("candidates must be at least 1")
 
 
-def run_ppr(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple[np.ndarray, list[str]]:
-    """PageRank mass of every chunk for this question, and the names of the linked entities."""
-    reset = np.zeros(graph.size)
+def link_question(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple[dict[int, float], int]:
+    """The entities the question names: exact matches of its word n-grams (weight 1), then, for
+    the name spans of the question (of two words or more: one word is too little to embed) that
+    matched nothing exactly, the entity nearest in meaning
+    (weight: the similarity, when at least ``link_threshold``). Returns them and the number of
+    embedding matches."""
+    from wikigr.graph.extract import CODE, keyword_entities
+
     linked = graph.link(state.question, options.link_concepts)
+    by_meaning = 0
+    if graph.has_vectors and options.link_threshold < 1.0:
+        spans = [
+            m.name
+            for m in keyword_entities("", state.question)
+            if m.type != CODE and " " in m.key and graph.entity_index.get(m.key) not in linked
+        ]
+        if spans:
+            nearest = graph.link_by_meaning(state.ctx.embedder.embed(spans), options.link_threshold)
+            for entity, sim in nearest.items():
+                if entity not in linked:
+                    linked[entity] = sim
+                    by_meaning += 1
+    return linked, by_meaning
+
+
+def run_ppr(
+    state: QueryState, graph: EntityGraph, options: PPROptions, linked: dict[int, float]
+) -> np.ndarray:
+    """PageRank mass of every chunk for this question, seeded by the ``linked`` entities."""
+    reset = np.zeros(graph.size)
     for entity, weight in linked.items():
         reset[graph.n_chunks + entity] += weight / max(1, int(graph.entity_df[entity]))
     current = minmax({c.chunk_id: c.score for c in state.candidates})
@@ -71,8 +98,8 @@ def run_ppr(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple
         index = graph.chunk_index.get(chunk_id)
         if index is not None:
             reset[index] += options.passage_weight * max(score, 1e-3)
-    mass = graph.ppr(reset, options.damping, options.iterations)[: graph.n_chunks]
-    return mass, [graph.entity_keys[e] for e in linked]
+    mass: np.ndarray = graph.ppr(reset, options.damping, options.iterations)[: graph.n_chunks]
+    return mass
 
 
 @register
@@ -93,10 +120,11 @@ class PPRStage(Stage):
             raise Skip("the pack has no entity graph (build it without --no-graph)")
         if not state.candidates:
             raise Skip("no candidates to seed from")
-        if o.require_link and not graph.link(state.question, o.link_concepts):
+        linked, by_meaning = link_question(state, graph, o)
+        if o.require_link and not linked:
             # Without a question entity the walk only smooths the ranking over the graph: keep it.
             raise Skip("the question names no entity of the graph")
-        mass, linked = run_ppr(state, graph, o)
+        mass = run_ppr(state, graph, o, linked)
         top = np.argsort(-mass, kind="stable")[: o.candidates]
         ppr_scores = {graph.chunk_ids[i]: float(mass[i]) for i in top if mass[i] > 0}
         by_id = {c.chunk_id: c for c in state.candidates}
@@ -112,4 +140,10 @@ class PPRStage(Stage):
             candidate.score = o.weight * scaled.get(chunk_id, 0.0) + (1 - o.weight) * old
         state.candidates = list(by_id.values())
         state.sort()
-        state.note(self.name, linked=linked[:20], added=len(missing), graph_load_ms=round(load_ms, 1))
+        state.note(
+            self.name,
+            linked=[graph.entity_keys[e] for e in linked][:20],
+            linked_by_meaning=by_meaning if graph.has_vectors else "no entity vectors in this pack",
+            added=len(missing),
+            graph_load_ms=round(load_ms, 1),
+        )
