@@ -222,7 +222,7 @@ def test_router_rules(question: str, kind: str) -> None:
 
 def test_router_escalates_and_keeps_the_best_attempt(graph_pack: Path) -> None:
     # An unreachable threshold: every rung of the simple ladder is tried, the best one is kept.
-    options = {"router": {"threshold": 1.01, "max_attempts": 4}}
+    options = {"router": {"score": "similarity", "threshold": 1.01, "max_attempts": 4}}
     with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, options=options) as agent:
         result = agent.query("When was the American Physical Society founded?")
     [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
@@ -239,6 +239,21 @@ def test_router_escalates_and_keeps_the_best_attempt(graph_pack: Path) -> None:
         result = agent.query("When was the American Physical Society founded?")
     [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
     assert [a["strategy"] for a in entry["detail"]["attempts"]] == ["vector"]
+
+
+def test_router_scores_attempts_by_how_much_of_the_question_they_cover(graph_pack: Path) -> None:
+    # The default score: the share of the question's content words found in the top passages.
+    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None) as agent:
+        covered = agent.query("When was the American Physical Society founded?")
+        uncovered = agent.query("When was the American Physical Society founded in Atlantis?")
+    [entry] = [s for s in covered.trace["stages"] if s["stage"] == "router"]
+    assert entry["detail"]["attempts"] == [entry["detail"]["attempts"][0]]  # all covered: no escalation
+    assert entry["detail"]["attempts"][0]["score"] == 1.0
+    [entry] = [s for s in uncovered.trace["stages"] if s["stage"] == "router"]
+    attempts = entry["detail"]["attempts"]
+    assert len(attempts) == 3  # "atlantis" is in no passage: it escalates up to max_attempts
+    assert all(a["score"] == 0.8 for a in attempts)  # 4 of the 5 words, on every rung
+    assert entry["detail"]["chosen"] == attempts[0]["strategy"]  # on a tie the first (cheapest) one is kept
 
 
 def test_router_answers_global_questions_as_an_enumeration(graph_pack: Path) -> None:

@@ -91,10 +91,20 @@ CLASSIFY_SYSTEM = (
 )
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _content_words(text: str) -> set[str]:
+    from wikigr.graph.extract import STOP_NAMES
+
+    return {w for w in _WORD.findall(text.casefold()) if w not in STOP_NAMES and len(w) > 1}
+
+
 @dataclass
 class RouterOptions:
-    threshold: float = 0.5  # mean similarity of the top passages below which the router escalates
-    score_top: int = 3  # passages averaged for that score
+    score: str = "coverage"  # how an attempt is scored: "coverage" or "similarity"
+    threshold: float = 1.0  # the score of an attempt below which the router escalates
+    score_top: int = 5  # passages scored
     max_attempts: int = 3
     use_llm: bool = True  # classify with Claude when it is available
     enumerate_k: int = 10  # passages for global and aggregate questions
@@ -103,6 +113,8 @@ class RouterOptions:
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.score_top < 1:
             raise ValueError("max_attempts and score_top must be at least 1")
+        if self.score not in ("coverage", "similarity"):
+            raise ValueError("score must be 'coverage' or 'similarity'")
 
 
 @register
@@ -153,6 +165,12 @@ class RouterStage(Stage):
         top = [c.chunk_id for c in candidates[: self.options.score_top]]
         if not top:
             return 0.0
+        if self.options.score == "coverage":
+            words = _content_words(state.question)
+            found: set[str] = set()
+            for c in candidates[: self.options.score_top]:
+                found |= _content_words(c.text)
+            return len(words & found) / max(1, len(words))
         vectors = state.ctx.store.chunk_vectors(top)
         question = state.vector()
         return float(np.mean([float(np.dot(v, question)) for v in vectors.values()]))
