@@ -50,7 +50,7 @@ class EntityGraph:
         weights: EdgeWeights | None = None,
         max_ngram: int = 8,
         homes: Sequence[tuple[str, str]] = (),
-        vectors: tuple[Sequence[str], np.ndarray] | None = None,
+        has_vectors: bool = False,
     ) -> None:
         weights = weights or EdgeWeights()
         self.chunk_ids = list(chunk_ids)
@@ -109,14 +109,7 @@ class EntityGraph:
         # Document frequency of each entity: the number of chunks mentioning it.
         mention_matrix = adjacency[: self.n_chunks, self.n_chunks :]
         self.entity_df = np.asarray((mention_matrix > 0).sum(axis=0)).ravel()
-        # Name vectors of the linkable entities (None: the pack predates them).
-        self.has_vectors = vectors is not None
-        self.vector_entities = np.zeros(0, dtype=np.int64)
-        self.vectors = np.zeros((0, 0), dtype=np.float32)
-        if vectors is not None and len(vectors[0]):
-            keep = [(i, self.entity_index[k]) for i, k in enumerate(vectors[0]) if k in self.entity_index]
-            self.vector_entities = np.asarray([e for _, e in keep], dtype=np.int64)
-            self.vectors = np.ascontiguousarray(vectors[1][[i for i, _ in keep]], dtype=np.float32)
+        self.has_vectors = has_vectors  # the store holds name vectors (packs before them do not)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -139,7 +132,7 @@ class EntityGraph:
             store.entity_relations(skip),
             weights,
             homes=homes,
-            vectors=store.entity_vectors(),
+            has_vectors=store.has_entity_vectors,
         )
 
     @property
@@ -181,19 +174,19 @@ class EntityGraph:
                 found.append((start, start + n, e))
         return {e: 1.0 for _, _, e in found}
 
-    def link_by_meaning(self, vectors: np.ndarray, threshold: float) -> dict[int, float]:
+    def link_by_meaning(self, store: Store, vectors: np.ndarray, threshold: float) -> dict[int, float]:
         """For each row of ``vectors`` (name spans of the question, embedded), the entity whose
-        name is nearest in meaning, when its cosine similarity is at least ``threshold``:
-        entity index -> similarity."""
+        name vector is nearest (exact cosine, in the store), when the similarity is at least
+        ``threshold``: entity index -> similarity."""
         found: dict[int, float] = {}
-        if not len(self.vectors) or not len(vectors):
+        if not self.has_vectors:
             return found
-        sims = np.asarray(vectors, dtype=np.float32) @ self.vectors.T
-        for row in sims:
-            best = int(np.argmax(row))
-            if row[best] >= threshold:
-                entity = int(self.vector_entities[best])
-                found[entity] = max(found.get(entity, 0.0), float(row[best]))
+        for vector in vectors:
+            nearest = store.nearest_entity(vector.tolist())
+            if nearest is None or nearest[1] < threshold or nearest[0] not in self.entity_index:
+                continue
+            entity = self.entity_index[nearest[0]]
+            found[entity] = max(found.get(entity, 0.0), nearest[1])
         return found
 
     # -- personalized PageRank -----------------------------------------------------------------

@@ -522,10 +522,25 @@ class Store:
     def _has_column(self, table: str, column: str) -> bool:
         return any(row[1] == column for row in self.rows(f"CALL table_info('{table}') RETURN *"))
 
+    @property
+    def has_entity_vectors(self) -> bool:
+        """Whether the store has the ``Entity.embedding`` column (stores written before it do not)."""
+        return self._has_column("Entity", "embedding")
+
+    def nearest_entity(self, query_vector: Sequence[float]) -> tuple[str, float] | None:
+        """The entity whose name vector is nearest to ``query_vector`` (exact cosine), with the
+        similarity; None when no entity has a vector."""
+        rows = self.rows(
+            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL "
+            "RETURN e.id, array_cosine_similarity(e.embedding, $q) AS score ORDER BY score DESC LIMIT 1",
+            {"q": [float(x) for x in query_vector]},
+        )
+        return (rows[0][0], float(rows[0][1])) if rows else None
+
     def entity_vectors(self) -> tuple[list[str], np.ndarray] | None:
         """The entities that have a name vector: (ids, an (n, dim) matrix). None when the store
         predates entity vectors."""
-        if not self._has_column("Entity", "embedding"):
+        if not self.has_entity_vectors:
             return None
         table = self._run(
             "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id, e.embedding ORDER BY e.id"

@@ -78,7 +78,9 @@ def link_question(state: QueryState, graph: EntityGraph, options: PPROptions) ->
             if m.type != CODE and " " in m.key and graph.entity_index.get(m.key) not in linked
         ]
         if spans:
-            nearest = graph.link_by_meaning(state.ctx.embedder.embed(spans), options.link_threshold)
+            nearest = graph.link_by_meaning(
+                state.ctx.store, state.ctx.embedder.embed(spans), options.link_threshold
+            )
             for entity, sim in nearest.items():
                 if entity not in linked:
                     linked[entity] = sim
