@@ -433,3 +433,63 @@ def test_pack_graph_upgrades_a_store_without_entity_vectors(graph_pack: Path, tm
     with open_store(old / "pack.db", read_only=True) as store:
         loaded = store.entity_vectors()
     assert loaded is not None and "adolescence" in loaded[0]
+
+
+# Two pages: the guide links to a section of the reference by a name that the reference's
+# section never writes ("Frobnicator Setup" -> the section about wiring the device).
+LINKED_PAGES = {
+    "/docs/guide.html": "<title>Guide</title><h1>Guide</h1><p>Before the first run, read "
+    "<a href='reference.html#wiring'>Frobnicator Setup</a> and <a href='reference.html'>see here</a>. "
+    "The guide then covers daily use of the machine.</p>",
+    "/docs/reference.html": "<title>Reference</title><h1>Reference</h1><p>Specifications of the machine.</p>"
+    "<h2 id='wiring'>Wiring the device</h2><p>Connect the red lead to terminal four and the black lead "
+    "to the ground screw, then close the cover.</p>",
+}
+
+
+def test_parsers_keep_the_text_of_links() -> None:
+    from wikigr.sources.html_parser import parse_html
+    from wikigr.sources.markdown_parser import parse_markdown
+
+    html = parse_html(LINKED_PAGES["/docs/guide.html"], "http://h/docs/guide.html")
+    assert ("http://h/docs/reference.html#wiring", "Frobnicator Setup") in html.anchors
+    markdown = parse_markdown(
+        "# Guide\n\nRead [`Frobnicator` Setup](ref.md#wiring) first.\n", "http://h/guide.md"
+    )
+    assert markdown.anchors == [("http://h/ref.md#wiring", "Frobnicator Setup")]
+
+
+def _link_entity(pack: Path) -> list[tuple[str, str]]:
+    with open_store(pack / "pack.db", read_only=True) as store:
+        rows = store.rows(
+            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk)-[:HAS_ENTITY]->(e:Entity) "
+            "WHERE e.id = 'frobnicator setup' RETURN a.title, s.title ORDER BY a.title"
+        )
+    return [(r[0], r[1]) for r in rows]
+
+
+def test_link_text_becomes_an_entity_of_both_ends(server: Any, tmp_path: Path, wikigr_home: Path) -> None:
+    from wikigr.graph.pack import rebuild_graph
+    from wikigr.update import update_pack
+
+    for path, body in LINKED_PAGES.items():
+        server.add(path, body)
+    build_pack("linked", [server.url(p) for p in LINKED_PAGES])
+    pack = wikigr_home / "packs" / "linked"
+    # The linking chunk and the first chunk of the linked section; "see here" is not a name.
+    ends = [("Guide", "Guide"), ("Reference", "Wiring the device")]
+    assert _link_entity(pack) == ends
+    with open_store(pack / "pack.db", read_only=True) as store:
+        assert store.rows("MATCH (e:Entity) WHERE e.id = 'see here' RETURN e.id") == []
+        assert ("wiring\tFrobnicator Setup") in [a for _, _, a in store.link_anchors()]
+    # The question names the link; the walk lands on the section.
+    with KnowledgeGraphAgent(pack, profile="graph", llm=None, top_k=3) as agent:
+        result = agent.query("What does the Frobnicator Setup say?")
+    [ppr] = [s for s in result.trace["stages"] if s["stage"] == "ppr"]
+    assert "frobnicator setup" in ppr["detail"]["linked"]
+    assert [s.section for s in result.sources[:2]] == ["Guide", "Wiring the device"]
+    # The link texts survive a rebuild of the graph and an update that re-fetches nothing new.
+    rebuild_graph(pack)
+    assert _link_entity(pack) == ends
+    update_pack("linked", skills_dir=tmp_path / "skills")
+    assert _link_entity(pack) == ends

@@ -28,7 +28,7 @@ from wikigr import __version__
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
-from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, build_graph
+from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
 from wikigr.pack.manifest import (
@@ -93,6 +93,7 @@ class _Prepared:
     title: str = ""
     sections: list[dict[str, Any]] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
+    anchors: list[list[str]] = field(default_factory=list)  # [URL with fragment, link text]
     chunks: list[dict[str, Any]] = field(default_factory=list)  # section, ord, text
     embeddings: np.ndarray | None = None
     error: str | None = None
@@ -191,6 +192,7 @@ def _prepare_document(
         title=document.title,
         sections=[asdict(s) for s in sections],
         links=list(document.links),
+        anchors=[[url, text] for url, text in document.anchors],
         chunks=[{"section": c.section_index, "ord": c.index, "text": c.text} for c in chunks],
     )
 
@@ -343,6 +345,7 @@ def _write_store(
     url_to_article: dict[str, str] = {}
     categories: dict[str, str] = {}
     in_category: dict[str, list[str]] = {"from": [], "to": []}
+    chunk_anchors: list[str] = []  # each chunk's section anchor (where links land)
 
     for doc in docs:
         assert doc.embeddings is not None
@@ -381,6 +384,7 @@ def _write_store(
                     ("text", chunk["text"]),
                 ):
                     chunks[key].append(value)
+                chunk_anchors.append(section.get("anchor", "") or "")
                 chunk_vectors.append(doc.embeddings[i])
                 chunk_titles.append(doc.title)
                 keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
@@ -404,12 +408,18 @@ def _write_store(
         in_category["to"].append(category)
 
     link_counts: dict[tuple[str, str], int] = {}
+    link_anchors: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
         source_id = doc.fetch["final_url"] or doc.source
         for link in doc.links:
             target = next((url_to_article[v] for v in _url_variants(link) if v in url_to_article), None)
             if target and target != source_id:
                 link_counts[(source_id, target)] = link_counts.get((source_id, target), 0) + 1
+        for url, text in doc.anchors:
+            base, _, fragment = url.partition("#")
+            target = next((url_to_article[v] for v in _url_variants(base) if v in url_to_article), None)
+            if target and target != source_id:
+                link_anchors.setdefault((source_id, target), []).append(f"{fragment}\t{text}")
 
     def vectors(rows: list[np.ndarray]) -> pa.Array:
         return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
@@ -430,6 +440,10 @@ def _write_store(
             embed,
             options.graph_options,
             extractor,
+            anchor_links(
+                list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
+                [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
+            ),
         )
         if graph_report is not None:
             graph_report.append(report)
@@ -449,6 +463,9 @@ def _write_store(
                     "from": [a for a, _ in link_counts],
                     "to": [b for _, b in link_counts],
                     "count": list(link_counts.values()),
+                    "anchors": pa.array(
+                        [link_anchors.get(pair, []) for pair in link_counts], pa.list_(pa.string())
+                    ),
                 }
             ),
         )

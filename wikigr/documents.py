@@ -41,6 +41,7 @@ class Document:
     sections: list[Section]
     links: list[str] = field(default_factory=list)  # absolute, fragment stripped
     content_type: str = "text/html"
+    anchors: list[tuple[str, str]] = field(default_factory=list)  # (absolute URL with fragment, link text)
 
 
 @dataclass(frozen=True)

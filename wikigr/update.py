@@ -144,6 +144,11 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
     links = store.rows(
         "MATCH (a:Article)-[:LINKS_TO]->(b:Article) WHERE a.id = $id RETURN b.id", {"id": article_id}
     )
+    anchors = [
+        [f"{target}#{fragment}" if fragment else target, text]
+        for _, target, anchor in store.link_anchors(article_id)
+        for fragment, _, text in [anchor.partition("\t")]
+    ]
     return _Prepared(
         source=record.url,
         fetch={
@@ -158,6 +163,7 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
         title=found[0][0],
         sections=[{"title": s[1], "level": s[2], "text": s[3], "anchor": s[4] or ""} for s in sections],
         links=[row[0] for row in links],
+        anchors=anchors,
         chunks=[{"section": index[c[0]], "ord": c[1], "text": c[2]} for c in chunks],
         embeddings=np.asarray([c[3] for c in chunks], dtype=np.float32),
     )

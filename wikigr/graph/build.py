@@ -25,11 +25,13 @@ import numpy as np
 
 from wikigr.graph.extract import (
     CONCEPT,
+    LINK,
     TITLE,
     Extraction,
     FactTriple,
     Mention,
     SpacyUnavailable,
+    good_key,
     keyword_entities,
     normalize,
 )
@@ -136,16 +138,46 @@ def _synonyms(keys: list[str], vectors: np.ndarray, threshold: float) -> list[tu
     return pairs
 
 
+def anchor_links(
+    chunks: Sequence[tuple[str, str, str]], anchors: Sequence[tuple[str, str, str]]
+) -> list[tuple[int, int, str]]:
+    """Where each link of the pack starts and lands, for :func:`build_graph`.
+
+    ``chunks``: (article id, section anchor, text) per chunk, in the order of the graph's chunks;
+    ``anchors``: (source article id, target article id, "FRAGMENT\\tLINK TEXT"), as stored on
+    ``LINKS_TO.anchors``. A link starts at the first chunk of the source article whose text holds
+    the link's text, and lands on the first chunk of the target's section with that fragment (or
+    of the target article). Returns (chunk linking, chunk linked to, link text).
+    """
+    landing: dict[tuple[str, str], int] = {}
+    by_article: dict[str, list[int]] = {}
+    for i, (article, anchor, _) in enumerate(chunks):
+        landing.setdefault((article, anchor), i)
+        landing.setdefault((article, ""), i)
+        by_article.setdefault(article, []).append(i)
+    found: list[tuple[int, int, str]] = []
+    for source, target, anchor in anchors:
+        fragment, _, text = anchor.partition("\t")
+        start = next((i for i in by_article.get(source, []) if text and text in chunks[i][2]), None)
+        lands = landing.get((target, fragment), landing.get((target, "")))
+        if start is not None and lands is not None and start != lands:
+            found.append((start, lands, text))
+    return found
+
+
 def build_graph(
     chunks: Sequence[ChunkRecord],
     vectors: np.ndarray,
     embed: Callable[[list[str]], np.ndarray] | None,
     options: GraphOptions | None = None,
     extractor: Extractor | None = None,
+    links: Sequence[tuple[int, int, str]] = (),
 ) -> tuple[GraphTables, GraphReport]:
     """The graph tables of ``chunks`` (with their embeddings ``vectors``).
 
     ``extractor`` runs on the skeleton; None uses spaCy when it is installed (else keywords only).
+    ``links``: (chunk linking, chunk linked to, link text) — the link's text becomes an entity
+    mentioned by both chunks, when it reads as a name (a capital letter or a code identifier).
     ``embed`` embeds the names of the *linkable* entities — named (not noun phrases) and either
     an article's title, or mentioned by two chunks or more (the ones a walk can go through or end
     at), or among the ``max_synonym_entities`` most frequent — for the ppr stage's embedding match
@@ -158,6 +190,15 @@ def build_graph(
     common = _common_words(chunks, per_chunk)
     per_chunk = [[m for m in mentions if m.key not in common] for mentions in per_chunk]
     title_keys = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}
+    for source, target, text in links:
+        if not any(c.isupper() for c in text) and not any(c in text for c in "._()"):
+            continue  # "see here", "documentation": not a name
+        mention = Mention(text, LINK)
+        if not good_key(mention.key):
+            continue
+        for i in (source, target):
+            if 0 <= i < len(per_chunk) and all(m.key != mention.key for m in per_chunk[i]):
+                per_chunk[i].append(mention)
     report.seconds["keywords"] = time.perf_counter() - t0
 
     facts_of: dict[int, list[FactTriple]] = {}

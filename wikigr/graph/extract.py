@@ -27,6 +27,7 @@ NAME = "name"  # a capitalised name span or a named entity without a finer label
 CODE = "code"  # a code identifier
 WORK = "work"  # a quoted title
 CONCEPT = "concept"  # a noun phrase (full pass only)
+LINK = "link"  # the text of a link to another page of the pack
 
 _PARENS = re.compile(r"\s*\([^)]*\)\s*")
 _QUOTES = str.maketrans({c: "" for c in "\"'`“”‘’«»"})
@@ -109,7 +110,7 @@ class Extraction:
     facts: list[FactTriple] = field(default_factory=list)
 
 
-def _good_key(key: str, min_chars: int = 2) -> bool:
+def good_key(key: str, min_chars: int = 2) -> bool:
     if len(key) < min_chars or key in STOP_NAMES:
         return False
     if all(w in STOP_NAMES for w in key.split()):
@@ -132,7 +133,7 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
 
     def add(name: str, kind: str) -> None:
         mention = Mention(name, kind)
-        if _good_key(mention.key) and mention.key not in found:
+        if good_key(mention.key) and mention.key not in found:
             found[mention.key] = mention
 
     name = title_name(title)
@@ -213,7 +214,7 @@ class SpacyExtractor:
 
         def add(name: str, kind: str) -> None:
             mention = Mention(name, kind)
-            if _good_key(mention.key, 3) and mention.key not in seen:
+            if good_key(mention.key, 3) and mention.key not in seen:
                 seen.add(mention.key)
                 out.mentions.append(mention)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr.embed import get_embedder
-from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, build_graph
+from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import GraphStats, load_manifest
 from wikigr.pack.store import Store
@@ -54,7 +54,10 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
             if rows
             else np.zeros((0, embedder.dimension), np.float32)
         )
-        graph, report = build_graph(records, vectors, lambda names: embedder.embed(names), options, extractor)
+        links = anchor_links(store.chunk_places(), store.link_anchors())
+        graph, report = build_graph(
+            records, vectors, lambda names: embedder.embed(names), options, extractor, links
+        )
         store.clear_graph(embedder.dimension)
         copy_graph(store, graph, embedder.dimension)
         stats = store.stats()

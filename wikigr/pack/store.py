@@ -35,7 +35,7 @@ from wikigr.errors import StoreError, UsageError
 if TYPE_CHECKING:  # pyarrow is only needed to write a store, not to query one
     import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: Entity.embedding, LINKS_TO.anchors (stores with 1 are read without them)
 CHUNK_INDEX = "chunk_embedding_idx"
 
 NODE_TABLES = ("Article", "Section", "Chunk", "Entity", "Fact", "Category")
@@ -199,7 +199,7 @@ def _schema(dim: int) -> list[str]:
         "CREATE NODE TABLE Category(id STRING, name STRING, PRIMARY KEY(id))",
         "CREATE REL TABLE HAS_SECTION(FROM Article TO Section)",
         "CREATE REL TABLE HAS_CHUNK(FROM Section TO Chunk)",
-        "CREATE REL TABLE LINKS_TO(FROM Article TO Article, count INT64)",
+        "CREATE REL TABLE LINKS_TO(FROM Article TO Article, count INT64, anchors STRING[])",
         "CREATE REL TABLE IN_CATEGORY(FROM Article TO Category)",
         "CREATE REL TABLE HAS_ENTITY(FROM Chunk TO Entity)",
         "CREATE REL TABLE HAS_FACT(FROM Chunk TO Fact)",
@@ -502,6 +502,26 @@ class Store:
         return self.chunk_details({chunk_id: score for chunk_id, score in best.values()})
 
     # -- the entity graph ----------------------------------------------------------------------
+
+    def link_anchors(self, source: str | None = None) -> list[tuple[str, str, str]]:
+        """Every stored link text (of the article ``source``, or of all): (source article id,
+        target article id, "FRAGMENT\\tTEXT"). Empty for a store written before link texts were kept."""
+        if not self._has_column("LINKS_TO", "anchors"):
+            return []
+        where = "WHERE a.id = $id " if source is not None else ""
+        rows = self.rows(
+            f"MATCH (a:Article)-[r:LINKS_TO]->(b:Article) {where}RETURN a.id, b.id, r.anchors",
+            {"id": source} if source is not None else None,
+        )
+        return [(a, b, anchor) for a, b, anchors in rows for anchor in anchors or []]
+
+    def chunk_places(self) -> list[tuple[str, str, str]]:
+        """Every chunk as (article id, its section's anchor, text), in chunk id order (the order
+        of :meth:`graph_inputs`)."""
+        rows = self.rows(
+            "MATCH (s:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.article_id, s.anchor, c.text ORDER BY c.id"
+        )
+        return [(r[0], r[1] or "", r[2]) for r in rows]
 
     def graph_inputs(self) -> list[tuple[str, str, str, list[float]]]:
         """Every chunk as (id, article title, text, embedding), in id order: what the graph build reads."""

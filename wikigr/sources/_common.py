@@ -46,23 +46,31 @@ def file_name(url: str) -> str:
     return PurePosixPath(unquote(urlsplit(url).path)).name
 
 
+MAX_ANCHOR_WORDS = 8
+
+
 class LinkCollector:
-    """Absolute, fragment-free, deduplicated http(s)/file links, in order of appearance."""
+    """Absolute, fragment-free, deduplicated http(s)/file links, in order of appearance; and the
+    anchors: (absolute URL with its fragment, the link's text) for links to other pages whose text
+    is a short name (what the entity graph turns into link entities)."""
 
     def __init__(self, base_url: str, page_url: str) -> None:
         self.base_url = base_url
         self._self = urldefrag(page_url)[0]
         self._seen: set[str] = set()
         self.links: list[str] = []
+        self.anchors: list[tuple[str, str]] = []
+        self._anchors_seen: set[tuple[str, str]] = set()
 
-    def add(self, href: str | None) -> None:
+    def add(self, href: str | None, text: str = "") -> None:
         if href is None:
             return
         href = href.strip()
         if not href or href.startswith("#"):
             return
         try:
-            absolute = urldefrag(urljoin(self.base_url, href))[0]
+            full = urljoin(self.base_url, href)
+            absolute = urldefrag(full)[0]
             scheme = urlsplit(absolute).scheme.lower()
         except ValueError:
             return
@@ -71,3 +79,9 @@ class LinkCollector:
         if absolute not in self._seen:
             self._seen.add(absolute)
             self.links.append(absolute)
+        text = " ".join(text.split())
+        if text and len(text.split()) <= MAX_ANCHOR_WORDS and any(c.isalpha() for c in text):
+            anchor = (full, text)
+            if anchor not in self._anchors_seen:
+                self._anchors_seen.add(anchor)
+                self.anchors.append(anchor)

@@ -214,7 +214,7 @@ class _Walker:
             href = node.attributes.get("href")
             if href and href.strip().startswith("#") and _is_permalink_mark(node):
                 return  # a heading's permalink: ¶ in Sphinx, § in rustdoc, # elsewhere
-            self.links.add(href)
+            self.links.add(href, node.text(deep=True))
             self.walk(node, depth)
         elif tag in _HEADINGS:
             self.heading(node, _HEADINGS[tag], depth)
@@ -394,4 +394,5 @@ def parse_html(text: str, url: str) -> Document:
         sections=sections,
         links=links.links,
         content_type="text/html",
+        anchors=links.anchors,
     )

@@ -26,6 +26,8 @@ _INDENTED_RE = re.compile(r"^(?: {4}|\t)")
 _CODE_SPAN_RE = re.compile(r"(`{1,10})([^`\n]{1,2000}?)\1(?!`)")
 _LINK_TAIL = r"\(\s{0,20}+<?([^)\s>]{0,2000}+)>?(?:\s{1,20}[\"'(][^)\n]{0,300}[\"')])?\s{0,20}\)"
 _IMAGE_RE = re.compile(r"!\[([^\]\n]{0,500}+)\]" + _LINK_TAIL)
+_INLINE_MARK_RE = re.compile(r"[`*]")
+_CODE_LINK_RE = re.compile(r"\[([^\]\n`]{0,200}`[^\]\n]{0,300}+)\]" + _LINK_TAIL)  # [`os.path` docs](url)
 _LINK_RE = re.compile(r"\[([^\]\n]{0,500}+)\]" + _LINK_TAIL)
 _REF_LINK_RE = re.compile(r"\[([^\]\n]{1,500}+)\]\[[^\]\n]{0,500}+\]")
 _AUTOLINK_RE = re.compile(r"<((?:https?|file)://[^>\s]{1,2000})>")
@@ -41,6 +43,16 @@ _ESCAPE_RE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
 def _clean_inline(text: str, links: LinkCollector | None) -> str:
     """Markdown inline markup to plain text; links are recorded. Code spans are kept verbatim
     (without their backticks)."""
+
+    # A link whose text holds a code span first: splitting at code spans would cut it in two.
+    def code_link(m: re.Match[str]) -> str:
+        if text[max(0, m.start() - 1) : m.start()] == "!":
+            return m.group(0)
+        if links is not None:
+            links.add(m.group(2), _INLINE_MARK_RE.sub("", m.group(1)))
+        return m.group(1)
+
+    text = _CODE_LINK_RE.sub(code_link, text)
     out: list[str] = []
     position = 0
     for m in _CODE_SPAN_RE.finditer(text):
@@ -57,7 +69,7 @@ def _clean_prose(text: str, links: LinkCollector | None) -> str:
     if links is not None:
         for m in _LINK_RE.finditer(text):
             if text[max(0, m.start() - 1) : m.start()] != "!":
-                links.add(m.group(2))
+                links.add(m.group(2), _INLINE_MARK_RE.sub("", m.group(1)))
         for m in _AUTOLINK_RE.finditer(text):
             links.add(m.group(1))
         for m in _HTML_HREF_RE.finditer(text):
@@ -252,4 +264,11 @@ def parse_markdown(text: str, url: str) -> Document:
     if not any(section.text.strip() for section in sections):
         raise SourceError("no text content")
     title = front_title or md.first_heading or file_name(url) or url
-    return Document(url=url, title=title, sections=sections, links=links.links, content_type="text/markdown")
+    return Document(
+        url=url,
+        title=title,
+        sections=sections,
+        links=links.links,
+        content_type="text/markdown",
+        anchors=links.anchors,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import re
@@ -43,7 +44,7 @@ def parse(result: FetchResult) -> Document:
         text = decode_bytes(result.content, result.charset, html=True)
         document = parse_html(text, url)
         if media != "text/html":
-            document = Document(document.url, document.title, document.sections, document.links, media)
+            document = dataclasses.replace(document, content_type=media)
         return document
     if media in _MARKDOWN_TYPES:
         return parse_markdown(decode_bytes(result.content, result.charset), url)
