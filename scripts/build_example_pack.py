@@ -125,6 +125,7 @@ def main() -> int:
                 ),
                 public_urls=[(base, PUBLIC)],
                 fresh=True,
+                graph=False,  # keeps the shipped pack small; `wikigr pack graph` adds it (docs/graph.md)
             ),
             url_list="".join(PUBLIC + p + "\n" for p in pages),
         )
