@@ -2,8 +2,8 @@
 
 1. Build throughput: a pack is built from Python documentation pages served on 127.0.0.1
    (Debian's python3.11-doc) and its end-to-end rate (chunks / whole build time: fetch, parse,
-   chunk, embed, write) is compared with the bare embedder's rate on the very same chunk texts,
-   measured in the same run.
+   chunk, embed, write, entity graph) is compared with the bare embedder's rate on the very same
+   chunk texts, measured in the same run; three runs, the median ratio is reported.
 2. Fresh-process query: `wikigr query PACK "..." --json` as a new process on the example pack,
    p50 / p95 wall time over several questions.
 3. In-process retrieval at 10,000 chunks: a pack whose store holds 10,000 chunks (the example
@@ -105,6 +105,7 @@ def bench_build(pages: int, work: Path) -> dict[str, object]:
         "articles": report.manifest.stats.articles,
         "chunks": chunks,
         "build_seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+        "graph_seconds": {k: round(v, 3) for k, v in (report.graph.seconds if report.graph else {}).items()},
         "end_to_end_chunks_per_s": round(e2e_rate, 2),
         "bare_embedder_chunks_per_s": round(bare_rate, 2),
         "ratio": round(e2e_rate / bare_rate, 3),
@@ -260,6 +261,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="wikigr build and query speed")
     parser.add_argument("--pages", type=int, default=20, help="documentation pages in the build benchmark")
     parser.add_argument("--runs", type=int, default=15, help="fresh-process query runs")
+    parser.add_argument("--build-runs", type=int, default=3, help="builds (the median ratio is reported)")
     parser.add_argument("--pack", type=Path, default=EXAMPLE)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "build_query.json")
     args = parser.parse_args()
@@ -278,7 +280,11 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        results["build"] = bench_build(args.pages, work)
+        # The ratio moves by +-0.04 from run to run on this shared 2-core machine: build and
+        # measure the bare embedder several times, report the median run (and every run).
+        builds = [bench_build(args.pages, work) for _ in range(args.build_runs)]
+        median = sorted(builds, key=lambda b: float(b["ratio"]))[len(builds) // 2]  # type: ignore[arg-type]
+        results["build"] = {**median, "runs": len(builds), "ratios": [b["ratio"] for b in builds]}
         results["fresh_process_query"] = bench_fresh_process(args.pack, args.runs)
         results["in_process_retrieval_10k"] = bench_in_process(make_10k_pack(args.pack, work), 100)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -289,7 +295,8 @@ def main() -> int:
     assert isinstance(b, dict) and isinstance(f, dict) and isinstance(r, dict)
     print(
         f"\nbuild: {b['end_to_end_chunks_per_s']} chunks/s end to end vs "
-        f"{b['bare_embedder_chunks_per_s']} bare (ratio {b['ratio']}, target >= 0.75)\n"
+        f"{b['bare_embedder_chunks_per_s']} bare (median ratio {b['ratio']} of {b['ratios']}, "
+        "target >= 0.75)\n"
         f"fresh-process query p50 {f['p50_s']} s (target <= 1.0)\n"
         f"in-process retrieval at {r['chunks']} chunks p50 {r['p50_ms']} ms (target <= 30)"
     )
