@@ -152,7 +152,7 @@ def test_no_graph_option_leaves_the_tables_empty(tmp_path: Path) -> None:
     with KnowledgeGraphAgent(tmp_path / "plain", profile="graph", llm=None) as agent:
         result = agent.query("Who was the first president of the American Psychological Association?")
     [ppr] = [s for s in result.trace["stages"] if s["stage"] == "ppr"]
-    assert ppr["skipped"] and "no entity graph" in ppr["skipped"]
+    assert ppr["skipped"] == "the pack has no entity graph (add one: wikigr pack graph PACK)"
     assert result.sources  # the other stages still answer
 
 

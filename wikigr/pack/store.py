@@ -543,6 +543,11 @@ class Store:
         return any(row[1] == column for row in self.rows(f"CALL table_info('{table}') RETURN *"))
 
     @property
+    def has_entities(self) -> bool:
+        """Whether the store holds an entity graph."""
+        return bool(self.rows("MATCH (e:Entity) RETURN e.id LIMIT 1"))
+
+    @property
     def has_entity_vectors(self) -> bool:
         """Whether the store has the ``Entity.embedding`` column (stores written before it do not)."""
         return self._has_column("Entity", "embedding")

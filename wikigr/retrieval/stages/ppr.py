@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # scipy (behind the graph index) is imported only when the st
 
 
 def entity_graph(ctx: Context, weights: EdgeWeights) -> EntityGraph:
+    """The pack's entity graph with these edge weights, loaded once per agent."""
     from wikigr.graph.index import EntityGraph
 
-    """The pack's entity graph with these edge weights, loaded once per agent."""
     key = f"entity_graph:{weights}"
     graph = ctx.cache.get(key)
     if graph is None:
@@ -112,6 +112,8 @@ class PPRStage(Stage):
 
     def run(self, state: QueryState) -> None:
         o = self.options
+        if not state.ctx.store.has_entities:  # checked first: scipy (behind the graph) is not imported
+            raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         t0 = time.perf_counter()
         from wikigr.graph.index import EdgeWeights
 
@@ -119,7 +121,7 @@ class PPRStage(Stage):
         graph = entity_graph(state.ctx, weights)
         load_ms = (time.perf_counter() - t0) * 1000
         if graph.empty:
-            raise Skip("the pack has no entity graph (build it without --no-graph)")
+            raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         if not state.candidates:
             raise Skip("no candidates to seed from")
         linked, by_meaning = link_question(state, graph, o)
