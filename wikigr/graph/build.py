@@ -286,8 +286,8 @@ def build_graph(
         linkable = [k for k in named if k in frequent or frequency[k] >= 2 or k in title_keys]
         linkable = linkable[: options.max_entity_vectors]
         if linkable:
-            vectors_ = np.asarray(embed([entities[k][0] for k in linkable]), dtype=np.float32)
-            vector_of = dict(zip(linkable, vectors_, strict=True))
+            name_vectors = np.asarray(embed([entities[k][0] for k in linkable]), dtype=np.float32)
+            vector_of = dict(zip(linkable, name_vectors, strict=True))
             report.seconds["entity_vectors"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             keys = [k for k in synonym_keys if k in vector_of]

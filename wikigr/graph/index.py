@@ -70,16 +70,14 @@ class EntityGraph:
                 rows.append(c)
                 cols.append(self.n_chunks + e)
                 vals.append(weights.mention)
-        df: dict[int, int] = {}
-        for c in cols:
-            df[c] = df.get(c, 0) + 1
         if weights.home > 0:
+            mentions_of = np.bincount(np.asarray(cols, dtype=np.int64), minlength=self.size)
             for chunk_id, key in homes:
                 c, e = self.chunk_index.get(chunk_id), self.entity_index.get(key)
                 if c is not None and e is not None:
                     rows.append(c)
                     cols.append(self.n_chunks + e)
-                    vals.append(weights.home * df.get(self.n_chunks + e, 1))
+                    vals.append(weights.home * max(1, int(mentions_of[self.n_chunks + e])))
         self.relations = 0
         for a, b, kind, weight in relations:
             i, j = self.entity_index.get(a), self.entity_index.get(b)

@@ -44,7 +44,7 @@ class PPROptions:
     candidates: int = 30  # chunks taken from the PageRank ranking
     weight: float = 1.0  # PageRank's share of the final score; the ranking so far weighs 1 - weight
     cooccur: float = 0.0  # edge weights by kind (see wikigr/graph/index.py)
-    home: float = 1.0
+    home: float = 1.0  # chunk -- the entity its title names: times all the entity's mentions
     synonym: float = 1.0
     fact: float = 1.0
     iterations: int = 30
@@ -62,11 +62,10 @@ class PPROptions:
 
 
 def link_question(state: QueryState, graph: EntityGraph, options: PPROptions) -> tuple[dict[int, float], int]:
-    """The entities the question names: exact matches of its word n-grams (weight 1), then, for
-    the name spans of the question (of two words or more: one word is too little to embed) that
-    matched nothing exactly, the entity nearest in meaning
-    (weight: the similarity, when at least ``link_threshold``). Returns them and the number of
-    embedding matches."""
+    """The entities the question names: exact matches of its word n-grams (weight 1); then, for
+    each name span of the question of two words or more (one word is too little to embed) that
+    matched nothing exactly, the entity nearest in meaning (weight: the similarity, when at least
+    ``link_threshold``). Returns them and the number linked by meaning."""
     from wikigr.graph.extract import CODE, keyword_entities
 
     linked = graph.link(state.question, options.link_concepts)
@@ -120,8 +119,6 @@ class PPRStage(Stage):
         weights = EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact, home=o.home)
         graph = entity_graph(state.ctx, weights)
         load_ms = (time.perf_counter() - t0) * 1000
-        if graph.empty:
-            raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         if not state.candidates:
             raise Skip("no candidates to seed from")
         linked, by_meaning = link_question(state, graph, o)
