@@ -381,12 +381,17 @@ def test_entity_graph_loads_home_edges_from_article_titles(graph_pack: Path) -> 
     assert homed.transition[chunk, entity] > flat.transition[chunk, entity]
 
 
+def _entity_vectors(store: Any) -> tuple[list[str], np.ndarray]:
+    rows = store.rows("MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id, e.embedding")
+    return [r[0] for r in rows], np.asarray([r[1] for r in rows], dtype=np.float32)
+
+
 def test_entity_names_have_vectors_in_the_store(graph_pack: Path) -> None:
     with open_store(graph_pack / "pack.db", read_only=True) as store:
-        loaded = store.entity_vectors()
+        ids, vectors = _entity_vectors(store)
         types = dict(store.entities())
-    assert loaded is not None
-    ids, vectors = loaded
+        nearest = store.nearest_entity(vectors[ids.index("adolescence")].tolist())
+    assert nearest is not None and nearest[0] == "adolescence" and nearest[1] > 0.999
     assert "adolescence" in ids  # an article's title
     assert "american psychological association" in ids  # named by two chunks
     assert all(types[i] != "concept" for i in ids)  # noun phrases are not linked by meaning
@@ -421,7 +426,7 @@ def test_pack_graph_upgrades_a_store_without_entity_vectors(graph_pack: Path, tm
     shutil.copytree(graph_pack, old)
     with open_store(old / "pack.db", read_only=False) as store:
         store.rows("ALTER TABLE Entity DROP embedding")  # as packs were written before entity vectors
-        assert store.entity_vectors() is None
+        assert not store.has_entity_vectors
     question = (
         "Who was the first president of the association which published Journal of Psychotherapy Integration?"
     )
@@ -431,8 +436,7 @@ def test_pack_graph_upgrades_a_store_without_entity_vectors(graph_pack: Path, tm
     report = rebuild_graph(old)
     assert report.entity_vectors > 0
     with open_store(old / "pack.db", read_only=True) as store:
-        loaded = store.entity_vectors()
-    assert loaded is not None and "adolescence" in loaded[0]
+        assert store.has_entity_vectors and "adolescence" in _entity_vectors(store)[0]
 
 
 # Two pages: the guide links to a section of the reference by a name that the reference's

@@ -562,19 +562,6 @@ class Store:
         )
         return (rows[0][0], float(rows[0][1])) if rows else None
 
-    def entity_vectors(self) -> tuple[list[str], np.ndarray] | None:
-        """The entities that have a name vector: (ids, an (n, dim) matrix). None when the store
-        predates entity vectors."""
-        if not self.has_entity_vectors:
-            return None
-        table = self._run(
-            "MATCH (e:Entity) WHERE e.embedding IS NOT NULL RETURN e.id, e.embedding ORDER BY e.id"
-        ).get_as_arrow()
-        ids = table.column(0).to_pylist()
-        column = table.column(1).combine_chunks()
-        flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-        return ids, flat.reshape(len(ids), -1) if ids else np.zeros((0, 0), np.float32)
-
     def chunk_ids(self) -> list[str]:
         """Every chunk id, in id order."""
         return [r[0] for r in self.rows("MATCH (c:Chunk) RETURN c.id ORDER BY c.id")]
