@@ -212,6 +212,9 @@ def test_vector_cypher_follows_shared_entities(graph_pack: Path) -> None:
         ("What is the relationship between Marbury v. Madison and judicial review?", "relation"),
         ("Who was the first president of the association which published the journal?", "multi_hop"),
         ("When was the American Physical Society founded?", "simple"),
+        ("Which region is Corey Taylor's city of birth located in?", "multi_hop"),
+        ("What country was the author of Brand a citizen of?", "multi_hop"),
+        ("What is the capital of france?", "simple"),  # "the Y of x" needs a name
     ],
 )
 def test_router_rules(question: str, kind: str) -> None:

@@ -67,6 +67,12 @@ _RELATION = re.compile(
 )
 _RELATIVE = re.compile(r"\b(who|which|that|whose|where|when|whom)\b", re.I)
 _NESTED = re.compile(r"\b(of|in|by|for) the \w+ (of|who|which|that|where|whose)\b", re.I)
+# "Corey Taylor's city of birth", "the author of Brand": a relation of a named thing, which the
+# question then asks something about — a chain of two facts.
+_RELATIONAL_NP = re.compile(
+    r"\b[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*'s\s+\w+"
+    r"|\bthe\s+(?:\w+\s+){0,2}?of\s+(?:the\s+)?(?:\d+\s+)?[A-Z\"]"
+)
 _QUESTION_WORDS = {"what", "which", "who", "when", "where", "why", "how", "whose", "list", "name"}
 
 
@@ -81,6 +87,8 @@ def classify(question: str) -> tuple[str, str]:
     body = question.split(None, 1)[1] if len(question.split()) > 1 else ""
     if _NESTED.search(question) or (len(_RELATIVE.findall(body)) >= 1 and len(question.split()) >= 10):
         return "multi_hop", "a nested or relative clause"
+    if _RELATIONAL_NP.search(question):
+        return "multi_hop", "a relation of a named thing (X's Y, the Y of X)"
     names = {m.key for m in keyword_entities("", question) if m.type != "code"}
     if len(names - _QUESTION_WORDS) >= 2:
         return "multi_hop", "several names"
