@@ -254,7 +254,7 @@ def test_router_scores_attempts_by_how_much_of_the_question_they_cover(graph_pac
     assert entry["detail"]["attempts"][0]["score"] == 1.0
     [entry] = [s for s in uncovered.trace["stages"] if s["stage"] == "router"]
     attempts = entry["detail"]["attempts"]
-    assert len(attempts) == 3  # "atlantis" is in no passage: it escalates up to max_attempts
+    assert len(attempts) == 2  # "atlantis" is in no passage: it escalates up to max_attempts
     assert all(a["score"] == 0.8 for a in attempts)  # 4 of the 5 words, on every rung
     assert entry["detail"]["chosen"] == attempts[0]["strategy"]  # on a tie the first (cheapest) one is kept
 
