@@ -169,6 +169,12 @@ def render_skill(manifest: Manifest, info: PackDigest, query_ref: str | None = N
     )
     more = f"\n- … and {info.articles - 15} more" if info.articles > 15 else ""
     topics = f"Topics: {', '.join(info.categories)}.\n\n" if info.categories else ""
+    graph = (
+        ', `graph` (for questions that chain facts — "the author of the book that ..." — through the '
+        "pack's entity graph)"
+        if manifest.stats.entities
+        else ""
+    )
     return f"""---
 name: {skill_name(manifest.name)}
 description: {yaml_string(describe(manifest, info))}
@@ -196,7 +202,7 @@ wikigr query {shell_ref} "How do I ...?" --json
 
 (From a clone of wikigr, run `uv run wikigr ...`.) Options: `--top-k K` passages (default 5);
 `--profile baseline` (fastest: vector search only), `balanced` (default: adds keyword search,
-filtering and link-aware reranking) or `max` (most thorough, slowest). `wikigr pack info {shell_ref}`
+filtering and link-aware reranking){graph} or `max` (most thorough, slowest). `wikigr pack info {shell_ref}`
 shows what the pack holds. With the MCP server (`wikigr mcp`), the tools `query_pack` and `search`
 do the same.
 
