@@ -47,7 +47,7 @@ from wikigr.sources.fetch import FetchOptions, fetch_all
 from wikigr.sources.parse import parse
 from wikigr.sources.urls import expand_sources
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
 EMBED_GROUP = 256  # chunks embedded between two cache writes
 
 
@@ -105,6 +105,19 @@ def _key(source: str) -> str:
 
 class _Cache:
     """Per-document results of an interrupted build, kept in ``.NAME.partial/cache``."""
+
+    @classmethod
+    def for_build(cls, partial: Path, embedder: Embedder, options: BuildOptions) -> _Cache:
+        """The cache of a build or update in ``partial``: kept only while what it holds would be
+        computed the same way (cache format, embedder, chunking, wikigr version)."""
+        fingerprint = {
+            "cache_format": CACHE_FORMAT,
+            "embedder": embedder.name,
+            "max_words": options.max_words,
+            "overlap_words": options.overlap_words,
+            "wikigr": __version__,
+        }
+        return cls(partial / "cache", fingerprint)
 
     def __init__(self, root: Path, fingerprint: dict[str, Any]) -> None:
         self.root = root
@@ -629,14 +642,7 @@ def build_pack(
         partial = target.parent / f".{target.name}.partial"
         if options.fresh and partial.exists():
             shutil.rmtree(partial)
-        fingerprint = {
-            "cache_format": CACHE_FORMAT,
-            "embedder": embedder.name,
-            "max_words": options.max_words,
-            "overlap_words": options.overlap_words,
-            "wikigr": __version__,
-        }
-        cache = _Cache(partial / "cache", fingerprint)
+        cache = _Cache.for_build(partial, embedder, options)
 
         expanded = expand_sources(list(sources)) if sources else []
         by_url = {passage_url(p[0]): p for p in passages}

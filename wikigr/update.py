@@ -31,9 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from wikigr import __version__
 from wikigr.build import (
-    CACHE_FORMAT,
     EMBED_GROUP,
     BuildOptions,
     _build_lock,
@@ -230,14 +228,7 @@ def update_pack(
         seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
 
         partial = target.parent / f".{target.name}.partial"
-        fingerprint = {
-            "cache_format": CACHE_FORMAT,
-            "embedder": embedder.name,
-            "max_words": options.max_words,
-            "overlap_words": options.overlap_words,
-            "wikigr": __version__,
-        }
-        cache = _Cache(partial / "cache", fingerprint)
+        cache = _Cache.for_build(partial, embedder, options)
 
         # Embeddings: from the previous store, else from an interrupted update's cache, else new.
         t0 = time.perf_counter()
