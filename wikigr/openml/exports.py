@@ -36,6 +36,7 @@ from wikigr.openml.model import (
     CLASSIFICATION,
     CLASSIFICATION_MEASURES,
     OPENML_FUNCTIONS,
+    RUN_FIELDS,
     UNIT_MEASURES,
     AlgorithmRow,
     DatasetRow,
@@ -333,27 +334,7 @@ def _import_runs(
     index = {role: i for role, i in roles.items()}
     runs = star.runs
     setup_prefixed = file_report.columns.get("flow_name", "").lower() == "algorithm"
-    columns = [
-        runs.columns[c]
-        for c in (
-            "id",
-            "run_id",
-            "setup_id",
-            "fold",
-            "repeat",
-            "accuracy",
-            "auc",
-            "f1",
-            "log_loss",
-            "runtime_s",
-            "status",
-            "source",
-            "algorithm",
-            "dataset",
-            "task",
-            "date",
-        )
-    ]
+    columns = [runs.columns[c] for c in RUN_FIELDS]  # the positions _RowPlan fills
     assert len(columns) == len(runs.columns)
     int_roles = [(role, index[role], role.replace("_", " ")) for role in INT_ROLES if role in index]
     measure_roles = [(role, index[role], role in UNIT_MEASURES) for role in MEASURE_ROLES if role in index]

@@ -101,7 +101,9 @@ def imbalance(majority: int | None, minority: int | None) -> tuple[float | None,
 EMBED_CHARS = 300
 
 
-def _clip(text: str) -> str:
+def _embed_text(summary: str, description: str) -> str:
+    """A row's summary and description, clipped to what is worth embedding."""
+    text = f"{summary}. {description}" if description else summary
     return text if len(text) <= EMBED_CHARS else text[: EMBED_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
@@ -136,7 +138,7 @@ class AlgorithmRow:
 
     def text(self) -> str:
         """What is embedded for semantic search (short: embedding cost grows with length)."""
-        return _clip(f"{self.summary()}. {self.description}" if self.description else self.summary())
+        return _embed_text(self.summary(), self.description)
 
 
 @dataclass
@@ -200,7 +202,7 @@ class DatasetRow:
         return f"{head}: {', '.join(facts)}" if facts else head
 
     def text(self) -> str:
-        return _clip(f"{self.summary()}. {self.description}" if self.description else self.summary())
+        return _embed_text(self.summary(), self.description)
 
 
 @dataclass
@@ -226,8 +228,7 @@ class TaskRow:
         return ", ".join(parts)
 
     def text(self, dataset_name: str) -> str:
-        summary = self.summary(dataset_name)
-        return _clip(f"{summary}. {self.description}" if self.description else summary)
+        return _embed_text(self.summary(dataset_name), self.description)
 
 
 RUN_COLUMNS = (
@@ -251,14 +252,14 @@ RUN_COLUMNS = (
 )
 RUN_LINKS = ("algorithm", "dataset", "task", "date")
 # What the importers fill per run: the stored columns but the surrogate keys (set when written).
-_RUN_FIELDS = tuple(c for c in RUN_COLUMNS if c != "key" and not c.endswith("_key")) + RUN_LINKS
+RUN_FIELDS = tuple(c for c in RUN_COLUMNS if c != "key" and not c.endswith("_key")) + RUN_LINKS
 
 
 @dataclass
 class RunColumns:
     """The Run facts, column by column (bulk-loaded as Arrow), and each run's dimension keys."""
 
-    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in _RUN_FIELDS})
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in RUN_FIELDS})
 
     def __len__(self) -> int:
         return len(self.columns["id"])
