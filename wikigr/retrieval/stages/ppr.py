@@ -111,7 +111,10 @@ class PPRStage(Stage):
 
     def run(self, state: QueryState) -> None:
         o = self.options
-        if not state.ctx.store.has_entities:  # checked first: scipy (behind the graph) is not imported
+        cache = state.ctx.cache
+        if "has_entities" not in cache:  # checked before the graph is loaded: no scipy import then
+            cache["has_entities"] = state.ctx.store.has_entities
+        if not cache["has_entities"]:
             raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         t0 = time.perf_counter()
         from wikigr.graph.index import EdgeWeights
