@@ -107,6 +107,9 @@ class EntityGraph:
         # Document frequency of each entity: the number of chunks mentioning it.
         mention_matrix = adjacency[: self.n_chunks, self.n_chunks :]
         self.entity_df = np.asarray((mention_matrix > 0).sum(axis=0)).ravel()
+        # Which entities each chunk mentions (chunks x entities, 1 where it does), by rows and by columns.
+        self.mentions = (mention_matrix > 0).astype(np.float64).tocsr()
+        self.mentions_by_entity = self.mentions.tocsc()
         self.has_vectors = has_vectors  # the store holds name vectors (packs before them do not)
 
     # -- loading -------------------------------------------------------------------------------

@@ -458,6 +458,14 @@ class Store:
         ]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
+    def chunk_similarities(self, chunk_ids: list[str], query_vector: Sequence[float]) -> dict[str, float]:
+        """Cosine similarity of each of ``chunk_ids`` to ``query_vector``."""
+        rows = self.rows(
+            "MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, array_cosine_similarity(c.embedding, $q)",
+            {"ids": chunk_ids, "q": [float(x) for x in query_vector]},
+        )
+        return {r[0]: float(r[1]) for r in rows}
+
     def chunk_vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
         rows = self.rows("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.embedding", {"ids": chunk_ids})
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
@@ -577,6 +585,13 @@ class Store:
             "MATCH (a:Article)-[:HAS_SECTION]->(:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, a.title"
         )
         return list(zip(chunks, titles, strict=True))
+
+    def chunk_articles(self) -> list[tuple[str, str, str]]:
+        """Every chunk as (chunk id, article id, article title)."""
+        chunks, articles, titles = self._columns(
+            "MATCH (a:Article)-[:HAS_SECTION]->(:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, a.id, a.title"
+        )
+        return list(zip(chunks, articles, titles, strict=True))
 
     def entities(self) -> list[tuple[str, str]]:
         """Every entity as (id, type), in id order."""

@@ -25,6 +25,7 @@ CANONICAL_ORDER = [
     "title_match",
     "ppr",
     "vector_cypher",
+    "bridge",
     "router",
     "quality",
     "dedup",

@@ -1,6 +1,7 @@
 """The built-in stages; importing this package registers them."""
 
 from wikigr.retrieval.stages import (  # noqa: F401
+    bridge,
     cross_encoder,
     dedup,
     few_shot,
