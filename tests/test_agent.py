@@ -61,9 +61,9 @@ def test_profiles_run_their_stages_in_order(pack: Path) -> None:
             assert {"stage", "ms", "in", "out", "top_scores"} <= set(entry)
 
 
-def test_default_profile_is_balanced_and_kg_config_overrides_it(pack: Path, tmp_path: Path) -> None:
+def test_default_profile_is_auto_and_kg_config_overrides_it(pack: Path, tmp_path: Path) -> None:
     with KnowledgeGraphAgent(pack, llm=None) as agent:
-        assert agent.profile == "balanced"
+        assert agent.profile == "auto"
     copy = tmp_path / "net"
     shutil.copytree(pack, copy)
     (copy / "kg_config.json").write_text(
@@ -238,3 +238,17 @@ def test_title_match_boosts_pages_the_question_names(pack: Path) -> None:
     assert stage._named("Lilu (mythology)", " what kind of being is lilu ")
     assert not stage._named("Lilu (mythology)", " lilupad ")
     assert not stage._named("json — JSON encoder and decoder for Python data and files today", " json ")
+
+
+def test_auto_on_documentation_fuses_vector_and_keyword_search(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        result = agent.query("How do I set a timeout on a socket?")
+        listing = agent.query("List all the modules for networking.")
+    [router] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert router["detail"]["strategy"] == "hybrid"
+    assert router["detail"]["pack"].startswith("documentation pages")
+    assert router["detail"]["strategy_why"] == "documentation pages: vector and keyword search fused"
+    assert router["detail"]["answer_style"] == "answer"
+    [router] = [s for s in listing.trace["stages"] if s["stage"] == "router"]
+    assert router["detail"]["kind"] == "global" and router["detail"]["strategy"] == "wide"
+    assert router["detail"]["answer_style"] == "enumeration"

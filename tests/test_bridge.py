@@ -143,3 +143,42 @@ def test_a_one_word_title_links_only_where_written_as_a_name() -> None:
 def test_bridge_options_are_checked() -> None:
     with pytest.raises(UsageError, match="seeds"):
         make_options("bridge", {"seeds": 0})
+
+
+def _router(result: Any) -> dict[str, Any]:
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    return dict(entry["detail"])
+
+
+def test_auto_takes_the_entity_graph_and_the_next_hop_on_a_passage_corpus(bridge_pack: Path) -> None:
+    with KnowledgeGraphAgent(bridge_pack, llm=None, top_k=3) as agent:
+        assert agent.profile == "auto"
+        result = agent.query(QUESTION)
+    router = _router(result)
+    assert router["strategy"] == "entity"
+    assert router["pack"].startswith("a passage corpus") and "with an entity graph" in router["pack"]
+    assert router["attempts"][0]["strategy"] == "entity" and len(router["attempts"]) == 1
+    assert [s.title for s in result.sources[:2]] == ["Kerry Saxby", "Young, New South Wales"]
+
+
+def test_auto_without_an_entity_graph_says_what_it_skipped(bridge_pack_no_graph: Path) -> None:
+    with KnowledgeGraphAgent(bridge_pack_no_graph, llm=None, top_k=3) as agent:
+        result = agent.query(QUESTION)
+    router = _router(result)
+    assert router["strategy"] == "links"
+    assert "without an entity graph" in router["pack"]
+    assert "wikigr pack graph" in router["strategy_why"]
+
+
+def test_stage_options_reach_the_stages_the_router_runs(bridge_pack_no_graph: Path) -> None:
+    options = {
+        "vector": {"candidates": 2},
+        "keyword": {"candidates": 1},
+        "bridge": {"title": 0.0, "entity": 0.0},
+    }
+    with KnowledgeGraphAgent(bridge_pack_no_graph, llm=None, top_k=3, options=options) as agent:
+        result = agent.query(QUESTION)
+    attempt = _router(result)["attempts"][0]
+    assert attempt["candidates"] <= 3  # 2 by vector, at most 1 more by keyword, none by bridge
+    with pytest.raises(UsageError, match="options of bridge"):
+        KnowledgeGraphAgent(bridge_pack_no_graph, llm=None, options={"bridge": {"seed": 2}})

@@ -269,7 +269,7 @@ def test_cli_eval_all_profiles_json(pack: Path, capsys: pytest.CaptureFixture[st
     captured = capsys.readouterr()
     assert code == 0, captured.err
     reports = json.loads(captured.out)
-    assert [r["profile"] for r in reports] == ["baseline", "balanced", "max", "graph", "routed"]
+    assert [r["profile"] for r in reports] == ["auto", "baseline", "balanced", "max", "graph", "routed"]
     assert all(r["summary"]["recall@5"] is not None for r in reports)
     assert load_manifest(pack / "manifest.json").eval_scores.profile == "routed"  # type: ignore[union-attr]
     code = run(["eval", str(pack), "--limit", "2"])

@@ -53,7 +53,7 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
                 )
             )
             assert answer["sources"][0]["section"] == "Timeouts" and len(answer["sources"]) == 2
-            assert "[1]" in answer["answer"] and answer["profile"] == "balanced"
+            assert "[1]" in answer["answer"] and answer["profile"] == "auto"
             baseline = _payload(
                 await client.call_tool(
                     "query_pack", {"pack": "fixture", "question": "socket timeout", "profile": "baseline"}

@@ -108,7 +108,7 @@ def test_query_cites_urls_with_anchors(built_pack: Path) -> None:
     data = result.to_json()
     assert {"answer", "sources", "profile", "trace", "confidence", "low_confidence", "facts"} == set(data)
     assert set(data["sources"][0]) == {"title", "section", "url", "score"}
-    assert data["profile"] == "balanced"  # the default, written to kg_config.json
+    assert data["profile"] == "auto"  # the default, written to kg_config.json
 
 
 def test_query_returns_one_hit_per_section(built_pack: Path) -> None:

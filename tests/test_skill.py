@@ -40,7 +40,7 @@ def test_skill_offers_the_graph_profile_only_when_the_pack_has_a_graph(built_pac
     manifest = open_pack(built_pack).manifest
     assert manifest.stats.entities > 0  # built with the default entity graph
     info = PackDigest(articles=3, chunks=9, titles=["A"], urls=[""], hosts=[], categories=[], sections=[])
-    assert "`graph` (for questions that chain facts" in render_skill(manifest, info)
+    assert "`graph` (always PageRank over the pack's entity graph" in render_skill(manifest, info)
     manifest.stats.entities = 0
     assert "`graph`" not in render_skill(manifest, info)
 

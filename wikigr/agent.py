@@ -1,7 +1,7 @@
 """KnowledgeGraphAgent: answers questions against a pack through a profile of retrieval stages.
 
 from wikigr import KnowledgeGraphAgent
-agent = KnowledgeGraphAgent("pydocs", profile="balanced")
+agent = KnowledgeGraphAgent("pydocs")  # profile "auto": picks the retrieval per pack and question
 result = agent.query("How do I set a socket timeout?")
 result.answer, result.sources, result.facts, result.confidence, result.trace
 """
@@ -99,7 +99,7 @@ class KnowledgeGraphAgent:
         overrides = {name: dict(values) for name, values in config.stages.items()}
         for name, values in (options or {}).items():
             overrides.setdefault(name, {}).update(values)
-        self.stages = resolve_stages(self.profile, enable, disable, overrides)
+        self.stages, stage_options = resolve_stages(self.profile, enable, disable, overrides)
         self.top_k = top_k or config.top_k or 5
         if self.top_k < 1:
             raise UsageError("top_k must be at least 1")
@@ -120,8 +120,10 @@ class KnowledgeGraphAgent:
             except BaseException:
                 store.close()
                 raise
-        self.context = Context(pack=self.pack, store=store, embedder=embedder, llm=self.llm)
-        if "keyword" in self.stage_names:
+        self.context = Context(
+            pack=self.pack, store=store, embedder=embedder, llm=self.llm, options=stage_options
+        )
+        if "keyword" in self.stage_names or "router" in self.stage_names:
             # Load the BM25 index now, with the store: an agent then answers from one state of the
             # pack even when `pack update` swaps the folder while it is open.
             with contextlib.suppress(Skip):

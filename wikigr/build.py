@@ -745,7 +745,7 @@ def _write_support_files(
     write_skill(folder, manifest, folder / layout.STORE_FILE, query_ref)
     config = folder / layout.CONFIG_FILE
     if not config.exists():
-        config.write_text(json.dumps({"profile": "balanced"}, indent=2) + "\n", encoding="utf-8")
+        config.write_text(json.dumps({"profile": "auto"}, indent=2) + "\n", encoding="utf-8")
     (folder / layout.RESULTS_DIR).mkdir(parents=True, exist_ok=True)
     questions = folder / layout.QUESTIONS_FILE
     if not questions.exists():

@@ -170,8 +170,7 @@ def render_skill(manifest: Manifest, info: PackDigest, query_ref: str | None = N
     more = f"\n- … and {info.articles - 15} more" if info.articles > 15 else ""
     topics = f"Topics: {', '.join(info.categories)}.\n\n" if info.categories else ""
     graph = (
-        ', `graph` (for questions that chain facts — "the author of the book that ..." — through the '
-        "pack's entity graph)"
+        ", `graph` (always PageRank over the pack's entity graph, for questions that chain facts)"
         if manifest.stats.entities
         else ""
     )
@@ -200,8 +199,10 @@ Ask one focused question at a time:
 wikigr query {shell_ref} "How do I ...?" --json
 ```
 
-(From a clone of wikigr, run `uv run wikigr ...`.) Options: `--top-k K` passages (default 5);
-`--profile baseline` (fastest: vector search only), `balanced` (default: adds keyword search,
+(From a clone of wikigr, run `uv run wikigr ...`.) Options: `--top-k K` passages (default 5).
+The default profile, `auto`, picks the retrieval for the pack and the question (questions that
+chain facts — "the author of the book that ..." — included); `--trace` shows what it chose and why.
+Fixed profiles: `--profile baseline` (fastest: vector search only), `balanced` (keyword search,
 filtering and link-aware reranking){graph} or `max` (most thorough, slowest). `wikigr pack info {shell_ref}`
 shows what the pack holds. With the MCP server (`wikigr mcp`), the tools `query_pack` and `search`
 do the same.
@@ -212,7 +213,7 @@ The JSON printed on stdout:
 {{
   "answer": "text citing passages as [1], [2] ...",
   "sources": [{{"title": "article", "section": "section", "url": "https://...#anchor", "score": 0.71}}],
-  "profile": "balanced",
+  "profile": "auto",
   "confidence": 0.71,
   "low_confidence": false,
   "facts": [],

@@ -17,7 +17,9 @@ def register(app: typer.Typer) -> None:
         profile: Annotated[
             str | None,
             typer.Option(
-                "--profile", "-p", help="baseline, balanced or max (default: the pack's, else balanced)."
+                "--profile",
+                "-p",
+                help="auto, baseline, balanced, max, graph or routed (default: the pack's, else auto).",
             ),
         ] = None,
         enable: Annotated[

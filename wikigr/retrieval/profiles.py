@@ -2,7 +2,7 @@
 
 A pack's ``kg_config.json`` may choose the default profile and override stage options::
 
-    {"profile": "balanced", "stages": {"gate": {"threshold": 0.35}}, "model": "claude-sonnet-4-5"}
+    {"profile": "auto", "stages": {"gate": {"threshold": 0.35}}, "model": "claude-sonnet-4-5"}
 
 Unknown keys, stage names and option names are rejected with a clear error.
 """
@@ -55,13 +55,21 @@ BALANCED = [
     "synthesize",
 ]
 PROFILES: dict[str, list[str]] = {
+    # The default: the router picks the retrieval for the pack and the question (router.py).
+    "auto": ["router", "quality", "dedup", "graph_rerank", "multidoc", "gate", "few_shot", "synthesize"],
     "baseline": ["vector", "dedup", "synthesize"],
     "balanced": BALANCED,
     "max": _in_order(*BALANCED, "multi_query", "cross_encoder"),
     "graph": _in_order(*BALANCED, "ppr"),
     "routed": ["router", "quality", "dedup", "multidoc", "gate", "few_shot", "synthesize"],
 }
-DEFAULT_PROFILE = "balanced"
+# Stage options a profile sets; kg_config.json and the caller's options go on top.
+PROFILE_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    # The auto policy needs the question's kind only for global questions: the rules suffice, and
+    # a Claude call per question would cost more than the choice is worth.
+    "auto": {"router": {"policy": "auto", "max_attempts": 1, "use_llm": False}},
+}
+DEFAULT_PROFILE = "auto"
 
 
 @dataclass
@@ -112,13 +120,25 @@ def _insert(names: list[str], name: str) -> list[str]:
     return [*names, name]
 
 
+def profile_options(
+    profile: str, overrides: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The stage options of ``profile`` with ``overrides`` on top, by stage name."""
+    merged = {name: dict(values) for name, values in PROFILE_OPTIONS.get(profile, {}).items()}
+    for name, values in (overrides or {}).items():
+        merged.setdefault(name, {}).update(values)
+    return merged
+
+
 def resolve_stages(
     profile: str,
     enable: list[str] | None = None,
     disable: list[str] | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
-) -> list[Stage]:
-    """The stages of ``profile`` with ``enable``/``disable`` applied and options set."""
+) -> tuple[list[Stage], dict[str, Any]]:
+    """The stages of ``profile`` with ``enable``/``disable`` applied and options set, and the
+    options of every stage named in the profile's options or ``overrides`` (checked, by stage
+    name: the router builds its strategies' stages with them)."""
     if profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     names = list(PROFILES[profile])
@@ -128,6 +148,7 @@ def resolve_stages(
     for name in disable or []:
         stage_class(name)
         names = [n for n in names if n != name]
-    for name in overrides or {}:
-        stage_class(name)
-    return [stage_class(n)(make_options(n, (overrides or {}).get(n, {}))) for n in names]
+    merged = profile_options(profile, overrides)
+    options = {name: make_options(name, values) for name, values in merged.items()}
+    stages = [stage_class(n)(options.get(n) or make_options(n, {})) for n in names]
+    return stages, options

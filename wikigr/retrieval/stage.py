@@ -82,6 +82,7 @@ class Context:
     store: Store
     embedder: Embedder
     llm: LLM | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # stage name -> its options, where set
     cache: dict[str, Any] = field(default_factory=dict)  # loaded once per agent (e.g. the entity graph)
     _keyword: KeywordIndex | None = None
     _keyword_error: str | None = None

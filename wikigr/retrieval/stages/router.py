@@ -1,4 +1,4 @@
-"""router: classify the question, pick a retrieval strategy, escalate when the context is weak.
+"""router: look at the pack and the question, pick a retrieval strategy, escalate when weak.
 
 Question kinds: ``simple``, ``relation`` (how two named things relate), ``multi_hop`` (a chain:
 "the composer of the opera that ..."), ``global`` (enumerate or summarise: "list all ...", "what
@@ -12,10 +12,22 @@ Strategies are lists of retrieval stages run on a fresh state:
 - ``hybrid``: vector, keyword, title_match;
 - ``graph``: vector, keyword, title_match, ppr;
 - ``graph_paths``: vector, keyword, title_match, vector_cypher (the paths widen the pool), ppr;
-- ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr.
+- ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr;
+- ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links);
+- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed).
 
-Each kind has an escalation ladder (``simple``: vector → hybrid → graph → wide; ``multi_hop`` and
-``relation``: graph → graph_paths → wide; ``global`` and ``aggregate``: wide). When the router runs
+Two policies choose the strategies to try. ``auto`` (the ``auto`` profile, the default) looks at
+the pack first. A passage corpus (at most ``passage_chunks`` chunks per article on average, and
+pages that do not link to each other: short passages titled by their subject) gets ``entity`` —
+hybrid, ``ppr`` over the entity graph, then ``bridge`` to the next hop — or, without an entity
+graph, ``links`` (hybrid and the title links of ``bridge``). Documentation (long pages in many
+sections, or pages that link to each other) gets ``hybrid``, or ``wide`` for global questions.
+Global questions get an enumeration-style answer on any pack. These choices were made on
+questions 1-50 of MuSiQue, HotpotQA and the CoNaLa docs set (bench/multihop.py, bench/docqa.py).
+
+``ladder`` (the ``routed`` profile): each kind has an escalation ladder (``simple``: vector →
+hybrid → graph → wide; ``multi_hop`` and ``relation``: graph → graph_paths → wide; ``global`` and
+``aggregate``: wide), and no further rung starts once ``budget_ms`` have gone. When the router runs
 after other retrieval stages (``--enable router``), their ranking is the first attempt. An attempt
 is scored by the share of the question's content words its top passages cover (or, with
 ``score="similarity"``, by their mean cosine similarity to the question); below ``threshold`` the
@@ -26,6 +38,7 @@ per source) and at least ``enumerate_k`` passages.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from dataclasses import dataclass
@@ -34,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from wikigr.graph.extract import keyword_entities
-from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register, stage_class
+from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register, stage_class
 
 KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
 STRATEGIES: dict[str, list[str]] = {
@@ -45,6 +58,8 @@ STRATEGIES: dict[str, list[str]] = {
     # second hops under its own similarity scores.
     "graph_paths": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
     "wide": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
+    "entity": ["vector", "keyword", "title_match", "ppr", "bridge"],
+    "links": ["vector", "keyword", "title_match", "bridge"],
 }
 LADDERS: dict[str, list[str]] = {
     "simple": ["vector", "hybrid", "graph", "wide"],
@@ -112,7 +127,53 @@ def _content_words(text: str) -> set[str]:
 
 
 @dataclass
+class PackShape:
+    """What the auto policy knows of a pack: measured once per agent."""
+
+    passages: bool  # short passages titled by their subject, rather than long documentation pages
+    has_graph: bool
+    chunks_per_article: float
+
+    def describe(self) -> str:
+        shape = "a passage corpus" if self.passages else "documentation pages"
+        graph = "with an entity graph" if self.has_graph else "without an entity graph"
+        return f"{shape} ({self.chunks_per_article:.1f} chunks per article), {graph}"
+
+
+def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
+    cache = state.ctx.cache
+    if "pack_shape" not in cache:
+        stats = state.ctx.pack.manifest.stats
+        per_article = stats.chunks / max(1, stats.articles)
+        linked = stats.links / max(1, stats.articles) >= 0.1  # web pages link to each other
+        if "has_entities" not in cache:
+            cache["has_entities"] = state.ctx.store.has_entities
+        passages = per_article <= passage_chunks and not linked
+        cache["pack_shape"] = PackShape(passages, bool(cache["has_entities"]), per_article)
+    shape = cache["pack_shape"]
+    assert isinstance(shape, PackShape)
+    return shape
+
+
+def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
+    """The auto policy: the strategy for a question of ``kind`` on a pack of ``shape``, and why."""
+    if shape.passages and shape.has_graph:
+        return "entity", "a passage corpus with an entity graph: PageRank over it, then the next hop"
+    if shape.passages:
+        return "links", (
+            "a passage corpus without an entity graph: the next hop through title links only "
+            "(add a graph: wikigr pack graph PACK)"
+        )
+    if kind == "global":
+        return "wide", "a global question on documentation pages: more passages, through their entities"
+    return "hybrid", "documentation pages: vector and keyword search fused"
+
+
+@dataclass
 class RouterOptions:
+    policy: str = "ladder"  # "auto": a strategy by the pack's shape and the question; "ladder": escalate
+    budget_ms: float = 250.0  # no further attempt starts once this much time has gone
+    passage_chunks: float = 1.5  # auto: at most this many chunks per article make a passage corpus
     score: str = "coverage"  # how an attempt is scored: "coverage" or "similarity"
     threshold: float = 1.0  # the score of an attempt below which the router escalates
     score_top: int = 5  # passages scored
@@ -126,6 +187,10 @@ class RouterOptions:
             raise ValueError("max_attempts and score_top must be at least 1")
         if self.score not in ("coverage", "similarity"):
             raise ValueError("score must be 'coverage' or 'similarity'")
+        if self.policy not in ("auto", "ladder"):
+            raise ValueError("policy must be 'auto' or 'ladder'")
+        if self.budget_ms <= 0:
+            raise ValueError("budget_ms must be positive")
 
 
 @register
@@ -138,12 +203,14 @@ class RouterStage(Stage):
         super().__init__(options)
         self._stages: dict[str, list[Stage]] = {}
 
-    def _strategy(self, name: str) -> list[Stage]:
+    def _strategy(self, name: str, ctx: Context) -> list[Stage]:
+        """The stages of a strategy, with the options the profile, kg_config.json or the caller
+        set for them (the wide strategy multiplies the candidates it fetches)."""
         if name not in self._stages:
             stages = []
             for stage_name in STRATEGIES[name]:
                 cls = stage_class(stage_name)
-                options = cls.Options()
+                options = copy.copy(ctx.options.get(stage_name) or cls.Options())
                 if name == "wide" and hasattr(options, "candidates") and stage_name in ("vector", "keyword"):
                     options.candidates *= self.options.wide_factor
                 stages.append(cls(options))
@@ -198,7 +265,7 @@ class RouterStage(Stage):
         )
         start = time.perf_counter()
         skipped = []
-        for stage in self._strategy(strategy):
+        for stage in self._strategy(strategy, state.ctx):
             try:
                 stage.run(trial)
             except Skip as skip:
@@ -218,8 +285,16 @@ class RouterStage(Stage):
 
     def run(self, state: QueryState) -> None:
         o = self.options
+        start = time.perf_counter()
         kind, why = self._classify(state)
-        ladder = list(LADDERS[kind])
+        detail: dict[str, Any] = {}
+        if o.policy == "auto":
+            shape = pack_shape(state, o.passage_chunks)
+            strategy, strategy_why = auto_plan(kind, shape)
+            ladder = [strategy]
+            detail = {"pack": shape.describe(), "strategy": strategy, "strategy_why": strategy_why}
+        else:
+            ladder = list(LADDERS[kind])
         attempts: list[dict[str, Any]] = []
         best: tuple[float, list[Candidate]] | None = None
         if state.candidates:  # the profile's own ranking is the first attempt
@@ -231,6 +306,9 @@ class RouterStage(Stage):
         for strategy in ladder:
             if len(attempts) >= o.max_attempts:
                 break
+            if attempts and (time.perf_counter() - start) * 1000 > o.budget_ms:
+                detail["budget"] = f"stopped escalating after {o.budget_ms:g} ms"
+                break
             candidates, entry = self._attempt(state, strategy)
             attempts.append(entry)
             if best is None or entry["score"] > best[0]:
@@ -241,8 +319,11 @@ class RouterStage(Stage):
             raise Skip("no strategy ran")
         state.candidates = best[1]
         state.sort()
-        style = "enumeration" if kind in ("global", "aggregate") else "answer"
+        enumerate_kinds = ("global",) if o.policy == "auto" else ("global", "aggregate")
+        style = "enumeration" if kind in enumerate_kinds else "answer"
         if style == "enumeration":
             state.top_k = max(state.top_k, o.enumerate_k)
         chosen = next(a["strategy"] for a in attempts if a["score"] == round(best[0], 4))
-        state.note(self.name, kind=kind, why=why, attempts=attempts, chosen=chosen, answer_style=style)
+        state.note(
+            self.name, kind=kind, why=why, **detail, attempts=attempts, chosen=chosen, answer_style=style
+        )
