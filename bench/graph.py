@@ -6,9 +6,9 @@
    with the same entities (the hardest case for the graph: every name has four times the mentions).
 2. Offline extraction speed over its chunks: the keyword extractor on every chunk, spaCy on the
    skeleton (25%), from the build's own graph report; LLM calls (zero without a key).
-3. Retrieval latency (no LLM) per profile on that pack, 200 questions (MuSiQue-100 + HotpotQA-100),
-   after one warm-up query (which loads the graph: reported separately); and a fresh
-   `python -m wikigr query --profile graph` process, end to end.
+3. Retrieval latency (no LLM) per profile (auto, the default, first) on that pack, 200 questions
+   (MuSiQue-100 + HotpotQA-100), after one warm-up query (which loads the graph: reported
+   separately); and a fresh `python -m wikigr query --profile graph` process, end to end.
 4. PPR selection: R@5 of the graph profile on MuSiQue-100 and HotpotQA-100 for damping, home
    edges and passage weight, on the first half of each question set (dev: questions 1-50, where
    the defaults were chosen), the second half (test: 51-100, never used to choose) and all 100.
@@ -200,10 +200,8 @@ def sensitivity() -> list[dict[str, Any]]:
                         multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
                     ]
 
-                halves = {
-                    "dev": multihop.run_arm("graph", questions[:50], rank)["R@5"],
-                    "test": multihop.run_arm("graph", questions[50:], rank)["R@5"],
-                }
+                arm = multihop.run_arm("graph", questions, rank)
+                halves = {"dev": arm["dev"]["R@5"], "test": arm["test"]["R@5"]}
             row = {
                 "dataset": dataset,
                 "damping": damping,
@@ -242,7 +240,7 @@ def main() -> int:
             "stats": {"entities": stats.entities, "facts": stats.facts, "relations": stats.relations},
         },
         "extraction": extraction_speed(pack, build),
-        "latency": latency(pack, ["baseline", "balanced", "graph", "routed"]),
+        "latency": latency(pack, ["auto", "baseline", "balanced", "graph", "routed"]),
         "cli_graph_query": cli_latency(pack),
     }
     if not args.skip_sensitivity:
