@@ -153,6 +153,7 @@ def latency(pack: Path, profiles: list[str]) -> list[dict[str, Any]]:
                 "first_query_ms": round(first_ms, 1),
                 "p50_ms": round(statistics.median(times), 1),
                 "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1),
+                "max_ms": round(times[-1], 1),
             }
         )
     return rows

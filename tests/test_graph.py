@@ -500,3 +500,12 @@ def test_link_text_becomes_an_entity_of_both_ends(server: Any, tmp_path: Path, w
     assert _link_entity(pack) == ends
     update_pack("linked", skills_dir=tmp_path / "skills")
     assert _link_entity(pack) == ends
+
+
+def test_router_stops_escalating_when_its_time_budget_is_spent(graph_pack: Path) -> None:
+    options = {"router": {"score": "similarity", "threshold": 1.01, "max_attempts": 4, "budget_ms": 0.001}}
+    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, options=options) as agent:
+        result = agent.query("When was the American Physical Society founded?")
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert [a["strategy"] for a in entry["detail"]["attempts"]] == ["vector"]  # the first always runs
+    assert entry["detail"]["budget"] == "stopped escalating after 0.001 ms"
