@@ -107,9 +107,6 @@ class EntityGraph:
         # Document frequency of each entity: the number of chunks mentioning it.
         mention_matrix = adjacency[: self.n_chunks, self.n_chunks :]
         self.entity_df = np.asarray((mention_matrix > 0).sum(axis=0)).ravel()
-        # Which entities each chunk mentions (chunks x entities, 1 where it does), by rows and by columns.
-        self.mentions = (mention_matrix > 0).astype(np.float64).tocsr()
-        self.mentions_by_entity = self.mentions.tocsc()
         self.has_vectors = has_vectors  # the store holds name vectors (packs before them do not)
 
     # -- loading -------------------------------------------------------------------------------
@@ -139,6 +136,22 @@ class EntityGraph:
     @property
     def empty(self) -> bool:
         return not self.entity_keys
+
+    def neighbours(self, node: int) -> np.ndarray:
+        """The nodes joined to ``node`` by an edge (the graph is undirected: the transition matrix's
+        row of a node lists them). Chunks are ``0..n_chunks-1``, entities ``n_chunks + e``."""
+        start, end = int(self.transition.indptr[node]), int(self.transition.indptr[node + 1])
+        return np.asarray(self.transition.indices[start:end])
+
+    def chunk_entities(self, chunk: int) -> np.ndarray:
+        """The entities (indices) a chunk mentions (or whose home page it is)."""
+        nodes = self.neighbours(chunk)
+        return nodes[nodes >= self.n_chunks] - self.n_chunks
+
+    def entity_chunks(self, entity: int) -> np.ndarray:
+        """The chunks that mention an entity (or are its home page)."""
+        nodes = self.neighbours(self.n_chunks + entity)
+        return nodes[nodes < self.n_chunks]
 
     # -- linking -------------------------------------------------------------------------------
 

@@ -189,25 +189,21 @@ class BridgeStage(Stage):
         o = self.options
         question_entities = set(graph.link(state.question, concepts=False))
         df = graph.entity_df
-        mentions = graph.mentions
-        by_columns = graph.mentions_by_entity
         best = np.zeros(graph.n_chunks)
         for chunk_id, weight in weights.items():
             row = graph.chunk_index.get(chunk_id)
             if row is None or weight <= 0:
                 continue
-            entities = [
-                int(e)
-                for e in mentions.indices[mentions.indptr[row] : mentions.indptr[row + 1]]
-                if int(e) not in question_entities and 1 < df[e] <= o.max_df
-            ]
-            if not entities:
-                continue
-            specificity = 1.0 / np.log1p(df[entities])
-            reach = np.minimum(np.asarray(by_columns[:, entities] @ specificity).ravel(), 1.0)
+            reach = np.zeros(graph.n_chunks)
+            for e in graph.chunk_entities(row):
+                e = int(e)
+                if e not in question_entities and 1 < df[e] <= o.max_df:
+                    reach[graph.entity_chunks(e)] += 1.0 / np.log1p(df[e])  # a specific name counts more
+            np.minimum(reach, 1.0, out=reach)
+            own = index.article.get(chunk_id)
             for i in np.flatnonzero(reach):  # a seed's own article is not a next hop
-                if index.article.get(graph.chunk_ids[i]) == index.article.get(chunk_id):
+                if index.article.get(graph.chunk_ids[i]) == own:
                     reach[i] = 0.0
-            best = np.maximum(best, weight * reach)
+            np.maximum(best, weight * reach, out=best)
         order = np.argsort(-best, kind="stable")[: o.reach]
         return {graph.chunk_ids[i]: float(best[i]) for i in order if best[i] > 0}
