@@ -19,7 +19,7 @@ from tests.openml.conftest import STUDY1
 from tests.openml.test_tools import amlb, arff
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.errors import InvalidPackError
-from wikigr.openml.router import Vocabulary, plan, ungrounded_numbers
+from wikigr.openml.rules import Vocabulary, plan, ungrounded_numbers
 from wikigr.openml.tools import ToolResult
 from wikigr.pack.pack import open_pack
 

@@ -1,7 +1,7 @@
 """How an OpenML pack answers: tools pick the numbers from the store, and every number of the
 answer comes from a tool result and is cited.
 
-Offline the rules of :mod:`wikigr.openml.router` pick the tools and compose the answer. With
+Offline the rules of :mod:`wikigr.openml.rules` pick the tools and compose the answer. With
 Claude (``ANTHROPIC_API_KEY``), Claude picks the tools by tool use within a budget of tool calls
 (``max_tool_calls`` in ``kg_config.json``, default 6) and writes the answer citing ``[n]``, the
 n-th tool result; an answer with a number no tool result holds is replaced by the composed one
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wikigr.openml.model import measure_name
-from wikigr.openml.router import Citation, Vocabulary, compose, plan, ungrounded_numbers
+from wikigr.openml.rules import Citation, Vocabulary, compose, plan, ungrounded_numbers
 from wikigr.openml.tools import TOOL_SPECS, OpenMLTools, ToolResult
 from wikigr.retrieval.stage import Candidate, Context, QueryState
 
