@@ -160,8 +160,10 @@ def resolve_stages(
         names = [n for n in names if n != name]
     names = [n for n in names if pack_kind in stage_class(n).pack_kinds]
     if not names:
+        left = " left" if disable else ""
         raise UsageError(
-            f"no stage of profile {profile} applies to {pack_kind} packs (the default, auto, does)"
+            f"no stage{left} of profile {profile} applies to {pack_kind} packs "
+            "(the router of auto, the default, does)"
         )
     merged = profile_options(profile, overrides)
     options = {name: make_options(name, values) for name, values in merged.items()}
