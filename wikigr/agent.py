@@ -2,6 +2,7 @@
 
 from wikigr import KnowledgeGraphAgent
 agent = KnowledgeGraphAgent("pydocs")  # profile "auto": picks the retrieval per pack and question
+# (on an OpenML pack, the router of "auto" answers with the pack's tools: docs/openml.md)
 result = agent.query("How do I set a socket timeout?")
 result.answer, result.sources, result.facts, result.confidence, result.trace
 """
@@ -90,16 +91,14 @@ class KnowledgeGraphAgent:
         fallback: bool = False,
     ) -> None:
         self.pack = pack if isinstance(pack, Pack) else open_pack(pack)
-        self._openml: Any = None
-        if self.pack.manifest.source_kind == "openml":  # answered by tools over the star
-            self._open_openml(profile, enable, disable, options, llm, model, top_k, fallback)
-            return
         config = load_pack_config(self.pack.config(), str(self.pack.path / "kg_config.json"))
         self.profile = profile or config.profile or DEFAULT_PROFILE
         overrides = {name: dict(values) for name, values in config.stages.items()}
         for name, values in (options or {}).items():
             overrides.setdefault(name, {}).update(values)
-        self.stages, stage_options = resolve_stages(self.profile, enable, disable, overrides)
+        self.stages, stage_options = resolve_stages(
+            self.profile, enable, disable, overrides, self.pack.manifest.source_kind
+        )
         self.top_k = top_k or config.top_k or 5
         if self.top_k < 1:
             raise UsageError("top_k must be at least 1")
@@ -111,17 +110,20 @@ class KnowledgeGraphAgent:
         self.llm = llm
         self.fallback = fallback
         check_embedder(self.pack)
-        # Loading the model and opening the store are independent: do both at once.
+        # Loading the model and opening the store are independent: do both at once. Only a pack of
+        # passages embeds every question; another (OpenML) loads the model on first use.
+        embedder = None
         with ThreadPoolExecutor(max_workers=2) as pool:
-            embedder_future = pool.submit(get_embedder, self.pack.manifest.embedder.name)
+            name = self.pack.manifest.embedder.name
+            embedder_future = pool.submit(get_embedder, name) if self.pack.manifest.stats.chunks else None
             store = pool.submit(self.pack.open_store).result()
             try:
-                embedder = embedder_future.result()
+                embedder = embedder_future.result() if embedder_future else None
             except BaseException:
                 store.close()
                 raise
         self.context = Context(
-            pack=self.pack, store=store, embedder=embedder, llm=self.llm, options=stage_options
+            pack=self.pack, store=store, llm=self.llm, options=stage_options, loaded_embedder=embedder
         )
         if "keyword" in self.stage_names or "router" in self.stage_names:
             # Load the BM25 index now, with the store: an agent then answers from one state of the
@@ -129,45 +131,7 @@ class KnowledgeGraphAgent:
             with contextlib.suppress(Skip):
                 self.context.keyword_index()
 
-    def _open_openml(
-        self,
-        profile: str | None,
-        enable: list[str] | None,
-        disable: list[str] | None,
-        options: dict[str, dict[str, Any]] | None,
-        llm: LLM | Literal["auto"] | None,
-        model: str | None,
-        top_k: int | None,
-        fallback: bool,
-    ) -> None:
-        from wikigr.openml.agent import OpenMLAgent
-
-        if profile or enable or disable or options:
-            raise UsageError("profiles and stages do not apply to OpenML packs (see docs/openml.md)")
-        self.profile = "openml"
-        self.stages = []
-        self.top_k = top_k or 5
-        self.fallback = fallback
-        self._owns_llm = llm == "auto"
-        if llm == "auto":
-            from wikigr.llm import AnthropicLLM
-
-            configured = self.pack.config().get("model")
-            llm = AnthropicLLM.from_env(
-                model
-                or os.environ.get("WIKIGR_MODEL")
-                or (configured if isinstance(configured, str) else None)
-            )
-        self.llm = llm
-        self._openml = OpenMLAgent(self.pack, llm=llm, top_k=self.top_k, fallback=fallback)
-
     def close(self) -> None:
-        if self._openml is not None:
-            self._openml.close()
-            close_llm = getattr(self.llm, "close", None)
-            if self._owns_llm and close_llm is not None:
-                close_llm()
-            return
         self.context.store.close()
         close_llm = getattr(self.llm, "close", None)
         if self._owns_llm and close_llm is not None:
@@ -187,9 +151,6 @@ class KnowledgeGraphAgent:
         question = question.strip()
         if not question:
             raise UsageError("the question is empty")
-        if self._openml is not None:
-            result: AgentResult = self._openml.query(question, top_k=top_k)
-            return result
         k = top_k or self.top_k
         if k < 1:
             raise UsageError("top_k must be at least 1")
@@ -218,9 +179,10 @@ class KnowledgeGraphAgent:
         synth_ms = sum(s["ms"] for s in stages if s["stage"] == "synthesize")
         trace: dict[str, Any] = {
             "profile": self.profile,
-            "embedder": self.context.embedder.name,
+            "embedder": self.pack.manifest.embedder.name,
             "vector_path": self.context.store.vector_path,
             "answer_mode": state.answer_mode or "none",
+            **state.trace,  # what a stage adds (the OpenML tools: tool_calls, grounding...)
             "stages": stages,
             "retrieval_ms": round(total_ms - synth_ms, 2),
             "total_ms": round(total_ms, 2),

@@ -1,5 +1,6 @@
-"""Answering questions about an OpenML pack: the rules router offline, Claude tool use through the
-real SDK against the fake Messages API, and `wikigr query` dispatching to them."""
+"""Answering questions about an OpenML pack: the router of the auto profile picks the OpenML tools
+(the openml_tools stage): their rules offline, Claude tool use through the real SDK against the
+fake Messages API, and `wikigr query` reaching them like any pack."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.fakeclaude import FakeClaude, Reply, make_llm
 from tests.openml.conftest import STUDY1
 from tests.openml.test_tools import amlb, arff
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.openml.router import Vocabulary, plan, ungrounded_numbers
+from wikigr.errors import InvalidPackError
+from wikigr.openml.rules import Vocabulary, plan, ungrounded_numbers
 from wikigr.openml.tools import ToolResult
 from wikigr.pack.pack import open_pack
 
@@ -132,7 +134,7 @@ def test_offline_answer_is_computed_grounded_and_cited(pack: Path) -> None:
     with KnowledgeGraphAgent(pack) as agent:
         result = agent.query(QUESTION)
     trace = result.trace
-    assert result.profile == "openml" and trace["router"] == "rules" and trace["answer_mode"] == "rules"
+    assert result.profile == "auto" and trace["router"] == "rules" and trace["answer_mode"] == "rules"
     call = trace["tool_calls"][0]
     assert call["tool"] == "aggregate_measures"
     assert call["input"]["filters"] == {"Task.type": "Supervised Classification"}
@@ -148,7 +150,11 @@ def test_offline_answer_is_computed_grounded_and_cited(pack: Path) -> None:
     assert result.sources[0].title == f"Algorithm.family = {top['group']['Algorithm.family']}"
     assert result.sources[0].url.startswith("file://") and "#line=" in result.sources[0].url
     assert result.facts and not result.low_confidence
-    assert [s["stage"] for s in trace["stages"]] == ["aggregate_measures", "synthesize"]
+    # one router over the one seam: the passage stages of the auto profile do not apply
+    [router] = trace["stages"]
+    assert router["stage"] == "router" and router["detail"]["strategy"] == "openml"
+    assert router["detail"]["pack"].startswith("an OpenML pack")
+    assert router["detail"]["tools"] == ["aggregate_measures"]
 
 
 def test_offline_counts_and_semantic_answers(pack: Path) -> None:
@@ -166,13 +172,55 @@ def test_cli_query_on_an_openml_pack(capsys: pytest.CaptureFixture[str], pack: P
     code, out, err = cli(capsys, "query", str(pack), QUESTION, "--json")
     assert code == 0, err
     data = json.loads(out)
-    assert {"answer", "sources", "profile", "trace"} <= set(data) and data["profile"] == "openml"
+    assert {"answer", "sources", "profile", "trace"} <= set(data) and data["profile"] == "auto"
     assert data["trace"]["tool_calls"][0]["tool"] == "aggregate_measures"
     code, out, _ = cli(capsys, "query", str(pack), QUESTION, "--trace")
     assert code == 0 and "Sources" in out
+    code, out, _ = cli(capsys, "query", str(pack), QUESTION, "--profile", "routed", "--json")
+    assert code == 0 and json.loads(out)["answer"] == data["answer"]  # its router answers too
     code, _, err = cli(capsys, "query", str(pack), QUESTION, "--profile", "baseline")
     assert code == 2
-    assert_one_error(err, "profiles and stages do not apply to OpenML packs")
+    assert_one_error(err, "no stage of profile baseline applies to openml packs")
+    code, _, err = cli(capsys, "query", str(pack), QUESTION, "--enable", "vector")
+    assert code == 2
+    assert_one_error(err, "stage vector does not apply to openml packs")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"max_tool_calls": 0}, "kg_config.json: max_tool_calls must be a positive integer"),
+        ({"max_tool_calls": True}, "kg_config.json: max_tool_calls must be a positive integer"),
+        ({"max_tools": 3}, "kg_config.json: max_tools: unknown field"),
+        ({"stages": {"openml_tools": {"budget": 3}}}, "stages.openml_tools.budget: unknown field"),
+    ],
+)
+def test_bad_kg_config_is_refused(pack: Path, config: dict[str, Any], message: str) -> None:
+    (pack / "kg_config.json").write_text(json.dumps(config))
+    with pytest.raises(InvalidPackError, match=message):
+        KnowledgeGraphAgent(pack, llm=None)
+
+
+def test_eval_and_the_mcp_server_work_on_an_openml_pack(pack: Path) -> None:
+    from wikigr.eval.runner import EvalOptions, evaluate
+    from wikigr.mcp_server import AgentCache
+    from wikigr.skill import digest
+
+    (pack / "eval").mkdir(exist_ok=True)
+    (pack / "eval" / "questions.jsonl").write_text(
+        json.dumps({"id": "q1", "question": QUESTION, "ground_truth": "automl"}) + "\n"
+    )
+    (report,) = evaluate(pack, EvalOptions())
+    row = json.loads(report.results_file.read_text())["questions"][0]
+    assert report.profile == "auto" and row["retrieved"][0]["origin"] == "aggregate_measures"
+    assert row["metrics"]["f1"] > 0  # the answer names the top family
+    cache = AgentCache()
+    try:
+        assert digest(cache.get(str(pack), None, "query").context.store).titles == []  # pack_info
+        found = cache.get(str(pack), None, "search").query(QUESTION, top_k=2)
+        assert found.sources[0].title.startswith("Algorithm.family = ") and len(found.sources) == 3
+    finally:
+        cache.close()
 
 
 # -- Claude tool use ----------------------------------------------------------------------------------

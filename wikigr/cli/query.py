@@ -48,10 +48,12 @@ def register(app: typer.Typer) -> None:
             pack, profile=profile, enable=enable, disable=disable, model=model, top_k=top_k, fallback=fallback
         ) as agent:
             result = agent.query(question)
-        synth: dict[str, Any] = next((s for s in result.trace["stages"] if s["stage"] == "synthesize"), {})
-        why = str(synth.get("detail", {}).get("why", ""))
-        if why.startswith("Claude failed"):
-            err.print(f"Warning: {why}; the answer below is extractive.", markup=False, highlight=False)
+        for entry in result.trace["stages"]:  # synthesize, or the router when the OpenML tools answered
+            detail: dict[str, Any] = entry.get("detail") or {}
+            why = str(detail.get("why", ""))
+            if why.startswith("Claude failed"):
+                then = detail.get("fallback", "the answer below is extractive")
+                err.print(f"Warning: {why}; {then}.", markup=False, highlight=False)
         if json_out:
             print_json(result.to_json())
         else:

@@ -194,7 +194,9 @@ class Evaluator:
 
     def _run_profile(self, profile: str | None) -> ProfileReport:
         with KnowledgeGraphAgent(self.pack, profile=profile, top_k=max(self.options.ks)) as agent:
-            gold_index = GoldIndex(agent.context.store.rows("MATCH (a:Article) RETURN a.id, a.url, a.title"))
+            articles = "MATCH (a:Article) RETURN a.id, a.url, a.title"
+            has_articles = self.pack.manifest.stats.articles > 0  # an OpenML pack has none
+            gold_index = GoldIndex(agent.context.store.rows(articles) if has_articles else [])
             judge = self._judge(agent)
             results_dir = self.pack.path / layout.RESULTS_DIR
             results_dir.mkdir(parents=True, exist_ok=True)

@@ -7,5 +7,7 @@ answers from the data (docs/openml.md).
 - :mod:`wikigr.openml.client` — a small client of OpenML's REST API (paging, retries, cache);
 - :mod:`wikigr.openml.build` — atomic, resumable builds of OpenML packs;
 - :mod:`wikigr.openml.tools` — ``graph_query``, ``semantic_search``, ``aggregate_measures``;
-- :mod:`wikigr.openml.router` and :mod:`wikigr.openml.agent` — which tools answer a question.
+- :mod:`wikigr.openml.rules` and :mod:`wikigr.openml.answer` — which tools answer a question, and
+  the answer from their results (run by the ``openml_tools`` stage: the wikigr router's strategy
+  for OpenML packs).
 """

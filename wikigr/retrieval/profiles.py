@@ -4,7 +4,8 @@ A pack's ``kg_config.json`` may choose the default profile and override stage op
 
     {"profile": "auto", "stages": {"gate": {"threshold": 0.35}}, "model": "claude-sonnet-4-5"}
 
-Unknown keys, stage names and option names are rejected with a clear error.
+``max_tool_calls`` (OpenML packs) is short for ``stages.openml_tools.max_tool_calls``. Unknown
+keys, stage names and option names are rejected with a clear error.
 """
 
 from __future__ import annotations
@@ -80,15 +81,21 @@ class PackConfig:
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
     model: str | None = None
     top_k: int | None = None
+    max_tool_calls: int | None = None  # the OpenML tools' budget
 
 
 def load_pack_config(data: dict[str, Any], where: str = "kg_config.json") -> PackConfig:
+    budget = data.get("max_tool_calls")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise InvalidPackError(f"{where}: max_tool_calls must be a positive integer")
     try:
         config = schema.load(PackConfig, data)
     except schema.SchemaError as exc:
         raise InvalidPackError(f"{where}: {exc}") from exc
     if config.profile is not None and config.profile not in PROFILES:
         raise InvalidPackError(f"{where}: profile: unknown profile {config.profile!r}")
+    if config.max_tool_calls is not None:
+        config.stages.setdefault("openml_tools", {}).setdefault("max_tool_calls", config.max_tool_calls)
     for name, options in config.stages.items():
         try:
             make_options(name, options)
@@ -135,19 +142,29 @@ def resolve_stages(
     enable: list[str] | None = None,
     disable: list[str] | None = None,
     overrides: dict[str, dict[str, Any]] | None = None,
+    pack_kind: str = "documents",
 ) -> tuple[list[Stage], dict[str, Any]]:
     """The stages of ``profile`` with ``enable``/``disable`` applied and options set, and the
     options of every stage named in the profile's options or ``overrides`` (checked, by stage
-    name: the router builds its strategies' stages with them)."""
+    name: the router builds its strategies' stages with them). Only the stages that apply to
+    ``pack_kind`` are kept (on an OpenML pack: the router, which answers with the tools)."""
     if profile not in PROFILES:
         raise UsageError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
     names = list(PROFILES[profile])
     for name in enable or []:
-        stage_class(name)
+        if pack_kind not in stage_class(name).pack_kinds:
+            raise UsageError(f"stage {name} does not apply to {pack_kind} packs")
         names = _insert(names, name)
     for name in disable or []:
         stage_class(name)
         names = [n for n in names if n != name]
+    names = [n for n in names if pack_kind in stage_class(n).pack_kinds]
+    if not names:
+        left = " left" if disable else ""
+        raise UsageError(
+            f"no stage{left} of profile {profile} applies to {pack_kind} packs "
+            "(the router of auto, the default, does)"
+        )
     merged = profile_options(profile, overrides)
     options = {name: make_options(name, values) for name, values in merged.items()}
     stages = [stage_class(n)(options.get(n) or make_options(n, {})) for n in names]

@@ -4,7 +4,8 @@ A stage is a small class registered by name with :func:`register`. It has an ``O
 dataclass (unknown option names are rejected when a profile or ``kg_config.json`` sets them) and a
 ``run(state)`` method that reads and updates the :class:`QueryState`: the candidate passages, the
 flags, the answer. A stage that cannot run here raises :class:`Skip` with the reason; the trace
-records it and the pipeline goes on.
+records it and the pipeline goes on. ``pack_kinds`` says which kinds of pack (the manifest's
+``source_kind``) a stage applies to: a profile's stages that do not apply to a pack are left out.
 """
 
 from __future__ import annotations
@@ -80,12 +81,21 @@ class Context:
 
     pack: Pack
     store: Store
-    embedder: Embedder
     llm: LLM | None = None
     options: dict[str, Any] = field(default_factory=dict)  # stage name -> its options, where set
     cache: dict[str, Any] = field(default_factory=dict)  # loaded once per agent (e.g. the entity graph)
+    loaded_embedder: Embedder | None = None  # the pack's embedder, once loaded (see ``embedder``)
     _keyword: KeywordIndex | None = None
     _keyword_error: str | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The pack's embedder, loaded on first use unless the agent loaded it with the store."""
+        if self.loaded_embedder is None:
+            from wikigr.embed import get_embedder
+
+            self.loaded_embedder = get_embedder(self.pack.manifest.embedder.name)
+        return self.loaded_embedder
 
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
@@ -125,6 +135,7 @@ class QueryState:
     answer_mode: str = ""  # "claude" or "extractive"
     usage: Usage | None = None
     notes: dict[str, Any] = field(default_factory=dict)  # stage name -> detail for the trace
+    trace: dict[str, Any] = field(default_factory=dict)  # added to the top of the trace (tool_calls...)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def vector(self, text: str | None = None) -> np.ndarray:
@@ -152,6 +163,7 @@ class Stage:
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     Options: ClassVar[type[Any]] = NoOptions
+    pack_kinds: ClassVar[tuple[str, ...]] = ("documents",)  # the packs it applies to, by source_kind
 
     def __init__(self, options: Any | None = None) -> None:
         self.options = options if options is not None else self.Options()

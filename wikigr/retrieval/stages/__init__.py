@@ -10,6 +10,7 @@ from wikigr.retrieval.stages import (  # noqa: F401
     keyword,
     multi_query,
     multidoc,
+    openml_tools,
     ppr,
     quality,
     router,

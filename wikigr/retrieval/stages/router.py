@@ -14,7 +14,11 @@ Strategies are lists of retrieval stages run on a fresh state:
 - ``graph_paths``: vector, keyword, title_match, vector_cypher (the paths widen the pool), ppr;
 - ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr;
 - ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links);
-- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed).
+- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed);
+- ``openml``: openml_tools (an OpenML pack's tools answer from its runs: docs/openml.md).
+
+An OpenML pack has no passages: whatever the policy, its tools answer (the ``openml`` strategy,
+run once on the query itself: there is nothing to score or escalate to).
 
 Two policies choose the strategies to try. ``auto`` (the ``auto`` profile, the default) looks at
 the pack first. A passage corpus (at most ``passage_chunks`` chunks per article on average, and
@@ -60,6 +64,7 @@ STRATEGIES: dict[str, list[str]] = {
     "wide": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
     "entity": ["vector", "keyword", "title_match", "ppr", "bridge"],
     "links": ["vector", "keyword", "title_match", "bridge"],
+    "openml": ["openml_tools"],
 }
 LADDERS: dict[str, list[str]] = {
     "simple": ["vector", "hybrid", "graph", "wide"],
@@ -133,8 +138,11 @@ class PackShape:
     passages: bool  # short passages titled by their subject, rather than long documentation pages
     has_graph: bool
     chunks_per_article: float
+    kind: str = "documents"  # the manifest's source_kind: "openml" packs are answered by their tools
 
     def describe(self) -> str:
+        if self.kind == "openml":
+            return "an OpenML pack (experiment runs in a star schema, no passages)"
         shape = "a passage corpus" if self.passages else "documentation pages"
         graph = "with an entity graph" if self.has_graph else "without an entity graph"
         return f"{shape} ({self.chunks_per_article:.1f} chunks per article), {graph}"
@@ -142,6 +150,8 @@ class PackShape:
 
 def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
     cache = state.ctx.cache
+    if "pack_shape" not in cache and state.ctx.pack.manifest.source_kind == "openml":
+        cache["pack_shape"] = PackShape(False, False, 0.0, kind="openml")
     if "pack_shape" not in cache:
         stats = state.ctx.pack.manifest.stats
         per_article = stats.chunks / max(1, stats.articles)
@@ -157,6 +167,8 @@ def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
 
 def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
     """The auto policy: the strategy for a question of ``kind`` on a pack of ``shape``, and why."""
+    if shape.kind == "openml":
+        return "openml", "an OpenML pack: its tools answer from the runs (picked by rules, or by Claude)"
     if shape.passages and shape.has_graph:
         return "entity", "a passage corpus with an entity graph: PageRank over it, then the next hop"
     if shape.passages:
@@ -198,6 +210,7 @@ class RouterStage(Stage):
     name = "router"
     summary = "classify the question, route it to a strategy, escalate while the context is weak"
     Options = RouterOptions
+    pack_kinds = ("documents", "openml")
 
     def __init__(self, options: Any | None = None) -> None:
         super().__init__(options)
@@ -283,8 +296,19 @@ class RouterStage(Stage):
             entry["skipped"] = skipped
         return trial.candidates, entry
 
+    def _tools(self, state: QueryState, shape: PackShape) -> None:
+        """A pack answered by tools: the strategy's stages answer on the query state itself."""
+        strategy, strategy_why = auto_plan("", shape)
+        for stage in self._strategy(strategy, state.ctx):
+            stage.run(state)
+        detail = {k: v for name in STRATEGIES[strategy] for k, v in state.notes.get(name, {}).items()}
+        state.note(self.name, pack=shape.describe(), strategy=strategy, strategy_why=strategy_why, **detail)
+
     def run(self, state: QueryState) -> None:
         o = self.options
+        if state.ctx.pack.manifest.source_kind == "openml":  # whatever the policy: no passages
+            self._tools(state, pack_shape(state, o.passage_chunks))
+            return
         start = time.perf_counter()
         kind, why = self._classify(state)
         detail: dict[str, Any] = {}

@@ -1,5 +1,5 @@
-"""Which tools answer a question about an OpenML pack: rules (offline), and the answer they
-compose from the tool results, every number cited.
+"""The rules of the OpenML strategy (the router's strategy for OpenML packs): which tools answer a
+question offline, and the answer they compose from the tool results, every number cited.
 
 The rules read the question for
 
