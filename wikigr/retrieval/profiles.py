@@ -20,12 +20,14 @@ from wikigr.retrieval.stage import Stage, stage_class
 # of a profile goes before the first stage that comes later here.
 CANONICAL_ORDER = [
     "multi_query",
+    "literals",
     "vector",
     "keyword",
     "title_match",
     "ppr",
     "vector_cypher",
     "router",
+    "page_score",
     "quality",
     "dedup",
     "cross_encoder",
