@@ -16,16 +16,21 @@ embeddings, so every arm runs on the same passages).
 from __future__ import annotations
 
 import argparse
+import functools
+import http.server
 import json
+import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import BuildOptions, build_pack
 from wikigr.graph.pack import rebuild_graph
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.pack import open_pack
@@ -34,6 +39,82 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "docqa" / "conala_dev_python311doc.json"
 PUBLIC = "https://docs.python.org/3.11/"
 KS = (1, 5, 10)
+DOCS = Path("/usr/share/doc/python3.11/html")
+WHOLE = ROOT / "bench" / "work" / "pydocs-whole"
+# The arms of the documentation stages `literals` and `page_score` (on top of fusion, and in the
+# balanced profile), with ablations: (name, KnowledgeGraphAgent keyword arguments).
+_FUSION = ["keyword"]
+NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
+    ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
+    ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
+    ("fusion+lit+pages", {"profile": "baseline", "enable": [*_FUSION, "literals", "page_score"]}),
+    (
+        "  -authority",
+        {
+            "profile": "baseline",
+            "enable": [*_FUSION, "literals", "page_score"],
+            "options": {"page_score": {"authority": 0.0}},
+        },
+    ),
+    (
+        "  -link_text",
+        {
+            "profile": "baseline",
+            "enable": [*_FUSION, "literals", "page_score"],
+            "options": {"page_score": {"link_text": 0.0}},
+        },
+    ),
+    (
+        "  -both",
+        {
+            "profile": "baseline",
+            "enable": [*_FUSION, "literals", "page_score"],
+            "options": {"page_score": {"authority": 0.0, "link_text": 0.0}},
+        },
+    ),
+    ("balanced+lit+pages", {"profile": "balanced", "enable": ["literals", "page_score"]}),
+]
+
+
+WHOLE_DIRS = ("library", "reference", "tutorial", "howto")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def whole_pages(docs: Path) -> list[str]:
+    """The pages of the whole pack: every HTML page of the library, reference, tutorial and howto."""
+    return sorted(str(p.relative_to(docs)) for d in WHOLE_DIRS for p in (docs / d).glob("*.html"))
+
+
+def build_whole(docs: Path, out: Path) -> None:
+    """Build the pack of the whole Python 3.11 docs (served from 127.0.0.1, cited at PUBLIC)."""
+    handler = functools.partial(_Quiet, directory=str(docs))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    pages = whole_pages(docs)
+    try:
+        report = build_pack(
+            "pydocs-whole",
+            [base + p for p in pages],
+            out=out,
+            options=BuildOptions(
+                description="Python 3.11 documentation: the library, language reference, tutorial and HOWTOs",
+                public_urls=[(base, PUBLIC)],
+            ),
+            url_list="".join(PUBLIC + p + "\n" for p in pages),
+        )
+    finally:
+        server.shutdown()
+    stats = report.manifest.stats
+    print(
+        f"built {report.path}: {stats.articles} articles, {stats.chunks} chunks, {stats.entities} "
+        f"entities in {report.seconds['total']:.0f}s; failed: {report.failed or 'none'}",
+        file=sys.stderr,
+    )
 
 
 def page(url: str) -> str:
@@ -51,28 +132,56 @@ def recall(ranked: list[str], gold: set[str], k: int) -> float:
 
 
 def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, Any]:
+    """R@k of one arm over the dev half, the held-out (test) half and all questions."""
     rows, latencies = [], []
     for q in questions:
         start = time.perf_counter()
         ranked = rank(q["nl"])
         latencies.append((time.perf_counter() - start) * 1000)
         rows.append({k: recall(ranked, q["gold"], k) for k in KS})
-    return {
-        "arm": name,
-        **{f"R@{k}": round(100 * statistics.mean(r[k] for r in rows), 1) for k in KS},
-        "p50_ms": round(statistics.median(latencies), 2),
-    }
+    half = len(rows) // 2
+    arm: dict[str, Any] = {"arm": name}
+    for part, chosen in (("dev", rows[:half]), ("test", rows[half:]), ("all", rows)):
+        arm[part] = {f"R@{k}": round(100 * statistics.mean(r[k] for r in chosen), 1) for k in KS}
+    arm["p50_ms"] = round(statistics.median(latencies), 2)
+    return arm
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="doc QA retrieval recall")
-    parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
+    parser.add_argument(
+        "--pack", type=Path, default=None, help="default: packs/pydocs (bench/work/pydocs-whole with --whole)"
+    )
+    parser.add_argument(
+        "--whole",
+        action="store_true",
+        help="the pack of the whole Python 3.11 docs (built once into bench/work)",
+    )
+    parser.add_argument("--build-only", action="store_true", help="with --whole: build the pack and stop")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the python3.11-doc HTML folder")
     parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "docqa.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: bench/results/docqa.json (docqa_whole.json with --whole)",
+    )
     args = parser.parse_args()
     if not DATA.is_file():
         print(f"Error: {DATA} not found (the shared data sets)", file=sys.stderr)
         return 1
+    if args.whole:
+        args.pack = args.pack or WHOLE
+        if not (args.pack / "manifest.json").is_file():
+            if not (args.docs / "library" / "socket.html").is_file():
+                print(
+                    f"Error: no Python docs at {args.docs}: apt-get install python3.11-doc", file=sys.stderr
+                )
+                return 1
+            build_whole(args.docs, args.pack)
+        if args.build_only:
+            return 0
+    args.pack = args.pack or ROOT / "packs" / "pydocs"
     if open_pack(args.pack).manifest.stats.entities == 0:
         copy = ROOT / "bench" / "work" / f"{args.pack.name}-graph"
         if not (copy / "manifest.json").is_file() or open_pack(copy).manifest.stats.entities == 0:
@@ -109,29 +218,49 @@ def main() -> int:
                 ],
             )
         )
-    for profile in args.profiles.split(","):
-        with KnowledgeGraphAgent(args.pack, profile=profile, llm=None, top_k=10) as agent:
+    agent_arms: list[tuple[str, dict[str, Any]]] = [
+        ("fusion", {"profile": "baseline", "enable": _FUSION}),
+        *[(profile, {"profile": profile}) for profile in args.profiles.split(",") if profile],
+        *NEW_ARMS,
+    ]
+    for name, kwargs in agent_arms:
+        with KnowledgeGraphAgent(args.pack, llm=None, top_k=10, **kwargs) as agent:
             arms.append(
-                run_arm(
-                    profile, questions, lambda text, a=agent: [page(s.url) for s in a.query(text).sources]
-                )
+                run_arm(name, questions, lambda text, a=agent: [page(s.url) for s in a.query(text).sources])
             )
+    half = len(questions) // 2
     results = {
         "wikigr": __version__,
         "date": time.strftime("%Y-%m-%d"),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
         "pack": str(args.pack.relative_to(ROOT)) if args.pack.is_relative_to(ROOT) else str(args.pack),
         "pages": len(pages),
+        "chunks": len(chunk_page),
         "questions": len(questions),
+        "halves": {
+            "dev": f"questions 1-{half} in file order",
+            "test": f"questions {half + 1}-{len(questions)}",
+        },
         "gold_pages_missing_from_pack": missing,
         "metric": "recall@k of the gold pages among the top k distinct pages, %",
+        "arms_config": {name: kwargs for name, kwargs in agent_arms},
         "arms": arms,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"CoNaLa dev ({len(questions)} questions) over {results['pack']} ({len(pages)} pages)")
-    print(f"{'arm':<10}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>10}")
+    out = args.out or ROOT / "bench" / "results" / ("docqa_whole.json" if args.whole else "docqa.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(
+        f"CoNaLa dev ({len(questions)} questions: dev {half}, test {len(questions) - half}) over "
+        f"{results['pack']} ({len(pages)} pages, {len(chunk_page)} chunks); load {results['loadavg']}"
+    )
+    print(
+        f"{'arm':<14}"
+        + "".join(f"{part + ' R@' + str(k):>11}" for part in ("dev", "test", "all") for k in KS)
+        + f"{'p50 ms':>9}"
+    )
     for arm in arms:
-        print(f"{arm['arm']:<10}" + "".join(f"{arm['R@' + str(k)]:>8}" for k in KS) + f"{arm['p50_ms']:>10}")
+        cells = "".join(f"{arm[part]['R@' + str(k)]:>11}" for part in ("dev", "test", "all") for k in KS)
+        print(f"{arm['arm']:<14}{cells}{arm['p50_ms']:>9}")
     return 0
 
 

@@ -189,6 +189,11 @@ def test_strip_literals_drops_values_but_keeps_api_references() -> None:
     assert strip_literals("apply `vars(args)` to `[1, 2]`") == "apply vars(args) to"
     assert strip_literals("don't split it's words") == "don't split it's words"  # apostrophes are no quotes
     assert strip_literals("keep `os.path` out", keep_api=False) == "keep out"
+    # Quotes are dropped from code questions only: a quoted title is what a question is about.
+    assert strip_literals('Who sang "Diamond Cut" in 1979?') == 'Who sang "Diamond Cut" in 1979?'
+    assert strip_literals("check if variable 'myVar' exists") == "check if variable exists"
+    assert strip_literals("convert '1633837924' to string") == "convert to string"
+    assert strip_literals("run the command 'ls'") == "run the command 'ls'"  # a word: maybe a name
 
 
 def test_literals_cleans_the_queries_the_search_stages_use(docs_pack: Path) -> None:
@@ -198,9 +203,9 @@ def test_literals_cleans_the_queries_the_search_stages_use(docs_pack: Path) -> N
         assert agent.stage_names[:3] == ["literals", "vector", "keyword"]
         result = agent.query("sort dictionary `mydict` by 'value'")
         assert _detail(result, "literals")["queries"] == ["sort dictionary by"]
-        assert "quotes no literal" in _skipped(agent.query("sort a dictionary by value"), "literals")
+        assert "quotes no literal value" in _skipped(agent.query("sort a dictionary by value"), "literals")
         # Fewer than min_words words left: the question is searched as it is.
-        assert "quotes no literal" in _skipped(agent.query("sort `mydict`"), "literals")
+        assert "quotes no literal value" in _skipped(agent.query("sort `mydict`"), "literals")
 
 
 # -- page_score ----------------------------------------------------------------------------------
