@@ -147,6 +147,80 @@ def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, 
     return arm
 
 
+def make_copy_with_chunks(pack: Path, target: Path, n: int) -> Path:
+    """A copy of ``pack`` whose store holds ``n`` chunks: its own plus repeats of them (same page,
+    section and text, vectors perturbed), so a stage's cost can be measured at that size."""
+    import numpy as np
+    import pyarrow as pa
+
+    from wikigr.pack.manifest import load_manifest
+    from wikigr.pack.store import Store, vectors_to_arrow
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(pack, target)
+    with Store.open(target / "pack.db", read_only=False) as store:
+        rows = store.rows(
+            "MATCH (c:Chunk) RETURN c.id, c.article_id, c.section_id, c.ord, c.text, c.embedding "
+            "ORDER BY c.id"
+        )
+        extra = [rows[i % len(rows)] for i in range(max(0, n - len(rows)))]
+        if extra:
+            rng = np.random.default_rng(0)
+            vectors = np.asarray([r[5] for r in extra], dtype=np.float32)
+            vectors += rng.normal(0, 0.02, vectors.shape).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            ids = [f"{r[0]}~{i}" for i, r in enumerate(extra)]
+            store.copy(
+                "Chunk",
+                pa.table(
+                    {
+                        "id": ids,
+                        "article_id": [r[1] for r in extra],
+                        "section_id": [r[2] for r in extra],
+                        "ord": [r[3] for r in extra],
+                        "text": [r[4] for r in extra],
+                        "embedding": vectors_to_arrow(vectors),
+                    }
+                ),
+            )
+            store.copy("HAS_CHUNK", pa.table({"from": [r[2] for r in extra], "to": ids}))
+        chunks = store.count("Chunk")
+    manifest = load_manifest(target / "manifest.json")
+    manifest.stats.chunks = chunks
+    manifest.dump(target / "manifest.json")
+    return target
+
+
+def time_stages(pack: Path, questions: list[dict[str, Any]], rounds: int = 2) -> dict[str, Any]:
+    """Milliseconds of the documentation stages per query (from the agent's trace), and of the
+    whole retrieval with and without them, in process; the page index load is timed apart."""
+    out: dict[str, Any] = {"load_before": [round(x, 2) for x in os.getloadavg()]}
+    arms = {"fusion": ["keyword"], "fusion+lit+pages": ["keyword", "literals", "page_score"]}
+    for name, enable in arms.items():
+        with KnowledgeGraphAgent(pack, profile="baseline", enable=enable, llm=None, top_k=10) as agent:
+            out["chunks"] = agent.context.store.count("Chunk")
+            first = agent.query(questions[0]["nl"]).trace
+            stage_ms: dict[str, list[float]] = {}
+            totals = []
+            for _ in range(rounds):
+                for q in questions:
+                    trace = agent.query(q["nl"]).trace
+                    totals.append(trace["retrieval_ms"])
+                    for entry in trace["stages"]:
+                        stage_ms.setdefault(entry["stage"], []).append(entry["ms"])
+        arm: dict[str, Any] = {"retrieval_p50_ms": round(statistics.median(totals), 2)}
+        arm["stages_p50_ms"] = {k: round(statistics.median(v), 2) for k, v in stage_ms.items()}
+        if "page_score" in stage_ms:
+            arm["page_score_p95_ms"] = round(
+                sorted(stage_ms["page_score"])[int(0.95 * len(stage_ms["page_score"]))], 2
+            )
+            detail = next(e for e in first["stages"] if e["stage"] == "page_score").get("detail", {})
+            arm["page_index_load_ms"] = detail.get("index_load_ms")
+        out[name] = arm
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="doc QA retrieval recall")
     parser.add_argument(
@@ -158,6 +232,14 @@ def main() -> int:
         help="the pack of the whole Python 3.11 docs (built once into bench/work)",
     )
     parser.add_argument("--build-only", action="store_true", help="with --whole: build the pack and stop")
+    parser.add_argument(
+        "--timing",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --whole: time the documentation stages on a copy of the pack grown to N chunks "
+        "(e.g. 10000) and add the figures to the JSON of the last --whole run",
+    )
     parser.add_argument("--docs", type=Path, default=DOCS, help="the python3.11-doc HTML folder")
     parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
     parser.add_argument(
@@ -194,6 +276,17 @@ def main() -> int:
     for q in json.loads(DATA.read_text()):
         if q["all_gold_in_python_docs"]:
             questions.append({"nl": q["nl"], "gold": {g.split("#", 1)[0] for g in q["gold_python311_html"]}})
+    if args.whole and args.timing:
+        out = args.out or ROOT / "bench" / "results" / "docqa_whole.json"
+        copy = make_copy_with_chunks(
+            args.pack, ROOT / "bench" / "work" / f"pydocs-whole-{args.timing}", args.timing
+        )
+        timing = time_stages(copy, questions)
+        print(json.dumps(timing, indent=2))
+        results = json.loads(out.read_text()) if out.is_file() else {}
+        results[f"timing_{args.timing}_chunks"] = timing
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        return 0
     arms = []
     keyword = KeywordIndex.load(args.pack / "bm25")
     with KnowledgeGraphAgent(args.pack, profile="baseline", llm=None, top_k=10) as agent:

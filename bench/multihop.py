@@ -12,12 +12,16 @@ Recall@k as HippoRAG defines it: per question |gold passages in the top k| / |go
 averaged. Prints a table and writes bench/results/multihop.json.
 
     uv run python bench/multihop.py [--datasets musique,hotpotqa] [--profiles baseline,balanced,max]
+        [--enable literals,page_score] [--out bench/results/multihop.json]
+
+With --enable, each profile runs a second time with those stages enabled (arm "PROFILE+STAGE...").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -100,7 +104,9 @@ def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, 
     }
 
 
-def evaluate(dataset: str, profiles: list[str], rebuild: bool) -> dict[str, Any]:
+def evaluate(
+    dataset: str, profiles: list[str], rebuild: bool, enable: list[str] | None = None
+) -> dict[str, Any]:
     corpus, questions = DATASETS[dataset]()
     pack_path = ensure_pack(f"{dataset}-100", corpus, rebuild)
     arms = []
@@ -123,11 +129,12 @@ def evaluate(dataset: str, profiles: list[str], rebuild: bool) -> dict[str, Any]
                 ],
             )
         )
-    for profile in profiles:
-        with KnowledgeGraphAgent(pack_path, profile=profile, llm=None, top_k=10) as agent:
+    variants = [(p, []) for p in profiles] + [(p, enable) for p in profiles if enable]
+    for profile, extra in variants:
+        with KnowledgeGraphAgent(pack_path, profile=profile, enable=extra, llm=None, top_k=10) as agent:
             arms.append(
                 run_arm(
-                    profile,
+                    "+".join([profile, *extra]),
                     questions,
                     lambda q, a=agent: [
                         chunk_articles_from_url(s.url)
@@ -153,6 +160,9 @@ def main() -> int:
     parser.add_argument("--datasets", default="musique,hotpotqa")
     parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the packs")
+    parser.add_argument(
+        "--enable", default="", help="stages (comma-separated): each profile runs again with them enabled"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "multihop.json")
     args = parser.parse_args()
     if not SHARED.is_dir():
@@ -162,16 +172,20 @@ def main() -> int:
         "wikigr": __version__,
         "date": time.strftime("%Y-%m-%d"),
         "metric": "recall@k as HippoRAG defines it (per question |gold in top k| / |gold|, averaged), %",
-        "datasets": [evaluate(d, args.profiles.split(","), args.rebuild) for d in args.datasets.split(",")],
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "datasets": [
+            evaluate(d, args.profiles.split(","), args.rebuild, [s for s in args.enable.split(",") if s])
+            for d in args.datasets.split(",")
+        ],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     for data in results["datasets"]:
         print(f"\n{data['dataset']}-{data['questions']} ({data['passages']} passages)")
-        print(f"{'arm':<10}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>10}")
+        print(f"{'arm':<28}" + "".join(f"{'R@' + str(k):>8}" for k in KS) + f"{'p50 ms':>10}")
         for arm in data["arms"]:
             print(
-                f"{arm['arm']:<10}" + "".join(f"{arm['R@' + str(k)]:>8}" for k in KS) + f"{arm['p50_ms']:>10}"
+                f"{arm['arm']:<28}" + "".join(f"{arm['R@' + str(k)]:>8}" for k in KS) + f"{arm['p50_ms']:>10}"
             )
     return 0
 
