@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import itertools
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,40 @@ def time_stages(pack: Path, questions: list[dict[str, Any]], rounds: int = 2) ->
     return out
 
 
+TUNE_GRID = {
+    "authority": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+    "link_text": [0.0, 0.1, 0.2, 0.3],
+    "top_chunks": [1, 3],
+}
+
+
+def tune(pack: Path, dev: list[dict[str, Any]]) -> dict[str, Any]:
+    """R@k on the dev half for each `page_score` setting of TUNE_GRID (fusion + literals +
+    page_score): how its weights were chosen. The held-out half is not looked at."""
+    rows = []
+    for authority, link_text, top_chunks in itertools.product(*TUNE_GRID.values()):
+        options = {"authority": authority, "link_text": link_text, "top_chunks": top_chunks}
+        kwargs: dict[str, Any] = {
+            "profile": "baseline",
+            "enable": [*_FUSION, "literals", "page_score"],
+            "options": {"page_score": options},
+        }
+        with KnowledgeGraphAgent(pack, llm=None, top_k=10, **kwargs) as agent:
+            arm = run_arm("dev", dev, lambda text, a=agent: [page(s.url) for s in a.query(text).sources])
+        rows.append({**options, **arm["all"]})
+        print(json.dumps(rows[-1]), flush=True)
+    return {"questions": f"the dev half ({len(dev)})", "arm": "fusion+literals+page_score", "grid": rows}
+
+
+def write_results(out: Path, results: dict[str, Any], replace: bool = False) -> None:
+    """Write ``results`` to ``out``; the timing and tuning figures of earlier runs are kept (a full
+    run replaces the rest)."""
+    old = json.loads(out.read_text()) if out.is_file() else {}
+    kept = {k: v for k, v in old.items() if k.startswith(("timing_", "dev_grid"))} if replace else old
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({**kept, **results}, indent=2) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="doc QA retrieval recall")
     parser.add_argument(
@@ -232,6 +268,9 @@ def main() -> int:
         help="the pack of the whole Python 3.11 docs (built once into bench/work)",
     )
     parser.add_argument("--build-only", action="store_true", help="with --whole: build the pack and stop")
+    parser.add_argument(
+        "--tune", action="store_true", help="the dev-half grid of page_score's weights (TUNE_GRID)"
+    )
     parser.add_argument(
         "--timing",
         type=int,
@@ -276,16 +315,18 @@ def main() -> int:
     for q in json.loads(DATA.read_text()):
         if q["all_gold_in_python_docs"]:
             questions.append({"nl": q["nl"], "gold": {g.split("#", 1)[0] for g in q["gold_python311_html"]}})
+    out = args.out or ROOT / "bench" / "results" / ("docqa_whole.json" if args.whole else "docqa.json")
     if args.whole and args.timing:
-        out = args.out or ROOT / "bench" / "results" / "docqa_whole.json"
         copy = make_copy_with_chunks(
             args.pack, ROOT / "bench" / "work" / f"pydocs-whole-{args.timing}", args.timing
         )
         timing = time_stages(copy, questions)
         print(json.dumps(timing, indent=2))
-        results = json.loads(out.read_text()) if out.is_file() else {}
-        results[f"timing_{args.timing}_chunks"] = timing
-        out.write_text(json.dumps(results, indent=2) + "\n")
+        write_results(out, {f"timing_{args.timing}_chunks": timing})
+        return 0
+    if args.tune:
+        grid = tune(args.pack, questions[: len(questions) // 2])
+        write_results(out, {"dev_grid": grid})
         return 0
     arms = []
     keyword = KeywordIndex.load(args.pack / "bm25")
@@ -297,6 +338,9 @@ def main() -> int:
         }
         pages = set(chunk_page.values())
         missing = sorted({g for q in questions for g in q["gold"]} - pages)
+        urls = dict(store.rows("MATCH (a:Article) RETURN a.id, a.url"))
+        degrees = sorted(store.article_in_degrees().items(), key=lambda kv: (-kv[1], kv[0]))
+        most_linked = {page(urls[a]): d for a, d in degrees[:5]}
         arms.append(
             run_arm("bm25", questions, lambda text: [chunk_page[c] for c, _ in keyword.search(text, 50)])
         )
@@ -335,13 +379,13 @@ def main() -> int:
             "test": f"questions {half + 1}-{len(questions)}",
         },
         "gold_pages_missing_from_pack": missing,
+        "questions_per_gold_page": dict(Counter(g for q in questions for g in q["gold"]).most_common(5)),
+        "most_linked_pages": most_linked,
         "metric": "recall@k of the gold pages among the top k distinct pages, %",
         "arms_config": {name: kwargs for name, kwargs in agent_arms},
         "arms": arms,
     }
-    out = args.out or ROOT / "bench" / "results" / ("docqa_whole.json" if args.whole else "docqa.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    write_results(out, results, replace=True)
     print(
         f"CoNaLa dev ({len(questions)} questions: dev {half}, test {len(questions) - half}) over "
         f"{results['pack']} ({len(pages)} pages, {len(chunk_page)} chunks); load {results['loadavg']}"
