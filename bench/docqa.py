@@ -46,6 +46,24 @@ WHOLE = ROOT / "bench" / "work" / "pydocs-whole"
 # The arms of the documentation stages `literals` and `page_score` (on top of fusion, and in the
 # balanced profile), with ablations: (name, KnowledgeGraphAgent keyword arguments).
 _FUSION = ["keyword"]
+# Spot checks for --whole, written for this bench (not a benchmark): questions about one narrow
+# module, unlike CoNaLa's, whose answers are mostly the built-in functions and types. They show
+# whether the in-link prior of page_score pulls a central page above the module that answers.
+SPOT_CHECKS = [
+    ("How do I set a timeout on a socket?", "library/socket.html"),
+    ("parse command line arguments with subcommands", "library/argparse.html"),
+    ("read rows of a CSV file as dictionaries", "library/csv.html"),
+    ("compute the SHA-256 digest of some bytes", "library/hashlib.html"),
+    ("compress a file with gzip", "library/gzip.html"),
+    ("serialize a Python object to JSON text", "library/json.html"),
+    ("match a string against a regular expression", "library/re.html"),
+    ("create a temporary directory that is removed afterwards", "library/tempfile.html"),
+    ("copy a whole directory tree", "library/shutil.html"),
+    ("measure the execution time of small code snippets", "library/timeit.html"),
+    ("what does the with statement do", "reference/compound_stmts.html"),
+    ("send an email over SMTP", "library/smtplib.html"),
+]
+SPOT_ARMS = ("fusion", "fusion+lit+pages", "  -authority")
 NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
     ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
     ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
@@ -360,11 +378,19 @@ def main() -> int:
         *[(profile, {"profile": profile}) for profile in args.profiles.split(",") if profile],
         *NEW_ARMS,
     ]
+    spots: dict[str, Any] = {}
     for name, kwargs in agent_arms:
         with KnowledgeGraphAgent(args.pack, llm=None, top_k=10, **kwargs) as agent:
             arms.append(
                 run_arm(name, questions, lambda text, a=agent: [page(s.url) for s in a.query(text).sources])
             )
+            if args.whole and name in SPOT_ARMS:
+                tops = [
+                    list(dict.fromkeys(page(s.url) for s in agent.query(q).sources))[:3]
+                    for q, _ in SPOT_CHECKS
+                ]
+                hits = sum(top[:1] == [want] for top, (_, want) in zip(tops, SPOT_CHECKS, strict=True))
+                spots[name.strip()] = {"top1_right": hits, "top3": tops}
     half = len(questions) // 2
     results = {
         "wikigr": __version__,
@@ -385,6 +411,8 @@ def main() -> int:
         "arms_config": {name: kwargs for name, kwargs in agent_arms},
         "arms": arms,
     }
+    if spots:
+        results["spot_checks"] = {"questions": SPOT_CHECKS, "arms": spots}
     write_results(out, results, replace=True)
     print(
         f"CoNaLa dev ({len(questions)} questions: dev {half}, test {len(questions) - half}) over "
@@ -398,6 +426,8 @@ def main() -> int:
     for arm in arms:
         cells = "".join(f"{arm[part]['R@' + str(k)]:>11}" for part in ("dev", "test", "all") for k in KS)
         print(f"{arm['arm']:<14}{cells}{arm['p50_ms']:>9}")
+    for name, spot in spots.items():
+        print(f"spot checks, {name}: the expected page first for {spot['top1_right']} of {len(SPOT_CHECKS)}")
     return 0
 
 

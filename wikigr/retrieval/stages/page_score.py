@@ -64,6 +64,8 @@ class PageIndex:
             raise Skip("the pack's chunk vectors are not all finite numbers")
         self.chunk_ids = ids
         self.pages = list(dict.fromkeys(articles))
+        urls = dict(store.rows("MATCH (a:Article) RETURN a.id, a.url"))
+        self.urls = [str(urls.get(p) or p) for p in self.pages]  # what a citation shows
         page_index = {p: i for i, p in enumerate(self.pages)}
         self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
@@ -213,13 +215,13 @@ class PageScoreStage(Stage):
         t0 = time.perf_counter()
         index = PageIndex.of(state.ctx)
         load_ms = (time.perf_counter() - t0) * 1000
+        if not index.chunk_ids:
+            raise Skip("the pack has no chunks")
         if index.chunks_per_page < o.min_chunks_per_page:
             raise Skip(
                 f"{index.chunks_per_page:.1f} chunks per article: passages, not pages "
                 f"(min_chunks_per_page {o.min_chunks_per_page:g})"
             )
-        if not index.chunk_ids:
-            raise Skip("the pack has no chunks")
         query = (state.queries or [state.question])[0]
         scores, similarity = self.page_scores(index, query, state.vector(query))
         page_of = {p: i for i, p in enumerate(index.pages)}
@@ -267,7 +269,7 @@ class PageScoreStage(Stage):
         state.sort()
         state.note(
             self.name,
-            top_pages=[index.pages[p] for p in ranked[:5]],
+            top_pages=[index.urls[p] for p in ranked[:5]],
             added=len(added),
             authority="yes" if index.has_links else "no links in this pack",
             link_targets=len(index.target_page),
