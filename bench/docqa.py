@@ -1,12 +1,26 @@
 """Doc QA retrieval: CoNaLa dev questions whose gold answers are pages of the Python 3.11 docs
 (../shared/data/docqa), over the example pack `packs/pydocs` (59 pages of the Python 3.11 docs,
-every gold page among them). R@k of the gold page(s): per question |gold pages among the top k
-distinct pages| / |gold pages|, averaged, over the questions whose gold is all in the Python docs.
+all but two gold pages among them) or, with --whole, over a pack of the whole Python 3.11 docs.
+R@k of the gold page(s): per question |gold pages among the top k distinct pages| / |gold pages|,
+averaged, over the 132 questions whose gold is all in the Python docs: for the first half in file
+order (dev: where the documentation stages' rules and weights were chosen), the second half
+(held-out) and all.
 
-Arms, in one run with the same embedder: bm25 alone, dense alone, and each profile of
-KnowledgeGraphAgent (retrieval only, no LLM). Prints a table, writes bench/results/docqa.json.
+Arms, in one run with the same embedder: bm25 alone, dense alone, fusion (the vector and keyword
+stages), each profile of KnowledgeGraphAgent, and the documentation stages `literals` and
+`page_score` on top of fusion and of the balanced profile, with ablations (retrieval only, no LLM).
+Prints a table, writes bench/results/docqa.json (docqa_whole.json with --whole).
 
     uv run python bench/docqa.py [--pack packs/pydocs] [--profiles baseline,balanced,max,graph,routed]
+    uv run python bench/docqa.py --whole [--build-only]   # builds bench/work/pydocs-whole once (~15 min)
+    uv run python bench/docqa.py --whole --tune           # the dev-half grid of page_score's weights
+    uv run python bench/docqa.py --whole --timing 10000   # the stages' milliseconds at 10,000 chunks
+
+--whole: every page of library/, reference/, tutorial/ and howto/ of Debian's python3.11-doc
+(/usr/share/doc/python3.11/html), served from 127.0.0.1 to the real fetcher and cited at
+https://docs.python.org/3.11/, built with the entity graph (build_pack's default); the pack is
+cached in bench/work/pydocs-whole (delete it to rebuild). --tune and --timing add their figures to
+docqa_whole.json; a full run keeps them.
 
 The graph profiles need the pack's entity graph: when the pack has none, the bench copies it to
 bench/work/pydocs-graph and builds the graph there (`wikigr pack graph`: same chunks and
