@@ -308,7 +308,7 @@ def test_page_score_runs_without_links_and_refuses_bad_vectors(tmp_path: Path) -
     with KnowledgeGraphAgent(out, profile="baseline", enable=["page_score"], llm=None) as agent:
         result = agent.query("the details of heaps")
     detail = _detail(result, "page_score")
-    assert detail["authority"] == "no links in this pack" and detail["link_targets"] == 0
+    assert detail["authority"] == "no links in this pack" and "no link texts" in detail["link_targets"]
     assert result.sources[0].title == "Heaps"
     # A pack is data from anyone: vectors that are not finite numbers are refused, not used.
     with open_store(out / "pack.db", read_only=False) as store:

@@ -272,6 +272,7 @@ class PageScoreStage(Stage):
             top_pages=[index.urls[p] for p in ranked[:5]],
             added=len(added),
             authority="yes" if index.has_links else "no links in this pack",
-            link_targets=len(index.target_page),
+            link_targets=len(index.target_page)
+            or "no link texts in this pack (a store written before they were kept has none)",
             index_load_ms=round(load_ms, 1),
         )
