@@ -16,6 +16,9 @@ reported on 51-100 (`test`): every arm is printed for both halves and for all 10
 bench/results/multihop.json with the load average.
 
     uv run python bench/multihop.py [--datasets musique,hotpotqa] [--profiles auto,graph]
+        [--enable literals,page_score] [--out bench/results/multihop.json]
+
+With --enable, each profile runs a second time with those stages enabled (arm "PROFILE+STAGE...").
 """
 
 from __future__ import annotations
@@ -108,7 +111,9 @@ def run_arm(name: str, questions: list[dict[str, Any]], rank: Any) -> dict[str, 
     return arm
 
 
-def evaluate(dataset: str, profiles: list[str], rebuild: bool) -> dict[str, Any]:
+def evaluate(
+    dataset: str, profiles: list[str], rebuild: bool, enable: list[str] | None = None
+) -> dict[str, Any]:
     corpus, questions = DATASETS[dataset]()
     pack_path = ensure_pack(f"{dataset}-100", corpus, rebuild)
     arms = []
@@ -132,8 +137,9 @@ def evaluate(dataset: str, profiles: list[str], rebuild: bool) -> dict[str, Any]
             )
         )
     arms_to_run = [("fusion", "baseline", ["keyword"])] + [(p, p, []) for p in profiles]
-    for name, profile, enable in arms_to_run:
-        with KnowledgeGraphAgent(pack_path, profile=profile, enable=enable, llm=None, top_k=10) as agent:
+    arms_to_run += [("+".join([p, *enable]), p, enable) for p in profiles if enable]
+    for name, profile, extra in arms_to_run:
+        with KnowledgeGraphAgent(pack_path, profile=profile, enable=extra, llm=None, top_k=10) as agent:
             arms.append(
                 run_arm(
                     name,
@@ -162,6 +168,9 @@ def main() -> int:
     parser.add_argument("--datasets", default="musique,hotpotqa")
     parser.add_argument("--profiles", default="auto,baseline,balanced,max,graph,routed")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the packs")
+    parser.add_argument(
+        "--enable", default="", help="stages (comma-separated): each profile runs again with them enabled"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "multihop.json")
     args = parser.parse_args()
     if not SHARED.is_dir():
@@ -174,7 +183,10 @@ def main() -> int:
         "halves": "dev = questions 1-50 (rules and weights chosen there), test = 51-100 (reported)",
         "cores": os.cpu_count(),
         "load_average_before": os.getloadavg(),
-        "datasets": [evaluate(d, args.profiles.split(","), args.rebuild) for d in args.datasets.split(",")],
+        "datasets": [
+            evaluate(d, args.profiles.split(","), args.rebuild, [s for s in args.enable.split(",") if s])
+            for d in args.datasets.split(",")
+        ],
         "load_average_after": os.getloadavg(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -523,6 +523,29 @@ class Store:
         )
         return [(a, b, anchor) for a, b, anchors in rows for anchor in anchors or []]
 
+    def chunk_matrix(self) -> tuple[list[str], list[str], np.ndarray]:
+        """Every chunk's id, article id and embedding: ``(ids, article ids, matrix)``, the embeddings
+        as one (n, dim) float32 matrix (through Arrow: no per-row Python lists), row i for ids[i].
+        A chunk without an embedding raises :class:`StoreError`."""
+        table = self.arrow("MATCH (c:Chunk) RETURN c.id, c.article_id, c.embedding")
+        ids = [str(v) for v in table.column(0).to_pylist()]
+        articles = [str(v) for v in table.column(1).to_pylist()]
+        column = table.column(2).combine_chunks()
+        if column.null_count:
+            raise StoreError(f"{column.null_count} chunks have no embedding")
+        flat = np.asarray(column.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+        if len(ids) and flat.size % len(ids):
+            raise StoreError("chunk embeddings of different lengths")
+        return ids, articles, flat.reshape(len(ids), flat.size // len(ids) if ids else 0)
+
+    def article_in_degrees(self) -> dict[str, int]:
+        """For each article that other articles link to: how many of them do (LINKS_TO, self-links
+        not counted)."""
+        rows = self.rows(
+            "MATCH (a:Article)-[:LINKS_TO]->(b:Article) WHERE a.id <> b.id RETURN b.id, count(DISTINCT a)"
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def chunk_places(self) -> list[tuple[str, str, str]]:
         """Every chunk as (article id, its section's anchor, text), in chunk id order (the order
         of :meth:`graph_inputs`)."""

@@ -21,6 +21,7 @@ from wikigr.retrieval.stage import Stage, stage_class
 # of a profile goes before the first stage that comes later here.
 CANONICAL_ORDER = [
     "multi_query",
+    "literals",
     "vector",
     "keyword",
     "title_match",
@@ -28,6 +29,7 @@ CANONICAL_ORDER = [
     "vector_cypher",
     "bridge",
     "router",
+    "page_score",
     "quality",
     "dedup",
     "cross_encoder",

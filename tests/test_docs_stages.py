@@ -1,0 +1,326 @@
+"""The documentation stages `literals` and `page_score`, on real packs built from local HTML."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import build_pack
+from wikigr.errors import UsageError
+from wikigr.pack.store import open_store
+from wikigr.retrieval.profiles import CANONICAL_ORDER, make_options, resolve_stages
+from wikigr.retrieval.stages.literals import strip_literals
+from wikigr.retrieval.stages.page_score import PageIndex
+
+
+def _page(title: str, sections: list[tuple[str, str, str]]) -> str:
+    """A Sphinx-like page: one <section id> with a heading per (anchor, heading, body HTML)."""
+    body = "".join(
+        f'<section id="{anchor}"><h2>{heading}</h2>{html}</section>' for anchor, heading, html in sections
+    )
+    return (
+        f"<!DOCTYPE html><html><head><title>{title}</title></head><body>"
+        f'<div class="body" role="main"><h1>{title}</h1>{body}</div></body></html>'
+    )
+
+
+# Links from the tutorial to definitions in the library reference.
+SORTED = '<a href="../library/functions.html#sorted">sorted()</a>'
+LEN = '<a href="../library/functions.html#len">len()</a>'
+ITEMS = '<a href="../library/stdtypes.html#dict.items">dict.items()</a>'
+LOWER = '<a href="../library/stdtypes.html#str.lower">str.lower()</a>'
+
+DOCS = {
+    "library/functions.html": _page(
+        "Built-in Functions",
+        [
+            (
+                "sorted",
+                "sorted",
+                "<p>sorted(iterable, key=None, reverse=False) returns a new sorted list from the items in "
+                "iterable. The key function extracts a comparison key from each element; reverse=True "
+                "sorts in descending order. The sort is stable.</p>",
+            ),
+            (
+                "len",
+                "len",
+                "<p>len(s) returns the length (the number of items) of an object: a string, bytes, tuple, "
+                "list or range, or a collection such as a dictionary, set or frozen set.</p>",
+            ),
+            (
+                "sum",
+                "sum",
+                "<p>sum(iterable, start=0) sums start and the items of an iterable from left to right and "
+                "returns the total. The items are normally numbers.</p>",
+            ),
+        ],
+    ),
+    "library/stdtypes.html": _page(
+        "Built-in Types",
+        [
+            (
+                "dict.items",
+                "Mapping types",
+                "<p>dict.items() returns a new view of the dictionary's items, (key, value) pairs. "
+                "dict.keys() returns a view of the dictionary's keys.</p>",
+            ),
+            (
+                "str.lower",
+                "String methods",
+                "<p>str.lower() returns a copy of the string with all the cased characters converted to "
+                "lowercase.</p>",
+            ),
+        ],
+    ),
+    "library/heapq.html": _page(
+        "heapq — Heap queue algorithm",
+        [
+            (
+                "heapq.nlargest",
+                "Functions",
+                "<p>heapq.nlargest(n, iterable, key=None) returns a list with the n largest elements "
+                "from the dataset defined by iterable.</p>",
+            ),
+            (
+                "theory",
+                "Theory",
+                "<p>Heaps are arrays for which a[k] &lt;= a[2*k+1] and a[k] &lt;= a[2*k+2] for all k, "
+                "counting elements from zero.</p>",
+            ),
+        ],
+    ),
+    "library/socket.html": _page(
+        "socket — Low-level networking interface",
+        [
+            (
+                "socket.socket.settimeout",
+                "Socket objects",
+                "<p>socket.settimeout(value) sets a timeout on blocking socket operations; the value is "
+                "a number of seconds.</p>",
+            ),
+            (
+                "examples",
+                "Example",
+                '<p>An echo server counts the bytes it received with <a href="functions.html#len">len()</a> '
+                "and closes the connection "
+                "when the client is done.</p>",
+            ),
+        ],
+    ),
+    "tutorial/sorting.html": _page(
+        "Sorting HOW TO",
+        [
+            (
+                "basics",
+                "Sorting basics",
+                f"<p>A simple ascending sort is easy: call the {SORTED} function. It returns a new "
+                f"sorted list. To sort a dictionary by value, sort its {ITEMS}.</p>",
+            ),
+            (
+                "keys",
+                "Key functions",
+                f"<p>The key parameter of {SORTED} takes a function, such as {LOWER} for a "
+                "case-insensitive sort of strings.</p>",
+            ),
+        ],
+    ),
+    "tutorial/datastructures.html": _page(
+        "Data Structures",
+        [
+            (
+                "lists",
+                "More on lists",
+                f"<p>The number of items of a list is {LEN}; a list can be sorted in place with "
+                f"list.sort() or copied sorted with {SORTED}.</p>",
+            ),
+            (
+                "dicts",
+                "Dictionaries",
+                f"<p>Looping over a dictionary, the key and value can be had at once with {ITEMS}; "
+                f"{LEN} counts the keys.</p>",
+            ),
+        ],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def docs_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.httpserver import LocalServer
+
+    out = tmp_path_factory.mktemp("docpacks") / "docs"
+    with LocalServer() as server:
+        for path, body in DOCS.items():
+            server.add("/" + path, body)
+        report = build_pack("docs", [server.url("/" + p) for p in DOCS], out=out)
+    assert not report.failed
+    return out
+
+
+def _detail(result: Any, stage: str) -> dict[str, Any]:
+    entry = next(s for s in result.trace["stages"] if s["stage"] == stage)
+    assert "skipped" not in entry, entry
+    return dict(entry.get("detail", {}))
+
+
+def _skipped(result: Any, stage: str) -> str:
+    entry = next(s for s in result.trace["stages"] if s["stage"] == stage)
+    return str(entry.get("skipped", ""))
+
+
+def _page_name(url: str) -> str:
+    return url.split("#", 1)[0].rsplit("/", 1)[-1]
+
+
+# -- literals ------------------------------------------------------------------------------------
+
+
+def test_strip_literals_drops_values_but_keeps_api_references() -> None:
+    assert strip_literals("sort dictionary `mydict` by value") == "sort dictionary by value"
+    assert strip_literals("read file 'myfile.txt' into \"data\"") == "read file into"
+    assert (
+        strip_literals("update the `globals()` dict from `os.environ`")
+        == "update the globals() dict from os.environ"
+    )
+    assert strip_literals("apply `vars(args)` to `[1, 2]`") == "apply vars(args) to"
+    assert strip_literals("don't split it's words") == "don't split it's words"  # apostrophes are no quotes
+    assert strip_literals("keep `os.path` out", keep_api=False) == "keep out"
+    # Quotes are dropped from code questions only: a quoted title is what a question is about.
+    assert strip_literals('Who sang "Diamond Cut" in 1979?') == 'Who sang "Diamond Cut" in 1979?'
+    assert strip_literals("check if variable 'myVar' exists") == "check if variable exists"
+    assert strip_literals("convert '1633837924' to string") == "convert to string"
+    assert strip_literals("run the command 'ls'") == "run the command 'ls'"  # a word: maybe a name
+
+
+def test_literals_cleans_the_queries_the_search_stages_use(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(
+        docs_pack, profile="baseline", enable=["keyword", "literals"], llm=None
+    ) as agent:
+        assert agent.stage_names[:3] == ["literals", "vector", "keyword"]
+        result = agent.query("sort dictionary `mydict` by 'value'")
+        assert _detail(result, "literals")["queries"] == ["sort dictionary by"]
+        assert "quotes no literal value" in _skipped(agent.query("sort a dictionary by value"), "literals")
+        # Fewer than min_words words left: the question is searched as it is.
+        assert "quotes no literal value" in _skipped(agent.query("sort `mydict`"), "literals")
+
+
+# -- page_score ----------------------------------------------------------------------------------
+
+
+def test_page_score_goes_after_the_searches_and_the_router() -> None:
+    assert CANONICAL_ORDER.index("literals") < CANONICAL_ORDER.index("vector")
+    assert (
+        CANONICAL_ORDER.index("router") < CANONICAL_ORDER.index("page_score") < CANONICAL_ORDER.index("dedup")
+    )
+    stages, _ = resolve_stages("balanced", enable=["page_score", "literals"])
+    names = [s.name for s in stages]
+    assert names[:4] == ["literals", "vector", "keyword", "title_match"]
+    assert names[names.index("page_score") + 1] == "quality"
+
+
+def test_page_score_options_are_checked() -> None:
+    assert make_options("page_score", {"authority": 0.5}).authority == 0.5
+    for bad in ({"share": -1.0}, {"top_chunks": 0}, {"link_text": float("nan")}, {"passages_per_page": 0}):
+        with pytest.raises(UsageError):
+            make_options("page_score", bad)
+
+
+def test_page_index_reads_authority_and_link_targets(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(docs_pack, profile="baseline", enable=["page_score"], llm=None) as agent:
+        index = PageIndex.of(agent.context)
+        assert PageIndex.of(agent.context) is index  # loaded once per agent
+        pages = [_page_name(p) for p in index.pages]
+        authority = dict(zip(pages, index.authority.tolist(), strict=True))
+        # functions.html has the most linking pages (sorting, datastructures, socket).
+        assert authority["functions.html"] == 1.0
+        assert 0 < authority["stdtypes.html"] < 1.0
+        assert authority["heapq.html"] == 0.0
+        assert index.matrix.shape == (len(index.chunk_ids), agent.context.embedder.dimension)
+        links = dict(zip(pages, index.link_scores("sort the dictionary").tolist(), strict=True))
+        # "sort" names sorted (a prefix), "dictionary" names dict (items); nothing names heapq.
+        assert links["functions.html"] > 0 and links["stdtypes.html"] > 0
+        assert max(links.values()) == 1.0 and links["heapq.html"] == 0.0
+        assert links["sorting.html"] == 0.0  # no page links to the tutorial's sections
+
+
+def test_page_score_orders_passages_page_by_page(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(
+        docs_pack, profile="baseline", enable=["keyword", "literals", "page_score"], llm=None, top_k=6
+    ) as agent:
+        result = agent.query("sort the dictionary `d` by its values in descending order")
+    detail = _detail(result, "page_score")
+    pages = [_page_name(s.url) for s in result.sources]
+    distinct = list(dict.fromkeys(pages))
+    assert pages[: len(distinct)] == distinct  # one passage per page before a page's second one
+    assert _page_name(detail["top_pages"][0]) == pages[0] == "functions.html"
+    assert detail["authority"] == "yes" and detail["link_targets"] >= 4
+
+
+def test_page_score_gives_top_pages_their_best_chunk(docs_pack: Path) -> None:
+    options = {"vector": {"candidates": 1}}
+    with KnowledgeGraphAgent(
+        docs_pack, profile="baseline", enable=["page_score"], options=options, llm=None, top_k=10
+    ) as agent:
+        result = agent.query("the largest elements of a heap")
+    detail = _detail(result, "page_score")
+    assert detail["added"] >= 2
+    assert any(s.origin == "page_score" for s in result.sources)
+    assert len({_page_name(s.url) for s in result.sources}) >= 3
+
+
+def test_page_score_skips_passage_packs(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(
+        json.dumps(
+            [
+                {"title": "Heaps", "text": "A heap keeps its smallest element first."},
+                {"title": "Sockets", "text": "A socket connects two programs over a network."},
+            ]
+        )
+    )
+    out = tmp_path / "passages"
+    build_pack("passages", [], out=out, corpus=corpus, options=_no_graph())
+    with KnowledgeGraphAgent(out, profile="baseline", enable=["page_score"], llm=None) as agent:
+        result = agent.query("what keeps the smallest element first?")
+    assert "passages, not pages" in _skipped(result, "page_score")
+    assert result.sources[0].title == "Heaps"
+
+
+def _no_graph() -> Any:
+    from wikigr.build import BuildOptions
+
+    return BuildOptions(graph=False)
+
+
+def test_page_score_runs_without_links_and_refuses_bad_vectors(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, title in (("a.md", "Heaps"), ("b.md", "Sockets")):
+        (docs / name).write_text(
+            f"# {title}\n\n## One\n\n{title} part one explains the basics of {title.lower()}.\n\n"
+            f"## Two\n\n{title} part two explains the details of {title.lower()}.\n"
+        )
+    out = tmp_path / "nolinks"
+    build_pack("nolinks", [docs.as_uri()], out=out, options=_no_graph())
+    with KnowledgeGraphAgent(out, profile="baseline", enable=["page_score"], llm=None) as agent:
+        result = agent.query("the details of heaps")
+    detail = _detail(result, "page_score")
+    assert detail["authority"] == "no links in this pack" and "no link texts" in detail["link_targets"]
+    assert result.sources[0].title == "Heaps"
+    # A pack is data from anyone: vectors that are not finite numbers are refused, not used.
+    with open_store(out / "pack.db", read_only=False) as store:
+        [[chunk_id, dim]] = store.rows("MATCH (c:Chunk) RETURN c.id, size(c.embedding) LIMIT 1")
+        store.rows(
+            "MATCH (c:Chunk) WHERE c.id = $id SET c.embedding = $v",
+            {"id": chunk_id, "v": [float("nan")] * dim},
+        )
+    with KnowledgeGraphAgent(out, profile="baseline", enable=["page_score"], llm=None) as agent:
+        first = agent.query("the details of heaps")
+        second = agent.query("the basics of sockets")
+    assert "not all finite" in _skipped(first, "page_score")
+    assert "not all finite" in _skipped(second, "page_score")  # the verdict is kept per agent
+    assert second.sources

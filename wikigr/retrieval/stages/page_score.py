@@ -1,0 +1,278 @@
+"""page_score: rank pages, not passages, then give each top page its best passages first.
+
+On documentation a question is answered by a page (the reference of ``str.lower``, of
+``os.listdir``), and a page is many chunks. The stage scores every page from three signals:
+
+- **its chunks**: the cosine similarity of its best chunk to the (first) query, plus ``share`` × the
+  similarities of its next ``top_chunks - 1`` best chunks — a page that answers the question in
+  several places beats one lucky chunk. Similarities come from the pack's chunk vectors, held in
+  memory (loaded once per agent) and scored with one matrix product: all chunks, not only the
+  candidates so far.
+- **its authority**: log(1 + the number of other pages linking to it) / the largest such value
+  over the pack, times ``authority``. The pages everything else refers to (built-in functions and
+  types) answer more questions.
+- **the link texts pointing at it**: the words of the query matched against the names of the
+  link targets (``dict.keys`` in ``stdtypes.html#dict.keys``, its link texts ``dict.keys()``...):
+  exactly, or one a prefix of the other (4 letters at least: "dictionary" names ``dict``,
+  "sort" names ``sorted``); each query word counts its idf over the targets, a target's sum is
+  multiplied by 1 + log(1 + its number of links), a page takes its best target, and the
+  result, scaled so that the best page has 1, weighs ``link_text``.
+
+Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
+in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
+as a candidate when it had none. Within a page, the ranking so far decides.
+
+Passage packs (an article is one or two chunks: nothing to roll up) are skipped, as are packs
+without chunk vectors; a pack without links (or a store written before link texts were kept)
+runs without authority or link texts, and the trace says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from wikigr.errors import WikigrError
+from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
+
+_NAME_PART = re.compile(r"[a-z0-9]+")
+MAX_ANCHORS = 2_000_000  # link texts read from a pack
+MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
+MIN_PREFIX = 4  # shortest name or word matched by prefix
+
+
+def _parts(text: str) -> set[str]:
+    return set(_NAME_PART.findall(text.casefold()))
+
+
+class PageIndex:
+    """What the stage needs of a pack, loaded once per agent (``ctx.cache``) and checked: the
+    chunk vectors and their pages, each page's in-degree, and the link-target names."""
+
+    def __init__(self, ctx: Context) -> None:
+        store = ctx.store
+        ids, articles, matrix = store.chunk_matrix()
+        dim = ctx.embedder.dimension
+        if matrix.ndim != 2 or (len(ids) and matrix.shape[1] != dim):
+            raise Skip(f"the pack's chunk vectors have {matrix.shape[-1]} dimensions, the embedder {dim}")
+        if not np.isfinite(matrix).all():
+            raise Skip("the pack's chunk vectors are not all finite numbers")
+        self.chunk_ids = ids
+        self.pages = list(dict.fromkeys(articles))
+        urls = dict(store.rows("MATCH (a:Article) RETURN a.id, a.url"))
+        self.urls = [str(urls.get(p) or p) for p in self.pages]  # what a citation shows
+        page_index = {p: i for i, p in enumerate(self.pages)}
+        self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self.chunks_per_page = len(ids) / max(1, len(self.pages))
+
+        degrees = store.article_in_degrees()
+        self.authority = np.zeros(len(self.pages))
+        for article, degree in degrees.items():
+            if article in page_index and degree > 0:
+                self.authority[page_index[article]] = math.log1p(degree)
+        top = float(self.authority.max()) if len(self.authority) else 0.0
+        if top > 0:
+            self.authority /= top
+        self.has_links = top > 0
+
+        # Link targets: (page, fragment) -> how many links, and the name parts of the fragment and
+        # of the link texts; then name part -> targets.
+        counts: dict[tuple[int, str], int] = defaultdict(int)
+        names: dict[tuple[int, str], set[str]] = defaultdict(set)
+        for n, (_source, target, anchor) in enumerate(store.link_anchors()):
+            if n >= MAX_ANCHORS:
+                break
+            if not isinstance(anchor, str) or target not in page_index:
+                continue
+            fragment, _, text = anchor[:MAX_ANCHOR_CHARS].partition("\t")
+            if not fragment:
+                continue  # a link to a page, not to a definition in it
+            place = (page_index[target], fragment)
+            counts[place] += 1
+            names[place] |= _parts(fragment) | _parts(text)
+        targets = list(counts)
+        self.target_page = np.asarray([t[0] for t in targets], dtype=np.int64)
+        self.target_weight = np.asarray([1.0 + math.log1p(counts[t]) for t in targets])
+        by_part: dict[str, list[int]] = defaultdict(list)
+        for i, place in enumerate(targets):
+            for part in names[place]:
+                by_part[part].append(i)
+        self.by_part = {part: np.asarray(rows, dtype=np.int64) for part, rows in by_part.items()}
+        self.by_prefix: dict[str, list[str]] = defaultdict(list)
+        for part in self.by_part:
+            if len(part) >= MIN_PREFIX:
+                self.by_prefix[part[:MIN_PREFIX]].append(part)
+
+    @classmethod
+    def of(cls, ctx: Context) -> PageIndex:
+        cached = ctx.cache.get("page_index")
+        if isinstance(cached, Skip):
+            raise cached
+        if cached is None:
+            try:
+                cached = cls(ctx)
+            except Skip as skip:
+                ctx.cache["page_index"] = skip
+                raise
+            except WikigrError as exc:
+                failed = Skip(f"cannot load the page index: {exc}")
+                ctx.cache["page_index"] = failed
+                raise failed from exc
+            ctx.cache["page_index"] = cached
+        assert isinstance(cached, PageIndex)
+        return cached
+
+    def _targets(self, word: str) -> np.ndarray | None:
+        """The link targets whose names match ``word``: exactly, or one a prefix of the other."""
+        found = [self.by_part[word]] if word in self.by_part else []
+        if len(word) >= MIN_PREFIX:
+            for part in self.by_prefix.get(word[:MIN_PREFIX], ()):
+                if part != word and (
+                    word.startswith(part) or (part.startswith(word) and len(part) - len(word) <= 3)
+                ):
+                    found.append(self.by_part[part])
+        return np.unique(np.concatenate(found)) if found else None
+
+    def link_scores(self, query: str) -> np.ndarray:
+        """Per page: how well the query's words name its link targets (the best page has 1)."""
+        scores = np.zeros(len(self.target_page))
+        n_targets = len(self.target_page)
+        for word in _parts(query):
+            if len(word) < 2:
+                continue
+            rows = self._targets(word)
+            if rows is not None:
+                scores[rows] += math.log(1 + n_targets / len(rows))
+        pages = np.zeros(len(self.pages))
+        hit = scores > 0
+        if hit.any():
+            np.maximum.at(pages, self.target_page[hit], scores[hit] * self.target_weight[hit])
+            pages /= pages.max()
+        return pages
+
+
+@dataclass
+class PageScoreOptions:
+    top_chunks: int = 3  # chunks that make a page's similarity: the best + share x each next one
+    share: float = 0.3
+    authority: float = 0.3  # weight of log(1 + in-links), scaled to 1 for the most linked page
+    link_text: float = 0.2  # weight of the query's match with the names of the links to the page
+    pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
+    pages: int = 10  # the top pages each get their best chunk as a candidate
+    passages_per_page: int = 1  # passages of a page before the next page's
+    min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
+
+    def __post_init__(self) -> None:
+        if self.top_chunks < 1 or self.pool < 1 or self.pages < 0 or self.passages_per_page < 1:
+            raise ValueError("top_chunks, pool and passages_per_page must be at least 1, pages at least 0")
+        for name in ("share", "authority", "link_text", "min_chunks_per_page"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a number >= 0")
+
+
+@register
+class PageScoreStage(Stage):
+    name = "page_score"
+    summary = "rank pages by all their chunks, their in-links and the link texts naming them"
+    Options = PageScoreOptions
+
+    def page_scores(
+        self, index: PageIndex, query: str, vector: np.ndarray
+    ) -> tuple[dict[int, float], np.ndarray]:
+        """Score of each page that has a chunk among the ``pool`` nearest; and every chunk's similarity."""
+        o = self.options
+        # einsum, not @: BLAS threads next to the ONNX embedder's thread pool make @ ten times slower
+        similarity = np.einsum("ij,j->i", index.matrix, vector.astype(np.float32))
+        pool = min(o.pool, len(similarity))
+        nearest = np.argpartition(-similarity, pool - 1)[:pool]
+        nearest = nearest[np.argsort(-similarity[nearest], kind="stable")]
+        scores: dict[int, float] = {}
+        seen: dict[int, int] = {}
+        for row in nearest.tolist():
+            page = int(index.chunk_page[row])
+            n = seen.get(page, 0)
+            if n < o.top_chunks:
+                scores[page] = scores.get(page, 0.0) + (1.0 if n == 0 else o.share) * float(similarity[row])
+            seen[page] = n + 1
+        if o.authority and index.has_links:
+            for page in scores:
+                scores[page] += o.authority * float(index.authority[page])
+        if o.link_text and len(index.target_page):
+            links = index.link_scores(query)
+            for page in scores:
+                scores[page] += o.link_text * float(links[page])
+        return scores, similarity
+
+    def run(self, state: QueryState) -> None:
+        o = self.options
+        t0 = time.perf_counter()
+        index = PageIndex.of(state.ctx)
+        load_ms = (time.perf_counter() - t0) * 1000
+        if not index.chunk_ids:
+            raise Skip("the pack has no chunks")
+        if index.chunks_per_page < o.min_chunks_per_page:
+            raise Skip(
+                f"{index.chunks_per_page:.1f} chunks per article: passages, not pages "
+                f"(min_chunks_per_page {o.min_chunks_per_page:g})"
+            )
+        query = (state.queries or [state.question])[0]
+        scores, similarity = self.page_scores(index, query, state.vector(query))
+        page_of = {p: i for i, p in enumerate(index.pages)}
+        by_id = {c.chunk_id: c for c in state.candidates}
+        for candidate in state.candidates:  # a candidate's page without a chunk in the pool
+            page = page_of.get(candidate.article_id)
+            if page is not None and page not in scores:
+                scores[page] = 0.0
+        ranked = sorted(scores, key=lambda p: (-scores[p], p))
+        # The best chunk of each top page that has no candidate yet.
+        have = {page_of.get(c.article_id) for c in state.candidates}
+        wanted = [p for p in ranked[: o.pages] if p not in have]
+        added: dict[str, float] = {}
+        if wanted:
+            rows = np.flatnonzero(np.isin(index.chunk_page, wanted))
+            best: dict[int, int] = {}
+            for row in rows.tolist():
+                page = int(index.chunk_page[row])
+                if page not in best or similarity[row] > similarity[best[page]]:
+                    best[page] = row
+            added = {index.chunk_ids[row]: float(similarity[row]) for row in best.values()}
+            for hit in state.ctx.store.chunk_details(added):
+                by_id[hit.chunk_id] = Candidate.from_hit(hit, "page_score")
+        # Page by page: each page's passages in the order so far (added ones last).
+        per_page: dict[int, list[Candidate]] = defaultdict(list)
+        others: list[Candidate] = []
+        for candidate in sorted(by_id.values(), key=lambda c: (c.chunk_id in added, -c.score, c.chunk_id)):
+            page = page_of.get(candidate.article_id)
+            if page is None or page not in scores:
+                others.append(candidate)
+            else:
+                per_page[page].append(candidate)
+        rounds = max((len(v) - 1) // o.passages_per_page for v in per_page.values()) + 1 if per_page else 1
+        low = min(scores.values()) if scores else 0.0
+        spread = (max(scores.values()) - low) if scores else 0.0
+        for page, passages in per_page.items():
+            scaled = (scores[page] - low) / spread if spread > 0 else 1.0
+            for n, candidate in enumerate(passages):
+                step = n // o.passages_per_page
+                candidate.scores["page"] = scores[page]
+                candidate.score = (rounds - step - 1 + scaled) / rounds
+        for candidate in others:
+            candidate.score = -1.0
+        state.candidates = list(by_id.values())
+        state.sort()
+        state.note(
+            self.name,
+            top_pages=[index.urls[p] for p in ranked[:5]],
+            added=len(added),
+            authority="yes" if index.has_links else "no links in this pack",
+            link_targets=len(index.target_page)
+            or "no link texts in this pack (a store written before they were kept has none)",
+            index_load_ms=round(load_ms, 1),
+        )
