@@ -25,7 +25,7 @@ the pack first. A passage corpus (at most ``passage_chunks`` chunks per article 
 pages that do not link to each other: short passages titled by their subject) gets ``entity`` —
 hybrid, ``ppr`` over the entity graph, then ``bridge`` to the next hop — or, without an entity
 graph, ``links`` (hybrid and the title links of ``bridge``). Documentation (long pages in many
-sections, or pages that link to each other) gets ``hybrid``, or ``wide`` for global questions.
+sections, or pages that link to each other) gets ``pages``, or ``wide`` for global questions.
 Global questions get an enumeration-style answer on any pack. These choices were made on
 questions 1-50 of MuSiQue, HotpotQA and the CoNaLa docs set (bench/multihop.py, bench/docqa.py).
 
@@ -64,6 +64,7 @@ STRATEGIES: dict[str, list[str]] = {
     "wide": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
     "entity": ["vector", "keyword", "title_match", "ppr", "bridge"],
     "links": ["vector", "keyword", "title_match", "bridge"],
+    "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
     "openml": ["openml_tools"],
 }
 LADDERS: dict[str, list[str]] = {
@@ -178,7 +179,8 @@ def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
         )
     if kind == "global":
         return "wide", "a global question on documentation pages: more passages, through their entities"
-    return "hybrid", "documentation pages: vector and keyword search fused"
+    why = "documentation pages: vector and keyword search fused, pages ranked by their passages and links"
+    return "pages", why
 
 
 @dataclass
