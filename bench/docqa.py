@@ -11,7 +11,7 @@ stages), each profile of KnowledgeGraphAgent, and the documentation stages `lite
 `page_score` on top of fusion and of the balanced profile, with ablations (retrieval only, no LLM).
 Prints a table, writes bench/results/docqa.json (docqa_whole.json with --whole).
 
-    uv run python bench/docqa.py [--pack packs/pydocs] [--profiles baseline,balanced,max,graph,routed]
+    uv run python bench/docqa.py [--pack packs/pydocs] [--profiles auto,baseline,balanced,max,graph,routed]
     uv run python bench/docqa.py --whole [--build-only]   # builds bench/work/pydocs-whole once (~15 min)
     uv run python bench/docqa.py --whole --tune           # the dev-half grid of page_score's weights
     uv run python bench/docqa.py --whole --timing 10000   # the stages' milliseconds at 10,000 chunks
@@ -77,7 +77,7 @@ SPOT_CHECKS = [
     ("what does the with statement do", "reference/compound_stmts.html"),
     ("send an email over SMTP", "library/smtplib.html"),
 ]
-SPOT_ARMS = ("fusion", "fusion+lit+pages", "  -authority")
+SPOT_ARMS = ("fusion", "auto", "fusion+lit+pages", "  -authority")
 NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
     ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
     ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
@@ -312,7 +312,7 @@ def main() -> int:
         "(e.g. 10000) and add the figures to the JSON of the last --whole run",
     )
     parser.add_argument("--docs", type=Path, default=DOCS, help="the python3.11-doc HTML folder")
-    parser.add_argument("--profiles", default="baseline,balanced,max,graph,routed")
+    parser.add_argument("--profiles", default="auto,baseline,balanced,max,graph,routed")
     parser.add_argument(
         "--out",
         type=Path,
