@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
+from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
 from wikigr.pack.manifest import Manifest, load_manifest
 from wikigr.pack.store import Store
 
@@ -20,10 +21,6 @@ CONFIG_FILE = "kg_config.json"
 QUESTIONS_FILE = "eval/questions.jsonl"
 RESULTS_DIR = "eval/results"
 MAX_CONFIG_BYTES = 1024 * 1024
-
-
-def wikigr_home() -> Path:
-    return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
 
 
 def packs_home() -> Path:
