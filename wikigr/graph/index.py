@@ -17,6 +17,7 @@ import io
 import re
 import sys
 import zipfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -376,11 +377,15 @@ def read_graph_cache(path: Path) -> EntityGraph | None:
     try:
         if path.stat().st_size > MAX_GRAPH_CACHE_BYTES:
             return None
-        with np.load(path, allow_pickle=False) as npz:
-            if set(npz.files) != set(_ARRAYS):
+        with path.open("rb") as f:
+            loaded = np.load(f, allow_pickle=False)
+            if not isinstance(loaded, np.lib.npyio.NpzFile):
                 return None
-            arrays = {name: npz[name] for name in _ARRAYS}
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+            with loaded as npz:
+                if set(npz.files) != set(_ARRAYS):
+                    return None
+                arrays = {name: npz[name] for name in _ARRAYS}
+    except (OSError, ValueError, EOFError, KeyError, TypeError, zipfile.BadZipFile, zlib.error):
         return None
     for name, dtype in _ARRAYS.items():
         if arrays[name].dtype != dtype or arrays[name].ndim != 1:
