@@ -247,7 +247,7 @@ _PROBE = (
     "import sys, json\n"
     "from wikigr.cli import run\n"
     "rc = run(sys.argv[1:])\n"
-    "names = ('scipy', 'rich', 'spacy', 'torch', 'pyarrow')\n"
+    "names = ('scipy', 'rich', 'typer', 'pydantic', 'spacy', 'torch', 'pyarrow')\n"
     "print('LOADED', json.dumps([m for m in names if m in sys.modules]), file=sys.stderr)\n"
     "sys.exit(rc)\n"
 )
@@ -294,3 +294,111 @@ def test_a_fresh_graph_query_reads_the_caches_and_answers_the_same(graph_pack: P
 def test_a_fresh_json_query_imports_no_rich(graph_pack: Path) -> None:
     result, loaded = _fresh_query(graph_pack, "When was the American Physical Society founded?")
     assert result["sources"] and loaded == []
+
+
+# -- `wikigr query` without typer --------------------------------------------------------------
+
+PARSED = [
+    ["query", "pk", "q"],
+    ["query", "pk", "q", "--json"],
+    [
+        *("query", "--json", "pk", "a question, with spaces?", "-p", "graph", "--top-k", "7"),
+        *("--enable", "ppr", "--enable=keyword", "--disable", "gate", "--model", "m"),
+        *("--fallback", "--trace"),
+    ],
+    ["query", "pk", "q", "--profile=baseline", "-k", "100", "--disable=gate"],
+    ["query", "pk", "", "--json"],
+    ["query", "./packs/x", "a=b", "-k", "1", "--model=claude-x"],
+]
+LEFT_TO_TYPER = [
+    [],
+    ["pack", "list"],
+    ["query"],
+    ["query", "pk"],
+    ["query", "pk", "q", "extra"],
+    ["query", "pk", "q", "--help"],
+    ["query", "pk", "q", "-h"],
+    ["query", "pk", "q", "-k", "0"],
+    ["query", "pk", "q", "-k", "101"],
+    ["query", "pk", "q", "-k", "07"],
+    ["query", "pk", "q", "-k", "5x"],
+    ["query", "pk", "q", "-k5"],
+    ["query", "pk", "q", "-p=graph"],
+    ["query", "pk", "q", "--json", "--json"],
+    ["query", "pk", "q", "-p", "a", "--profile", "b"],
+    ["query", "pk", "--", "-q"],
+    ["query", "pk", "q", "--profile"],
+    ["query", "pk", "q", "--model", "-x"],
+    ["query", "pk", "q", "--no-such-flag"],
+    ["query", "pk", "q", "--json=1"],
+    ["query", "pk", "q\udcff"],
+    ["--version"],
+]
+
+
+def _calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    import inspect
+
+    import wikigr.cli.answer as answer_module
+    import wikigr.cli.query as query_module
+
+    calls: list[dict[str, Any]] = []
+    signature = inspect.signature(answer_module.answer)
+
+    def record(*args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        calls.append(dict(bound.arguments))
+
+    monkeypatch.setattr(answer_module, "answer", record)
+    monkeypatch.setattr(query_module, "answer", record)
+    return calls
+
+
+@pytest.mark.parametrize("argv", PARSED, ids=" ".join)
+def test_a_plain_query_is_parsed_without_typer_as_typer_parses_it(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wikigr.cli import _run_app
+    from wikigr.cli.answer import fast_query
+
+    calls = _calls(monkeypatch)
+    assert _run_app(argv) == 0
+    query = fast_query(argv)
+    assert query is not None
+    query()
+    typer_call, fast_call = calls
+    assert fast_call == typer_call
+
+
+@pytest.mark.parametrize("argv", LEFT_TO_TYPER, ids=" ".join)
+def test_anything_else_is_left_to_typer(argv: list[str]) -> None:
+    from wikigr.cli.answer import fast_query
+
+    assert fast_query(argv) is None
+
+
+def test_the_fast_parser_knows_the_options_of_the_typer_command() -> None:
+    import inspect
+
+    import typer.main
+
+    from wikigr.cli import app
+    from wikigr.cli.answer import FLAGS, MULTIPLE, OPTIONS, answer
+
+    command = typer.main.get_command(app).commands["query"]  # type: ignore[attr-defined]
+    arguments = [p.name for p in command.params if p.param_type_name == "argument"]
+    assert arguments == ["pack", "question"]
+    defaults = {name: p.default for name, p in inspect.signature(answer).parameters.items()}
+    known: set[str] = set()
+    for param in command.params:
+        if param.param_type_name != "option":
+            continue
+        for opt in [*param.opts, *param.secondary_opts]:
+            table = FLAGS if param.is_flag else OPTIONS
+            assert table.get(opt) == param.name, opt
+            known.add(opt)
+        assert (param.name in MULTIPLE) == bool(param.multiple), param.name
+        assert defaults[param.name] == (None if param.multiple else param.default), param.name
+    assert known == set(OPTIONS) | set(FLAGS)
+    assert set(defaults) == {p.name for p in command.params}
