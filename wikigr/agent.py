@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from wikigr.embed import embedder_info, get_embedder
 from wikigr.errors import EmbedderUnavailableError, UsageError
 from wikigr.pack.pack import Pack, open_pack
+from wikigr.pack.store import query_buffer_pool_size
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
 from wikigr.retrieval.stage import Context, QueryState, Skip
@@ -114,7 +115,7 @@ class KnowledgeGraphAgent:
         # Loading the model and opening the store are independent: do both at once.
         with ThreadPoolExecutor(max_workers=2) as pool:
             embedder_future = pool.submit(get_embedder, self.pack.manifest.embedder.name)
-            store = pool.submit(self.pack.open_store).result()
+            store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
             try:
                 embedder = embedder_future.result()
             except BaseException:

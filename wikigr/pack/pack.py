@@ -63,9 +63,11 @@ class Pack:
     def store_path(self) -> Path:
         return self.path / STORE_FILE
 
-    def open_store(self) -> Store:
+    def open_store(self, buffer_pool_size: int = 0) -> Store:
         """Open the store read-only (a pack from someone else is data; it is never written here)."""
-        return Store.open(self.store_path, read_only=True, kind=self.manifest.source_kind)
+        return Store.open(
+            self.store_path, read_only=True, kind=self.manifest.source_kind, buffer_pool_size=buffer_pool_size
+        )
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
