@@ -56,6 +56,9 @@ _OPTIMIZED_WEIGHTS = "model.onnx.data"
 def _session_options(ort: Any, threads: int, level: Any) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    # Idle worker threads sleep instead of spinning: a query embeds one question, and spinning
+    # threads would take the CPU from the store's queries that follow (the results are the same).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3
     options.graph_optimization_level = level
     return options
