@@ -183,6 +183,7 @@ _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
     ),
 }
 _CACHE: dict[str, Embedder] = {}
+_LOADING = threading.Lock()
 
 
 def available_embedders() -> list[EmbedderInfo]:
@@ -201,9 +202,10 @@ def embedder_info(name: str) -> EmbedderInfo:
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder called ``name``, loaded once per process."""
     embedder_info(name)
-    if name not in _CACHE:
-        _CACHE[name] = _REGISTRY[name][1]()
-    return _CACHE[name]
+    with _LOADING:  # a second caller waits for the first one's model instead of loading another
+        if name not in _CACHE:
+            _CACHE[name] = _REGISTRY[name][1]()
+        return _CACHE[name]
 
 
 def default_embedder_name() -> str:

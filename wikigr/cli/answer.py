@@ -5,6 +5,7 @@ test checks that the two agree."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ def answer(
     json_out: bool = False,
 ) -> None:
     """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
+    _load_model_meanwhile()
     from wikigr.agent import KnowledgeGraphAgent
     from wikigr.errors import UsageError
 
@@ -76,6 +78,22 @@ def answer(
                 f"{usage['output_tokens']} out tokens, ~${usage['cost_usd']:.4f}",
                 markup=False,
             )
+
+
+def _load_model_meanwhile() -> None:
+    """Start loading the default embedder now, in a thread: onnxruntime builds the session without
+    the GIL while this thread imports the rest (the agent then takes the model from the process
+    cache, or waits for it). A pack with another embedder only makes this wasted work; a failure
+    here is the agent's to report."""
+    import threading
+
+    def load() -> None:
+        from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
+
+        with contextlib.suppress(Exception):
+            get_embedder(DEFAULT_EMBEDDER)
+
+    threading.Thread(target=load, name="wikigr-model", daemon=False).start()
 
 
 # option -> parameter of answer(); flags take no value; MULTIPLE ones may repeat
