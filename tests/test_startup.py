@@ -402,3 +402,24 @@ def test_the_fast_parser_knows_the_options_of_the_typer_command() -> None:
         assert defaults[param.name] == (None if param.multiple else param.default), param.name
     assert known == set(OPTIONS) | set(FLAGS)
     assert set(defaults) == {p.name for p in command.params}
+
+
+def test_the_console_script_answers_and_exits_cleanly(graph_pack: Path, wikigr_home: Path) -> None:
+    """`wikigr query` ends its process without tearing the interpreter down: all output is there,
+    the exit code is kept, and nothing is left half-written in the cache."""
+
+    def wikigr(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "wikigr", *args], capture_output=True, text=True, timeout=120
+        )
+
+    answered = wikigr("query", str(graph_pack), "When was the American Physical Society founded?", "--json")
+    assert answered.returncode == 0, answered.stderr
+    assert json.loads(answered.stdout)["sources"] and answered.stderr == ""
+    missing = wikigr("query", str(graph_pack / "nope"), "anything", "--json")
+    assert missing.returncode != 0 and missing.stdout == ""
+    assert missing.stderr.startswith("Error: ") and len(missing.stderr.splitlines()) == 1
+    text = wikigr("query", str(graph_pack), "When was the American Physical Society founded?")
+    assert text.returncode == 0 and "Sources" in text.stdout
+    leftovers = [p for p in (wikigr_home / "cache").rglob("*") if p.name.startswith(".")]
+    assert leftovers == []
