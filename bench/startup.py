@@ -24,6 +24,10 @@ Prints a table and writes bench/results/startup.json.
    machine is shared, timings are noisy.
 
     uv run python bench/startup.py [--runs 15] [--breakdown-runs 7] [--graph-pack PATH]
+                                   [--code DIR --out bench/results/startup-before.json]
+
+--code DIR times another copy of the wikigr package (DIR/wikigr, e.g. from `git archive`), put first
+on the timed processes' PYTHONPATH: a before/after comparison on the same machine and load.
 """
 
 from __future__ import annotations
@@ -132,6 +136,7 @@ def child(mode: str, pack: Path, profile: str, env: dict[str, str]) -> dict[str,
         capture_output=True,
         text=True,
         env=env,
+        cwd=Path(env["WIKIGR_HOME"]).parent,  # not this checkout: `-c` puts the cwd first on sys.path
     )
     if proc.returncode != 0:
         raise SystemExit(f"breakdown child failed: {proc.stderr}")
@@ -165,6 +170,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15, help="timed fresh processes per kind")
     parser.add_argument("--breakdown-runs", type=int, default=7, help="child processes per breakdown")
     parser.add_argument("--graph-pack", type=Path, help="a copy of packs/pydocs with an entity graph")
+    parser.add_argument("--code", type=Path, help="a folder holding another wikigr/ package to time")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = parser.parse_args()
     results: dict[str, Any] = {
@@ -186,6 +192,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         env = {**fresh_env(), "WIKIGR_HOME": str(work / "home")}
+        if args.code:
+            import compileall
+
+            compileall.compile_dir(str(args.code / "wikigr"), quiet=2)
+            env["PYTHONPATH"] = str(args.code.resolve())
+            results["code"] = f"wikigr from {args.code} (PYTHONPATH)"
         if args.graph_pack:
             graph_pack = args.graph_pack.resolve()
         else:
