@@ -52,8 +52,12 @@ class SparseMatrix:
     and ``matrix[i, j]``.
 
     A product sums each row's entries in stored order from 0.0, as scipy's CSR product does, so the
-    two give the same bits: scipy's (faster) is used when scipy.sparse is already imported, numpy's
-    ``bincount`` otherwise (importing scipy.sparse costs ~0.15 s in a fresh process)."""
+    two give the same bits. numpy's ``bincount`` does the first products of a process (importing
+    scipy.sparse costs ~0.15 s: more than a question's PageRank); scipy's, about twice as fast, the
+    others: once scipy.sparse is imported anyway, or after the first few questions
+    (``SCIPY_AFTER`` products) of a long-lived process such as the MCP server."""
+
+    SCIPY_AFTER = 100
 
     def __init__(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, size: int) -> None:
         self.indptr = indptr
@@ -62,6 +66,7 @@ class SparseMatrix:
         self.shape = (size, size)
         self._rows: np.ndarray | None = None
         self._scipy: Any = None
+        self._products = 0
 
     @classmethod
     def from_scipy(cls, matrix: Any) -> SparseMatrix:
@@ -81,6 +86,9 @@ class SparseMatrix:
 
     def __matmul__(self, vector: np.ndarray) -> np.ndarray:
         if self._scipy is None:
+            self._products += 1
+            if self._products > self.SCIPY_AFTER:
+                import scipy.sparse  # noqa: F401  (picked up below)
             csr_matrix = getattr(sys.modules.get("scipy.sparse"), "csr_matrix", None)
             if csr_matrix is not None:
                 self._scipy = csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
