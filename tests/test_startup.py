@@ -115,6 +115,21 @@ def test_file_digest_is_remembered_until_the_file_changes(
     assert home.file_digest(target) == hashlib.sha256(b"two").hexdigest()
 
 
+def test_a_cache_folder_keeps_its_newest_entries(tmp_path: Path) -> None:
+    for i in range(5):
+        entry = tmp_path / f"entry{i}"
+        if i % 2:
+            entry.mkdir()
+            (entry / "model.onnx").write_text("x")
+        else:
+            entry.write_text("x")
+        os.utime(entry, ns=(i * 10**9, i * 10**9))
+    (tmp_path / ".entry9.123.tmp").mkdir()  # being written by another process
+    home.prune(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".entry9.123.tmp", "entry3", "entry4"]
+    home.prune(tmp_path / "missing", keep=1)  # nothing to do
+
+
 # -- the entity graph cache --------------------------------------------------------------------
 
 

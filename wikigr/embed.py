@@ -49,6 +49,7 @@ class EmbedderInfo:
 
 
 ONNX_CACHE_FORMAT = 1
+ONNX_CACHE_KEEP = 4  # optimised models kept (~90 MB each for MiniLM)
 _OPTIMIZED_MODEL = "model.onnx"
 _OPTIMIZED_WEIGHTS = "model.onnx.data"
 
@@ -102,6 +103,8 @@ def open_onnx_session(ort: Any, model_file: Path, threads: int = 0) -> Any:
 
 def _save_optimized(ort: Any, model_file: Path, folder: Path) -> None:
     """Optimise ``model_file`` (ORT_ENABLE_EXTENDED) into ``folder``, written whole or not at all."""
+    from wikigr.home import prune
+
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.mkdir(parents=True)
@@ -115,6 +118,7 @@ def _save_optimized(ort: Any, model_file: Path, folder: Path) -> None:
         )
         ort.InferenceSession(str(model_file), sess_options=options, providers=_PROVIDERS)
         os.rename(tmp, folder)  # fails if another process got there first: its copy is as good
+        prune(folder.parent, ONNX_CACHE_KEEP)  # models or onnxruntime versions no longer used
     except Exception:  # noqa: BLE001  (no cache: the caller optimises in memory)
         pass
     finally:

@@ -1,6 +1,7 @@
 """The wikigr home (``$WIKIGR_HOME``, default ``~/.wikigr``) and its ``cache/`` folder.
 
-The cache holds what only saves time: a process that cannot read or write it does the work again.
+The cache holds what only saves time: a process that cannot read or write it does the work again,
+and each kind keeps its most recent entries only (:func:`prune`).
 :func:`file_digest` is the sha256 of a file, remembered (``cache/digests.json``) against the file's
 identity and modification times, so that caches keyed by a file's digest cost a ``stat`` per
 process, not a read of the whole file.
@@ -86,3 +87,20 @@ def file_digest(path: Path) -> str:
         with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
             write_atomic(memo_file, json.dumps(memo, indent=0).encode("utf-8"))
     return value
+
+
+def prune(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written entries (files or folders) of a cache
+    folder, leaving temporary ones (``.NAME``) alone; what cannot be removed stays."""
+    import shutil
+
+    try:
+        entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+        entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    except OSError:
+        return
+    for stale in entries[keep:]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)

@@ -291,6 +291,7 @@ class EntityGraph:
 # -- the graph cache ---------------------------------------------------------------------------
 
 GRAPH_CACHE_FORMAT = 1
+GRAPH_CACHE_KEEP = 64  # graphs kept (one per pack version and edge weights)
 MAX_GRAPH_CACHE_BYTES = 4 * 1024 * 1024 * 1024
 _SEPARATOR = "\x00"  # between the strings of a list (no id, name or type holds it)
 _ARRAYS: dict[str, np.dtype[Any]] = {
@@ -339,7 +340,7 @@ def _strings(values: list[str]) -> np.ndarray:
 def write_graph_cache(graph: EntityGraph, path: Path) -> None:
     """Save ``graph`` at ``path`` (``.npz``, no pickles), whole or not at all; a cache that cannot
     be written only costs time."""
-    from wikigr.home import write_atomic
+    from wikigr.home import prune, write_atomic
 
     lists = (graph.chunk_ids, graph.entity_keys, graph.entity_types)
     if any(_SEPARATOR in value for values in lists for value in values):
@@ -369,6 +370,7 @@ def write_graph_cache(graph: EntityGraph, path: Path) -> None:
     np.savez(buffer, allow_pickle=False, **arrays)
     with contextlib.suppress(OSError):
         write_atomic(path, buffer.getvalue())
+        prune(path.parent, GRAPH_CACHE_KEEP)
 
 
 def _split(blob: np.ndarray, count: int) -> list[str] | None:
