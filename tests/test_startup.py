@@ -183,6 +183,21 @@ def test_the_graph_is_cached_and_read_back_the_same(
     assert not cached.empty and cached.n_chunks > 0
 
 
+def test_a_store_whose_file_changed_since_it_was_opened_is_not_looked_up(
+    graph_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """`pack update` may swap the folder under an open agent, which answers from what it opened:
+    its graph is then built from its store, not read from the cache of what the path now holds."""
+    copy = tmp_path / "pack.db"
+    copy.write_bytes((graph_pack / "pack.db").read_bytes())
+    with open_store(copy) as store:
+        assert index.graph_cache_file(store, WEIGHTS) is not None
+        os.utime(copy, ns=(10**9, 10**9))  # written since (its change time moves too)
+        assert index.graph_cache_file(store, WEIGHTS) is None
+        graph = EntityGraph.load(store, WEIGHTS)
+    assert not graph.empty and not (wikigr_home / "cache" / "graph").exists()
+
+
 def test_pagerank_gives_the_same_bits_with_and_without_scipy(
     graph_pack: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,6 +36,15 @@ def _identity(stat: os.stat_result) -> list[int]:
     return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
 
 
+def file_identity(path: Path) -> list[int] | None:
+    """What tells one state of a file from another without reading it: device, inode, size,
+    modification and change times (ns); None when there is no file."""
+    try:
+        return _identity(Path(path).stat())
+    except FileNotFoundError:
+        return None
+
+
 def _read_digests(path: Path) -> dict[str, dict[str, object]]:
     try:
         with path.open("rb") as f:

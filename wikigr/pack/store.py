@@ -208,6 +208,15 @@ def _schema(dim: int) -> list[str]:
     ]
 
 
+def files_state(path: Path) -> tuple[list[int] | None, list[int] | None]:
+    """The state of a store's file and of its write-ahead log (:func:`wikigr.home.file_identity`):
+    a read-only store whose files no longer have the state they had when it was opened (a
+    ``pack update`` swapped the folder, a build wrote in place) is not what its path now holds."""
+    from wikigr.home import file_identity
+
+    return file_identity(path), file_identity(path.with_name(path.name + ".wal"))
+
+
 MIN_QUERY_BUFFER_POOL = 1 << 30
 
 
@@ -264,6 +273,7 @@ class Store:
         self.kind: StoreKind = kind
         self._db = db
         self._conn: Any = ladybug.Connection(db)
+        self.opened_state: Any = None  # the files' state when opened (see files_state)
         self.vector_path = "exact"
         if self._load_vector_extension() and self._has_chunk_index():
             self.vector_path = "hnsw"
@@ -294,11 +304,13 @@ class Store:
         may use (0: LadybugDB's default, ~80% of the machine's; see :func:`query_buffer_pool_size`)."""
         if not path.is_file():
             raise StoreError(f"store not found: {path}")
+        state = files_state(path)
         try:
             db = ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
         except RuntimeError as exc:
             raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=read_only)
+        store.opened_state = state
         tables = store.tables()
         if kind is None:
             kind = "openml" if "Run" in tables and "Article" not in tables else "documents"
