@@ -26,12 +26,13 @@ def answer(
     json_out: bool = False,
 ) -> None:
     """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
-    _load_model_meanwhile()
-    from wikigr.agent import KnowledgeGraphAgent
     from wikigr.errors import UsageError
 
     if not question.strip():
         raise UsageError("the question is empty")
+    _load_model_meanwhile()
+    from wikigr.agent import KnowledgeGraphAgent
+
     with KnowledgeGraphAgent(
         pack, profile=profile, enable=enable, disable=disable, model=model, top_k=top_k, fallback=fallback
     ) as agent:
