@@ -198,6 +198,17 @@ def test_a_store_whose_file_changed_since_it_was_opened_is_not_looked_up(
     assert not graph.empty and not (wikigr_home / "cache" / "graph").exists()
 
 
+def test_a_graph_with_attributes_the_cache_does_not_know_is_not_cached(
+    graph_pack: Path, tmp_path: Path
+) -> None:
+    with open_store(graph_pack / "pack.db") as store:
+        graph = EntityGraph.from_store(store, WEIGHTS)
+    assert set(vars(graph)) == index._CACHED_ATTRIBUTES  # what read_graph_cache restores
+    graph.extra = 1  # type: ignore[attr-defined]  # as if EntityGraph grew an attribute
+    index.write_graph_cache(graph, tmp_path / "graph.npz")
+    assert not (tmp_path / "graph.npz").exists()
+
+
 def test_pagerank_gives_the_same_bits_with_and_without_scipy(
     graph_pack: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -307,6 +307,25 @@ _ARRAYS: dict[str, np.dtype[Any]] = {
 }
 
 
+_CACHED_ATTRIBUTES = frozenset(
+    {
+        "chunk_ids",
+        "chunk_index",
+        "entity_keys",
+        "entity_index",
+        "entity_types",
+        "n_chunks",
+        "size",
+        "max_ngram",
+        "relations",
+        "dangling",
+        "transition",
+        "entity_df",
+        "has_vectors",
+    }
+)
+
+
 @functools.cache
 def _code_digest() -> str:
     """The sha256 of the code that builds a graph: a cache written by other code is not read."""
@@ -348,6 +367,8 @@ def write_graph_cache(graph: EntityGraph, path: Path) -> None:
     be written only costs time."""
     from wikigr.home import prune, write_atomic
 
+    if set(vars(graph)) != _CACHED_ATTRIBUTES:
+        return  # EntityGraph has attributes this cache does not know (read_graph_cache sets these)
     lists = (graph.chunk_ids, graph.entity_keys, graph.entity_types)
     if any(_SEPARATOR in value for values in lists for value in values):
         return
