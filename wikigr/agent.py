@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from wikigr.embed import embedder_info, get_embedder
 from wikigr.errors import EmbedderUnavailableError, UsageError
 from wikigr.pack.pack import Pack, open_pack
+from wikigr.pack.store import query_buffer_pool_size
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
 from wikigr.retrieval.stage import Context, QueryState, Skip
@@ -116,7 +117,7 @@ class KnowledgeGraphAgent:
         with ThreadPoolExecutor(max_workers=2) as pool:
             name = self.pack.manifest.embedder.name
             embedder_future = pool.submit(get_embedder, name) if self.pack.manifest.stats.chunks else None
-            store = pool.submit(self.pack.open_store).result()
+            store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
             try:
                 embedder = embedder_future.result() if embedder_future else None
             except BaseException:

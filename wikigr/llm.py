@@ -17,10 +17,8 @@ The module never prints; it only raises.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import os
-import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -337,6 +335,8 @@ def _parse_retry_after(headers: Mapping[str, str]) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # only for a Retry-After date: not imported with wikigr.llm (query start-up)
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -522,6 +522,8 @@ class AnthropicLLM:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
         if retry_after is not None:
             return min(retry_after, self.retry_after_max)
+        import random
+
         backoff = min(self.backoff_max, self.backoff_base * 2.0 ** (attempt - 1))
         return backoff * (1.0 - 0.25 * random.random())
 

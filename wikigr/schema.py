@@ -9,6 +9,7 @@ and imports nothing heavy, so reading a manifest costs nothing on the query path
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
@@ -78,12 +79,19 @@ def _check(value: Any, tp: Any, path: str) -> Any:
     raise TypeError(f"schema: unsupported annotation {tp!r} at {path}")
 
 
+@functools.cache
+def _schema_of(cls: type[Any]) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A dataclass's resolved annotations and init fields, worked out once per class
+    (``get_type_hints`` evaluates every annotation string each time: most of a manifest's load)."""
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    return typing.get_type_hints(cls), fields
+
+
 def load(cls: type[T], data: Any, path: str = "") -> T:
     """Build ``cls`` (a dataclass) from ``data`` (parsed JSON), checking every field."""
     if not isinstance(data, dict):
         raise SchemaError(f"{path or cls.__name__}: must be an object")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    hints, fields = _schema_of(typing.cast(Any, cls))
     unknown = [k for k in data if k not in fields]
     if unknown:
         raise SchemaError(f"{_where(path, unknown[0])}: unknown field")

@@ -1,76 +1,52 @@
 """The ``wikigr`` command: a thin typer adapter over the library. Only this package imports typer
-and rich. Results go to stdout (``--json`` for machines); diagnostics and progress to stderr."""
+and rich. Results go to stdout (``--json`` for machines); diagnostics and progress to stderr.
+
+A plain ``wikigr query PACK QUESTION [options]`` (what a skill runs for every question) is parsed
+without typer (:func:`wikigr.cli.answer.fast_query`): importing typer and building its parameter
+validators costs ~0.15 s per process. Anything that parser does not accept as plainly valid
+(``--help``, an unknown or repeated option, a bad value...) goes through typer, as every other
+command does, so errors and help read the same.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import typer
-from typer._click.exceptions import NoArgsIsHelpError
-
-from wikigr.cli import cypher as cypher_commands
-from wikigr.cli import eval as eval_commands
-from wikigr.cli import mcp as mcp_commands
-from wikigr.cli import pack as pack_commands
-from wikigr.cli import query as query_commands
-from wikigr.cli import share as share_commands
-from wikigr.cli.output import err
 from wikigr.errors import WikigrError
 
-app = typer.Typer(
-    name="wikigr",
-    help="Local-first knowledge packs: build from document URLs, query, evaluate, share.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-share_commands.register(pack_commands.app)
-app.add_typer(pack_commands.app, name="pack")
-app.add_typer(eval_commands.app, name="eval")
-query_commands.register(app)
-mcp_commands.register(app)
-cypher_commands.register(app)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from wikigr import __version__
-
-        print(f"wikigr {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(
-        False, "--version", is_eager=True, callback=_print_version, help="Print the version and exit."
-    ),
-) -> None:
-    """Local-first knowledge packs: build from document URLs, query, evaluate, share."""
+if TYPE_CHECKING:
+    import typer
 
 
 def _fail(message: str, code: int) -> int:
+    from wikigr.cli.output import err
+
     err.print(f"Error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
     return code
 
 
+_answered_without_typer = False
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; every failure is one ``Error: ...`` line."""
+    global _answered_without_typer
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, prog_name="wikigr", standalone_mode=False)
+        from wikigr.cli.answer import fast_query
+
+        query = fast_query(args)
+        if query is None:
+            return _run_app(args)
+        _answered_without_typer = True
+        query()
     except WikigrError as exc:
         return _fail(exc.message, exc.exit_code)
-    except NoArgsIsHelpError as exc:
-        print(exc.format_message())
-        return 0
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except (KeyboardInterrupt, typer.Abort):
+    except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    except typer.TyperException as exc:  # usage errors (exit 2) and other click-style errors
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        return _fail(message, int(getattr(exc, "exit_code", 1)))
     except BrokenPipeError:
         return 0
     except Exception as exc:
@@ -80,5 +56,60 @@ def run(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _run_app(args: list[str]) -> int:
+    """Run the typer application; its own exceptions become exit codes here, the others go up."""
+    import typer
+    from typer._click.exceptions import NoArgsIsHelpError
+
+    from wikigr.cli.typer_app import app
+
+    try:
+        app(args=args, prog_name="wikigr", standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        print(exc.format_message())
+        return 0
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except typer.Abort:
+        return _fail("interrupted", 130)
+    except typer.TyperException as exc:  # usage errors (exit 2) and other click-style errors
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        return _fail(message, int(getattr(exc, "exit_code", 1)))
+    return 0
+
+
 def main() -> None:
-    sys.exit(run())
+    code = run()
+    if _answered_without_typer:
+        _exit_now(code)
+    sys.exit(code)
+
+
+def _exit_now(code: int) -> None:
+    """End the process without tearing down the interpreter: the output is flushed, other threads
+    are waited for and exit handlers run, as at a normal exit, but the objects still alive (the
+    model's session, the tokenizer, the modules) are not freed one by one (~0.08 s); the OS takes
+    the memory back. Only after a query, whose store is closed by then."""
+    import atexit
+    import threading
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # e.g. a closed pipe: nothing more can be said
+            stream.flush()
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the typer application, imported on first use
+        from wikigr.cli.typer_app import app
+
+        return app
+    raise AttributeError(f"module 'wikigr.cli' has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    app: typer.Typer

@@ -1,17 +1,41 @@
-"""Consoles and shared output helpers for the CLI."""
+"""Consoles and shared output helpers for the CLI.
+
+``out`` and ``err`` are rich consoles made on first use, so that a command that prints plain JSON
+(``wikigr query ... --json``) never imports rich."""
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-for _console in (out, err):
-    if not _console.is_terminal and _console.width < 160:
-        _console.width = 160  # piped or captured: tables keep their columns
+
+@functools.cache
+def console(stderr: bool = False) -> Console:
+    """The rich console of stdout (or stderr), made once."""
+    from rich.console import Console
+
+    made = Console(stderr=stderr, soft_wrap=True)
+    if not made.is_terminal and made.width < 160:
+        made.width = 160  # piped or captured: tables keep their columns
+    return made
+
+
+class _LazyConsole:
+    """Stands for :func:`console` until an attribute is used (``out.print(...)``)."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(console(self._stderr), name)
+
+
+out = cast("Console", _LazyConsole(stderr=False))
+err = cast("Console", _LazyConsole(stderr=True))
 
 
 def print_json(data: Any) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from wikigr.cli.output import err, out, print_json
 from wikigr.errors import UsageError
@@ -233,6 +232,8 @@ def list_(json_out: JsonOpt = False) -> None:
     if not rows:
         out.print(f"No packs in {packs_home()}.", markup=False)
         return
+    from rich.table import Table
+
     table = Table("name", "kind", "size", "created", "description")
     for row in rows:
         if row["ok"]:
@@ -268,6 +269,8 @@ def info(
     if json_out:
         print_json(data)
         return
+    from rich.table import Table
+
     table = Table(show_header=False, box=None)
     rows = [
         ("name", m.name),

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from wikigr.cli.output import err
+from wikigr.cli.output import console
 from wikigr.progress import ProgressEvent
 
 
@@ -19,7 +19,7 @@ class ProgressBars:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            console=err,
+            console=console(stderr=True),
             disable=not enabled,
             transient=False,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
+from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
 from wikigr.pack.manifest import Manifest, load_manifest
 from wikigr.pack.store import Store
 
@@ -20,10 +21,6 @@ CONFIG_FILE = "kg_config.json"
 QUESTIONS_FILE = "eval/questions.jsonl"
 RESULTS_DIR = "eval/results"
 MAX_CONFIG_BYTES = 1024 * 1024
-
-
-def wikigr_home() -> Path:
-    return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
 
 
 def packs_home() -> Path:
@@ -66,9 +63,11 @@ class Pack:
     def store_path(self) -> Path:
         return self.path / STORE_FILE
 
-    def open_store(self) -> Store:
+    def open_store(self, buffer_pool_size: int = 0) -> Store:
         """Open the store read-only (a pack from someone else is data; it is never written here)."""
-        return Store.open(self.store_path, read_only=True, kind=self.manifest.source_kind)
+        return Store.open(
+            self.store_path, read_only=True, kind=self.manifest.source_kind, buffer_pool_size=buffer_pool_size
+        )
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""

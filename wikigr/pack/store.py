@@ -20,6 +20,7 @@ An OpenML pack (``kind="openml"``) holds a Kimball star instead (docs/openml.md)
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -207,6 +208,34 @@ def _schema(dim: int) -> list[str]:
     ]
 
 
+def files_state(path: Path) -> tuple[list[int] | None, list[int] | None]:
+    """The state of a store's file and of its write-ahead log (:func:`wikigr.home.file_identity`):
+    a read-only store whose files no longer have the state they had when it was opened (a
+    ``pack update`` swapped the folder, a build wrote in place) is not what its path now holds."""
+    from wikigr.home import file_identity
+
+    return file_identity(path), file_identity(path.with_name(path.name + ".wal"))
+
+
+MIN_QUERY_BUFFER_POOL = 1 << 30
+
+
+def query_buffer_pool_size(path: Path) -> int:
+    """The buffer pool for answering questions from the store at ``path``: 1 GiB, or 8 times the
+    store's size when that is more, or LadybugDB's default (0) when that is more than it gives.
+
+    Opening a database with the default pool (~80% of the machine's memory) costs ~20 ms more,
+    spent setting up a pool that the retrieval stages' queries (bounded by the store's size) never
+    fill. User Cypher (``wikigr cypher``, OpenML tools) keeps the default."""
+    try:
+        size = sum(p.stat().st_size for p in (path, path.with_name(path.name + ".wal")) if p.exists())
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    wanted = max(MIN_QUERY_BUFFER_POOL, 8 * size)
+    return wanted if wanted < 0.8 * memory else 0
+
+
 @dataclass(frozen=True)
 class ChunkHit:
     """A chunk found by search, with what a citation needs."""
@@ -244,6 +273,7 @@ class Store:
         self.kind: StoreKind = kind
         self._db = db
         self._conn: Any = ladybug.Connection(db)
+        self.opened_state: Any = None  # the files' state when opened (see files_state)
         self.vector_path = "exact"
         if self._load_vector_extension() and self._has_chunk_index():
             self.vector_path = "hnsw"
@@ -266,16 +296,21 @@ class Store:
         return store
 
     @classmethod
-    def open(cls, path: Path, read_only: bool = True, kind: StoreKind | None = None) -> Store:
+    def open(
+        cls, path: Path, read_only: bool = True, kind: StoreKind | None = None, buffer_pool_size: int = 0
+    ) -> Store:
         """Open an existing store; read-only unless asked otherwise. ``kind`` is the schema it
-        must have (None: whichever it has)."""
+        must have (None: whichever it has). ``buffer_pool_size``: bytes of memory the database
+        may use (0: LadybugDB's default, ~80% of the machine's; see :func:`query_buffer_pool_size`)."""
         if not path.is_file():
             raise StoreError(f"store not found: {path}")
+        state = files_state(path)
         try:
-            db = ladybug.Database(str(path), read_only=read_only)
+            db = ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
         except RuntimeError as exc:
             raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=read_only)
+        store.opened_state = state
         tables = store.tables()
         if kind is None:
             kind = "openml" if "Run" in tables and "Article" not in tables else "documents"
@@ -611,10 +646,11 @@ class Store:
 
     def chunk_articles(self) -> list[tuple[str, str, str]]:
         """Every chunk as (chunk id, article id, article title)."""
-        chunks, articles, titles = self._columns(
+        # Rows, not Arrow columns: a fresh query process then needs no pyarrow (an import of ~0.1 s).
+        rows = self.rows(
             "MATCH (a:Article)-[:HAS_SECTION]->(:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, a.id, a.title"
         )
-        return list(zip(chunks, articles, titles, strict=True))
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def entities(self) -> list[tuple[str, str]]:
         """Every entity as (id, type), in id order."""

@@ -1,0 +1,166 @@
+"""What ``wikigr query`` does, without typer: :func:`answer`, and :func:`fast_query`, the parser of
+a plain ``wikigr query PACK QUESTION [options]`` that lets :func:`wikigr.cli.run` skip typer for it
+(see wikigr/cli/__init__.py). The options are those of the typer command in wikigr/cli/query.py; a
+test checks that the two agree."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from wikigr.cli.output import err, out, print_json
+
+
+def answer(
+    pack: str,
+    question: str,
+    profile: str | None = None,
+    enable: list[str] | None = None,
+    disable: list[str] | None = None,
+    top_k: int = 5,
+    model: str | None = None,
+    fallback: bool = False,
+    trace: bool = False,
+    json_out: bool = False,
+) -> None:
+    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
+    from wikigr.errors import UsageError
+
+    if not question.strip():
+        raise UsageError("the question is empty")
+    _load_model_meanwhile()
+    from wikigr.agent import KnowledgeGraphAgent
+
+    with KnowledgeGraphAgent(
+        pack, profile=profile, enable=enable, disable=disable, model=model, top_k=top_k, fallback=fallback
+    ) as agent:
+        result = agent.query(question)
+    for entry in result.trace["stages"]:  # synthesize, or the router when the OpenML tools answered
+        detail: dict[str, Any] = entry.get("detail") or {}
+        why = str(detail.get("why", ""))
+        if why.startswith("Claude failed"):
+            then = detail.get("fallback", "the answer below is extractive")
+            err.print(f"Warning: {why}; {then}.", markup=False, highlight=False)
+    if json_out:
+        print_json(result.to_json())
+    else:
+        out.print(result.answer, markup=False, highlight=False)
+        out.print()
+        out.print("[bold]Sources[/]")
+        for n, source in enumerate(result.sources, 1):
+            where = f"{source.title} › {source.section}" if source.section else source.title
+            related = " (related)" if source.origin == "multidoc" else ""
+            out.print(
+                f"[{n}] {where}{related} ({source.score:.3f})\n    {source.url}",
+                markup=False,
+                highlight=False,
+            )
+    if trace:
+        from rich.table import Table
+
+        table = Table("stage", "ms", "in", "out", "top scores", "note", title=f"profile {result.profile}")
+        for entry in result.trace["stages"]:
+            skipped = entry.get("skipped")
+            detail = entry.get("detail") or {}
+            note = (
+                f"skipped: {skipped}"
+                if skipped
+                else ", ".join(f"{key}={value}" for key, value in detail.items())
+            )
+            scores = ", ".join(f"{s:.3f}" for s in entry["top_scores"])
+            table.add_row(
+                entry["stage"], f"{entry['ms']:.1f}", str(entry["in"]), str(entry["out"]), scores, note
+            )
+        err.print(table)
+        usage = result.trace.get("usage")
+        if usage:
+            err.print(
+                f"Claude: {usage['calls']} call(s), {usage['input_tokens']} in / "
+                f"{usage['output_tokens']} out tokens, ~${usage['cost_usd']:.4f}",
+                markup=False,
+            )
+
+
+def _load_model_meanwhile() -> None:
+    """Start loading the default embedder now, in a thread: onnxruntime builds the session without
+    the GIL while this thread imports the rest (the agent then takes the model from the process
+    cache, or waits for it). A pack with another embedder only makes this wasted work; a failure
+    here is the agent's to report."""
+    import threading
+
+    def load() -> None:
+        from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
+
+        with contextlib.suppress(Exception):
+            get_embedder(DEFAULT_EMBEDDER)
+
+    threading.Thread(target=load, name="wikigr-model", daemon=False).start()
+
+
+# option -> parameter of answer(); flags take no value; MULTIPLE ones may repeat
+OPTIONS = {
+    "--profile": "profile",
+    "-p": "profile",
+    "--enable": "enable",
+    "--disable": "disable",
+    "--top-k": "top_k",
+    "-k": "top_k",
+    "--model": "model",
+}
+FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out"}
+MULTIPLE = frozenset({"enable", "disable"})
+TOP_K = range(1, 101)
+_INT = re.compile(r"[1-9][0-9]{0,2}")
+
+
+def _plain(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes in argv: let typer decide
+        return False
+    return True
+
+
+def fast_query(args: list[str]) -> Callable[[], None] | None:
+    """For a plainly valid ``query PACK QUESTION [options]`` (long options as ``--name VALUE`` or
+    ``--name=VALUE``, short ones as ``-p VALUE``, each at most once but ``--enable``/``--disable``;
+    no value starting with ``-``; ``--top-k`` from 1 to 100), the call of :func:`answer` it asks
+    for; None for anything else (typer then parses it, and reports what is wrong)."""
+    if not args or args[0] != "query":
+        return None
+    values: dict[str, Any] = {}
+    positional: list[str] = []
+    rest = iter(args[1:])
+    for token in rest:
+        if not _plain(token):
+            return None
+        if not token.startswith("-"):
+            positional.append(token)
+            continue
+        name, equals, inline = token.partition("=")
+        value: str | bool | None
+        if name in FLAGS and not equals:
+            key, value = FLAGS[name], True
+        elif name in OPTIONS and (not equals or name.startswith("--")):
+            key = OPTIONS[name]
+            value = inline if equals else next(rest, None)
+            if value is None or value.startswith("-") or not _plain(value):
+                return None
+        else:
+            return None  # --help, --, -k5, an unknown option...
+        if key in MULTIPLE:
+            values.setdefault(key, []).append(value)
+        elif key in values:
+            return None
+        else:
+            values[key] = value
+    if len(positional) != 2:
+        return None
+    if "top_k" in values:
+        if not _INT.fullmatch(values["top_k"]) or int(values["top_k"]) not in TOP_K:
+            return None
+        values["top_k"] = int(values["top_k"])
+    pack, question = positional
+    return lambda: answer(pack, question, **values)

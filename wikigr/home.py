@@ -1,0 +1,115 @@
+"""The wikigr home (``$WIKIGR_HOME``, default ``~/.wikigr``) and its ``cache/`` folder.
+
+The cache holds what only saves time: a process that cannot read or write it does the work again,
+and each kind keeps its most recent entries only (:func:`prune`).
+:func:`file_digest` is the sha256 of a file, remembered (``cache/digests.json``) against the file's
+identity and modification times, so that caches keyed by a file's digest cost a ``stat`` per
+process, not a read of the whole file.
+
+This module imports nothing heavy: the query path uses it before anything is loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+
+DIGESTS_FILE = "digests.json"
+MAX_DIGESTS = 256
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def wikigr_home() -> Path:
+    return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
+
+
+def cache_dir(*parts: str) -> Path:
+    """``$WIKIGR_HOME/cache/PARTS...`` (not created)."""
+    return wikigr_home().joinpath("cache", *parts)
+
+
+def _identity(stat: os.stat_result) -> list[int]:
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def file_identity(path: Path) -> list[int] | None:
+    """What tells one state of a file from another without reading it: device, inode, size,
+    modification and change times (ns); None when there is no file."""
+    try:
+        return _identity(Path(path).stat())
+    except FileNotFoundError:
+        return None
+
+
+def _read_digests(path: Path) -> dict[str, dict[str, object]]:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(1024 * 1024 + 1)
+        data = json.loads(raw) if len(raw) <= 1024 * 1024 else None
+    except (OSError, ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` through a temporary sibling and a rename (readers never see half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 (hex) of the file at ``path``.
+
+    Remembered in ``cache/digests.json`` with the file's device, inode, size and modification and
+    change times (ns): while those are the same the file is not read again. Any write to the file
+    changes its times, and a file put in its place has another inode."""
+    path = Path(path).resolve()
+    identity = _identity(path.stat())
+    memo_file = cache_dir(DIGESTS_FILE)
+    memo = _read_digests(memo_file)
+    entry = memo.get(str(path))
+    if entry is not None and entry.get("stat") == identity:
+        known = entry.get("sha256")
+        if isinstance(known, str) and _HEX64.fullmatch(known):
+            return known
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    value = digest.hexdigest()
+    if _identity(path.stat()) == identity:  # not changed while it was read: remember it
+        memo.pop(str(path), None)
+        memo[str(path)] = {"stat": identity, "sha256": value}
+        while len(memo) > MAX_DIGESTS:
+            memo.pop(next(iter(memo)))
+        with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
+            write_atomic(memo_file, json.dumps(memo, indent=0).encode("utf-8"))
+    return value
+
+
+def prune(folder: Path, keep: int) -> None:
+    """Remove all but the ``keep`` most recently written entries (files or folders) of a cache
+    folder, leaving temporary ones (``.NAME``) alone; what cannot be removed stays."""
+    import shutil
+
+    try:
+        entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+        entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    except OSError:
+        return
+    for stale in entries[keep:]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
