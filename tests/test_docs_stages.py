@@ -249,7 +249,12 @@ def test_page_index_reads_authority_and_link_targets(docs_pack: Path) -> None:
 
 def test_page_score_orders_passages_page_by_page(docs_pack: Path) -> None:
     with KnowledgeGraphAgent(
-        docs_pack, profile="baseline", enable=["keyword", "literals", "page_score"], llm=None, top_k=6
+        docs_pack,
+        profile="baseline",
+        enable=["keyword", "literals", "page_score"],
+        options={"page_score": {"authority": 0.3}},  # the most linked page wins over the sorting HOWTO
+        llm=None,
+        top_k=6,
     ) as agent:
         result = agent.query("sort the dictionary `d` by its values in descending order")
     detail = _detail(result, "page_score")

@@ -161,7 +161,7 @@ class PageIndex:
 class PageScoreOptions:
     top_chunks: int = 3  # chunks that make a page's similarity: the best + share x each next one
     share: float = 0.3
-    authority: float = 0.3  # weight of log(1 + in-links), scaled to 1 for the most linked page
+    authority: float = 0.1  # weight of log(1 + in-links), scaled to 1 for the most linked page (see docs)
     link_text: float = 0.2  # weight of the query's match with the names of the links to the page
     pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
     pages: int = 10  # the top pages each get their best chunk as a candidate
