@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +157,64 @@ def test_cli_trace_table_shows_usage(
     assert code == 0
     assert "synthesize" in err and "Claude: 1 call(s)" in err
     assert claude_env.last.model == "claude-haiku-5-5"
+
+
+# -- one time budget per answer ----------------------------------------------------------------
+
+
+def test_a_hanging_claude_falls_back_within_the_budget(
+    pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The server accepts the request and never answers in time, every attempt.
+    claude_env.script(*[Reply.slow(6)] * 4)
+    start = time.monotonic()
+    code, out, err = cli(
+        capsys,
+        "query",
+        str(pack),
+        "How do I set a socket timeout?",
+        "--fallback",
+        "--json",
+        "--timeout",
+        "1.5",
+    )
+    assert time.monotonic() - start < 5  # not 4 attempts x the read timeout
+    assert code == 0
+    assert json.loads(out)["trace"]["answer_mode"] == "extractive"
+    assert err.startswith("Warning: Claude failed: no answer from Claude within the time budget of 1.5s")
+
+
+def test_without_fallback_the_budget_ends_in_one_line(
+    pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WIKIGR_TIMEOUT", "1")
+    claude_env.script(*[Reply.slow(6)] * 4)
+    start = time.monotonic()
+    code, _, err = cli(capsys, "query", str(pack), "How do I set a socket timeout?")
+    assert time.monotonic() - start < 5
+    assert code == 1
+    assert err.startswith("Error: no answer from Claude within the time budget of 1s after 1 attempt")
+    assert "WIKIGR_TIMEOUT" in err and len(err.strip().splitlines()) == 1
+
+
+def test_retries_stop_when_their_wait_would_pass_the_budget(pack: Path, fake_claude: FakeClaude) -> None:
+    fake_claude.script(*[Reply.server_error(500)] * 4)
+    slept: list[float] = []
+    with make_llm(fake_claude, max_retries=3, backoff_base=10.0, backoff_max=30.0, sleep=slept.append) as llm:
+        llm.budget = 5.0
+        with pytest.raises(LLMUnavailableError, match="within the time budget of 5s after 1 attempt"):
+            llm.complete("", [{"role": "user", "content": "hi"}])
+    assert slept == []  # the first wait (about 10 s) would already pass the budget
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "soon", "inf"])
+def test_a_bad_timeout_is_a_usage_error(
+    pack: Path,
+    claude_env: FakeClaude,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+) -> None:
+    monkeypatch.setenv("WIKIGR_TIMEOUT", value)
+    code, _, err = cli(capsys, "query", str(pack), "How do I set a socket timeout?")
+    assert code == 2 and err.startswith("Error: WIKIGR_TIMEOUT must be a positive number of seconds")

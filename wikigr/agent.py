@@ -90,7 +90,13 @@ class KnowledgeGraphAgent:
         model: str | None = None,
         top_k: int | None = None,
         fallback: bool = False,
+        timeout: float | None = None,
     ) -> None:
+        """``timeout``: the seconds Claude may take over one answer, every call, retry and wait
+        included (default ``WIKIGR_TIMEOUT``, else 30); past it the answer fails, or with
+        ``fallback`` is extractive."""
+        if timeout is not None and not 0 < timeout < float("inf"):
+            raise UsageError("the timeout must be a positive number of seconds")
         self.pack = pack if isinstance(pack, Pack) else open_pack(pack)
         config = load_pack_config(self.pack.config(), str(self.pack.path / "kg_config.json"))
         self.profile = profile or config.profile or DEFAULT_PROFILE
@@ -107,7 +113,9 @@ class KnowledgeGraphAgent:
         if llm == "auto":
             from wikigr.llm import AnthropicLLM
 
-            llm = AnthropicLLM.from_env(model or os.environ.get("WIKIGR_MODEL") or config.model)
+            llm = AnthropicLLM.from_env(
+                model or os.environ.get("WIKIGR_MODEL") or config.model, budget=timeout
+            )
         self.llm = llm
         self.fallback = fallback
         check_embedder(self.pack)
@@ -169,7 +177,9 @@ class KnowledgeGraphAgent:
             fallback=self.fallback,
         )
         start = time.perf_counter()
-        stages = run_stages(self.stages, state)
+        within = getattr(self.llm, "within", None)  # one time budget for all of Claude's calls
+        with within() if within is not None else contextlib.nullcontext():
+            stages = run_stages(self.stages, state)
         total_ms = (time.perf_counter() - start) * 1000
         k = state.top_k  # a stage may widen it (the router, for an enumeration)
         passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]

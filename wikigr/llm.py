@@ -21,7 +21,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
@@ -54,10 +55,15 @@ DEFAULT_MODEL = "claude-sonnet-5-5"
 #: Seconds one HTTP attempt may take (connect, send, wait, read) before it counts as timed out.
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 3
+#: Seconds one answer may spend on Claude in all: every call, attempt, retry and wait inside it.
+DEFAULT_BUDGET = 30.0
+#: Seconds to open the connection: a host that does not answer fails fast, within the budget.
+DEFAULT_CONNECT_TIMEOUT = 5.0
 
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 ENV_BASE_URL = "ANTHROPIC_BASE_URL"
 ENV_MODEL = "WIKIGR_MODEL"
+ENV_TIMEOUT = "WIKIGR_TIMEOUT"
 
 _MAX_DETAIL = 240  # characters of an API or transport message kept in an error message
 
@@ -344,6 +350,22 @@ def _parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def budget_from_env() -> float:
+    """The time budget of an answer from ``WIKIGR_TIMEOUT`` (seconds), else :data:`DEFAULT_BUDGET`."""
+    from wikigr.errors import UsageError
+
+    raw = _env(ENV_TIMEOUT)
+    if raw is None:
+        return DEFAULT_BUDGET
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise UsageError(f"{ENV_TIMEOUT} must be a positive number of seconds, not {raw!r}")
+    return value
+
+
 class AnthropicLLM:
     """Claude over the Messages API, with our own retries (the SDK's are off).
 
@@ -365,6 +387,8 @@ class AnthropicLLM:
         backoff_max: float = 30.0,
         retry_after_max: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
+        budget: float = DEFAULT_BUDGET,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
         import anthropic  # deferred: the SDK is heavy and the offline path never needs it
 
@@ -372,10 +396,13 @@ class AnthropicLLM:
             raise LLMAuthError("no Claude API key: set ANTHROPIC_API_KEY")
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
-        if timeout <= 0:
-            raise ValueError("timeout must be > 0")
+        if timeout <= 0 or budget <= 0 or connect_timeout <= 0:
+            raise ValueError("timeout, budget and connect_timeout must be > 0")
         self.model = model
         self.timeout = float(timeout)
+        self.budget = float(budget)
+        self.connect_timeout = float(connect_timeout)
+        self._local = threading.local()  # the deadline of the answer being given, per thread
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -401,12 +428,16 @@ class AnthropicLLM:
         backoff_base: float = 1.0,
         backoff_max: float = 30.0,
         retry_after_max: float = 60.0,
+        budget: float | None = None,
     ) -> AnthropicLLM | None:
         """Claude as the environment configures it, or None when ``ANTHROPIC_API_KEY`` is unset
-        (offline). The model is ``model``, else ``WIKIGR_MODEL``, else :data:`DEFAULT_MODEL`."""
+        (offline). The model is ``model``, else ``WIKIGR_MODEL``, else :data:`DEFAULT_MODEL`; the
+        time budget of an answer ``budget``, else ``WIKIGR_TIMEOUT``, else :data:`DEFAULT_BUDGET`."""
         key = _env(ENV_API_KEY)
         if key is None:
             return None
+        if budget is None:
+            budget = budget_from_env()
         return cls(
             key,
             model=resolve_model(model),
@@ -416,6 +447,7 @@ class AnthropicLLM:
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             retry_after_max=retry_after_max,
+            budget=budget,
         )
 
     def __repr__(self) -> str:
@@ -439,6 +471,19 @@ class AnthropicLLM:
 
     # -- calls ---------------------------------------------------------------------------------
 
+    @contextmanager
+    def within(self, budget: float | None = None) -> Iterator[None]:
+        """One time budget (``budget`` seconds, default :attr:`budget`) for every call made inside:
+        the calls of one answer (a classification, rephrasings, the answer itself) share it. Nested
+        uses keep the outer deadline."""
+        outer = getattr(self._local, "deadline", None)
+        if outer is None:
+            self._local.deadline = time.monotonic() + (budget or self.budget)
+        try:
+            yield
+        finally:
+            self._local.deadline = outer
+
     def complete(
         self,
         system: str,
@@ -458,12 +503,18 @@ class AnthropicLLM:
         if temperature is not None:
             kwargs["extra_body"] = {"temperature": temperature}
 
+        deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
         attempts = 0
         last_failure = "no attempt made"
         last_status: int | None = None
         while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.05:
+                raise self._over_budget(attempts, last_failure, last_status)
             attempts += 1
             retry_after: float | None = None
+            read = min(self.timeout, remaining)
+            kwargs["timeout"] = anthropic.Timeout(read, connect=min(self.connect_timeout, remaining))
             try:
                 raw = self._client.messages.with_raw_response.create(**kwargs)
             except anthropic.APIStatusError as err:
@@ -485,7 +536,7 @@ class AnthropicLLM:
                 retry_after = _parse_retry_after(err.response.headers)
             except anthropic.APITimeoutError:
                 last_status = None
-                last_failure = f"timed out after {self.timeout:g}s"
+                last_failure = f"timed out after {read:.3g}s"
             except anthropic.APIConnectionError as err:
                 last_status = None
                 cause = err.__cause__
@@ -504,9 +555,20 @@ class AnthropicLLM:
                     f"Claude API unavailable after {_plural(attempts, 'attempt')}: {last_failure}",
                     status=last_status,
                 )
-            self._sleep(self._delay(attempts, retry_after))
+            delay = self._delay(attempts, retry_after)
+            if time.monotonic() + delay >= deadline:  # the wait alone would spend what is left
+                raise self._over_budget(attempts, last_failure, last_status)
+            self._sleep(delay)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _over_budget(self, attempts: int, last_failure: str, status: int | None) -> LLMUnavailableError:
+        tried = f" after {_plural(attempts, 'attempt')} ({last_failure})" if attempts else ""
+        return LLMUnavailableError(
+            f"no answer from Claude within the time budget of {self.budget:g}s{tried}; "
+            f"--timeout or {ENV_TIMEOUT} sets it",
+            status=status,
+        )
 
     @staticmethod
     def _retryable(status: int, headers: Mapping[str, str]) -> bool:

@@ -24,6 +24,7 @@ def answer(
     fallback: bool = False,
     trace: bool = False,
     json_out: bool = False,
+    timeout: float | None = None,
 ) -> None:
     """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
     from wikigr.errors import UsageError
@@ -34,7 +35,14 @@ def answer(
     from wikigr.agent import KnowledgeGraphAgent
 
     with KnowledgeGraphAgent(
-        pack, profile=profile, enable=enable, disable=disable, model=model, top_k=top_k, fallback=fallback
+        pack,
+        profile=profile,
+        enable=enable,
+        disable=disable,
+        model=model,
+        top_k=top_k,
+        fallback=fallback,
+        timeout=timeout,
     ) as agent:
         result = agent.query(question)
     for entry in result.trace["stages"]:  # synthesize, or the router when the OpenML tools answered
@@ -108,11 +116,13 @@ OPTIONS = {
     "--top-k": "top_k",
     "-k": "top_k",
     "--model": "model",
+    "--timeout": "timeout",
 }
 FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out"}
 MULTIPLE = frozenset({"enable", "disable"})
 TOP_K = range(1, 101)
 _INT = re.compile(r"[1-9][0-9]{0,2}")
+_SECONDS = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
 def _plain(text: str) -> bool:
@@ -162,5 +172,9 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
         if not _INT.fullmatch(values["top_k"]) or int(values["top_k"]) not in TOP_K:
             return None
         values["top_k"] = int(values["top_k"])
+    if "timeout" in values:
+        if not _SECONDS.fullmatch(values["timeout"]) or float(values["timeout"]) <= 0:
+            return None
+        values["timeout"] = float(values["timeout"])
     pack, question = positional
     return lambda: answer(pack, question, **values)

@@ -37,6 +37,15 @@ def register(app: typer.Typer) -> None:
         ] = False,
         trace: Annotated[bool, typer.Option("--trace", help="Print the per-stage trace as a table.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+        timeout: Annotated[
+            float | None,
+            typer.Option(
+                "--timeout",
+                min=0.001,
+                help="Seconds Claude may take over the answer, retries included (default: "
+                "$WIKIGR_TIMEOUT, else 30); then --fallback answers extractively.",
+            ),
+        ] = None,
     ) -> None:
         """Answer a question from a pack, citing the passages it used."""
         answer(
@@ -50,4 +59,5 @@ def register(app: typer.Typer) -> None:
             fallback=fallback,
             trace=trace,
             json_out=json_out,
+            timeout=timeout,
         )
