@@ -77,7 +77,7 @@ SPOT_CHECKS = [
     ("what does the with statement do", "reference/compound_stmts.html"),
     ("send an email over SMTP", "library/smtplib.html"),
 ]
-SPOT_ARMS = ("fusion", "auto", "fusion+lit+pages", "  -authority")
+SPOT_ARMS = ("fusion", "auto", "fusion+lit+pages", "  -authority", "auto, authority 0.3")
 NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
     ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
     ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
@@ -90,6 +90,7 @@ NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
             "options": {"page_score": {"authority": 0.0}},
         },
     ),
+    ("auto, authority 0.3", {"profile": "auto", "options": {"page_score": {"authority": 0.3}}}),
     (
         "  -link_text",
         {
