@@ -88,10 +88,11 @@ class BridgeOptions:
     entity: float = 0.6  # gain of a passage sharing a specific entity with a seed (× similarity²)
     max_df: int = 100  # entities mentioned by more passages than this are not followed
     reach: int = 200  # passages reached through entities that are scored, at most
+    added: int = 30  # passages not ranked yet that join the ranking, at most (the best gains)
 
     def __post_init__(self) -> None:
-        if self.seeds < 1 or self.reach < 1 or self.max_df < 2:
-            raise ValueError("seeds and reach must be at least 1, max_df at least 2")
+        if self.seeds < 1 or self.reach < 1 or self.added < 0 or self.max_df < 2:
+            raise ValueError("seeds and reach must be at least 1, added at least 0, max_df at least 2")
         if self.title < 0 or self.entity < 0:
             raise ValueError("title and entity must not be negative")
 
@@ -146,7 +147,8 @@ class BridgeStage(Stage):
             if gain > 0:
                 gains[chunk_id] = gain
         by_id = {c.chunk_id: c for c in state.candidates}
-        missing = {cid: 0.0 for cid in gains if cid not in by_id}
+        new = sorted((cid for cid in gains if cid not in by_id), key=lambda cid: (-gains[cid], cid))
+        missing = dict.fromkeys(new[: o.added], 0.0)  # the best of the passages not ranked yet
         for hit in state.ctx.store.chunk_details(missing):
             by_id[hit.chunk_id] = Candidate.from_hit(hit, "bridge")
         for chunk_id, gain in gains.items():

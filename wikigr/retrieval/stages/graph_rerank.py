@@ -31,6 +31,8 @@ class GraphRerankStage(Stage):
     def run(self, state: QueryState) -> None:
         if not state.candidates:
             raise Skip("no candidates")
+        if state.ctx.pack.manifest.stats.links == 0:  # nothing to ask the store
+            raise Skip("the pack has no links between its articles")
         articles = list(dict.fromkeys(c.article_id for c in state.candidates))
         degree = state.ctx.store.article_degrees(articles, within=self.options.scope == "candidates")
         if not any(degree.values()):

@@ -25,6 +25,8 @@ class MultidocStage(Stage):
         seeds = list(dict.fromkeys(c.article_id for c in top))[: self.options.seeds]
         if not seeds:
             raise Skip("no candidates")
+        if state.ctx.pack.manifest.stats.links == 0:  # nothing to ask the store
+            raise Skip("the pack has no links between its articles")
         present = {c.article_id for c in top}
         store = state.ctx.store
         related = [a for a in store.linked_articles(seeds) if a not in present]
