@@ -74,7 +74,10 @@ if mode == "steps":
     pack = open_pack(pack_ref)
     config = load_pack_config(pack.config())
     name = profile or config.profile or DEFAULT_PROFILE
-    stages = {s.name: s for s in resolve_stages(name, overrides=config.stages)}
+    resolved = resolve_stages(name, overrides=config.stages)
+    if isinstance(resolved, tuple):  # (stages, options) since the router runs stages itself
+        resolved = resolved[0]
+    stages = {s.name: s for s in resolved}
     t = T(); get_embedder(pack.manifest.embedder.name); out["embedder_open"] = T() - t
     try:  # as the agent opens it (older wikigr: the default buffer pool)
         from wikigr.pack.store import query_buffer_pool_size
@@ -82,7 +85,7 @@ if mode == "steps":
         t = T(); store = pack.open_store(pool); out["store_open"] = T() - t
     except ImportError:
         t = T(); store = pack.open_store(); out["store_open"] = T() - t
-    if "keyword" in stages:
+    if "keyword" in stages or "router" in stages:  # the router's strategies search by keyword too
         from wikigr.pack.keyword import KeywordIndex
         t = T(); KeywordIndex.load(pack.path / "bm25"); out["bm25_load"] = T() - t
     if "ppr" in stages:
