@@ -127,7 +127,9 @@ class BridgeStage(Stage):
         by_entity: dict[str, float] = {}
         entity_note = ""
         if o.entity > 0:
-            graph = self._graph(state)
+            from wikigr.retrieval.stages.ppr import pack_entity_graph
+
+            graph = pack_entity_graph(state.ctx)  # the ppr stage's: loaded once, shared
             if graph is None:
                 entity_note = "the pack has no entity graph"
             else:
@@ -167,22 +169,6 @@ class BridgeStage(Stage):
         if entity_note:
             detail["entity_links"] = f"skipped: {entity_note}"
         state.note(self.name, **detail)
-
-    @staticmethod
-    def _graph(state: QueryState) -> EntityGraph | None:
-        from wikigr.retrieval.stages.ppr import PPROptions, entity_graph
-
-        cache = state.ctx.cache
-        if "has_entities" not in cache:
-            cache["has_entities"] = state.ctx.store.has_entities
-        if not cache["has_entities"]:
-            return None
-        from wikigr.graph.index import EdgeWeights
-
-        p = PPROptions()  # the ppr stage's default graph: loaded once, shared
-        return entity_graph(
-            state.ctx, EdgeWeights(cooccur=p.cooccur, synonym=p.synonym, fact=p.fact, home=p.home)
-        )
 
     def _entity_reach(
         self, state: QueryState, graph: EntityGraph, weights: dict[str, float], index: TitleIndex

@@ -37,6 +37,19 @@ def entity_graph(ctx: Context, weights: EdgeWeights) -> EntityGraph:
     return graph
 
 
+def pack_entity_graph(ctx: Context, options: PPROptions | None = None) -> EntityGraph | None:
+    """The pack's entity graph with the edge weights of ``options`` (default: the ppr stage's),
+    loaded once per agent; None when the pack has none (asked before loading: no scipy then)."""
+    if "has_entities" not in ctx.cache:
+        ctx.cache["has_entities"] = ctx.store.has_entities
+    if not ctx.cache["has_entities"]:
+        return None
+    from wikigr.graph.index import EdgeWeights
+
+    o = options or PPROptions()
+    return entity_graph(ctx, EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact, home=o.home))
+
+
 @dataclass
 class PPROptions:
     damping: float = 0.85  # probability of following an edge (1 - damping: back to the seeds)
@@ -111,16 +124,10 @@ class PPRStage(Stage):
 
     def run(self, state: QueryState) -> None:
         o = self.options
-        cache = state.ctx.cache
-        if "has_entities" not in cache:  # checked before the graph is loaded: no scipy import then
-            cache["has_entities"] = state.ctx.store.has_entities
-        if not cache["has_entities"]:
-            raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         t0 = time.perf_counter()
-        from wikigr.graph.index import EdgeWeights
-
-        weights = EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact, home=o.home)
-        graph = entity_graph(state.ctx, weights)
+        graph = pack_entity_graph(state.ctx, o)
+        if graph is None:
+            raise Skip("the pack has no entity graph (add one: wikigr pack graph PACK)")
         load_ms = (time.perf_counter() - t0) * 1000
         if not state.candidates:
             raise Skip("no candidates to seed from")
