@@ -97,6 +97,14 @@ class Context:
             self.loaded_embedder = get_embedder(self.pack.manifest.embedder.name)
         return self.loaded_embedder
 
+    @property
+    def has_entity_graph(self) -> bool:
+        """Whether the pack's store holds an entity graph, asked once per agent (before anything
+        that needs the graph is loaded)."""
+        if "has_entities" not in self.cache:
+            self.cache["has_entities"] = self.store.has_entities
+        return bool(self.cache["has_entities"])
+
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
         if self._keyword is None and self._keyword_error is None:

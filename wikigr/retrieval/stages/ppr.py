@@ -40,9 +40,7 @@ def entity_graph(ctx: Context, weights: EdgeWeights) -> EntityGraph:
 def pack_entity_graph(ctx: Context, options: PPROptions | None = None) -> EntityGraph | None:
     """The pack's entity graph with the edge weights of ``options`` (default: the ppr stage's),
     loaded once per agent; None when the pack has none (asked before loading: no scipy then)."""
-    if "has_entities" not in ctx.cache:
-        ctx.cache["has_entities"] = ctx.store.has_entities
-    if not ctx.cache["has_entities"]:
+    if not ctx.has_entity_graph:
         return None
     from wikigr.graph.index import EdgeWeights
 

@@ -157,10 +157,8 @@ def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
         stats = state.ctx.pack.manifest.stats
         per_article = stats.chunks / max(1, stats.articles)
         linked = stats.links / max(1, stats.articles) >= 0.1  # web pages link to each other
-        if "has_entities" not in cache:
-            cache["has_entities"] = state.ctx.store.has_entities
         passages = per_article <= passage_chunks and not linked
-        cache["pack_shape"] = PackShape(passages, bool(cache["has_entities"]), per_article)
+        cache["pack_shape"] = PackShape(passages, state.ctx.has_entity_graph, per_article)
     shape = cache["pack_shape"]
     assert isinstance(shape, PackShape)
     return shape
