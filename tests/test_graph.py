@@ -378,7 +378,7 @@ def test_entity_graph_loads_home_edges_from_article_titles(graph_pack: Path) -> 
     with open_store(graph_pack / "pack.db", read_only=True) as store:
         homed = EntityGraph.load(store, EdgeWeights(home=1.0))
         flat = EntityGraph.load(store, EdgeWeights(home=0.0))
-        [page] = [c for c, title in store.chunk_titles() if title == "Adolescence"]
+        [page] = [c for c, _, title in store.chunk_articles() if title == "Adolescence"]
     entity, chunk = homed.n_chunks + homed.entity_index["adolescence"], homed.chunk_index[page]
     # The transition from the entity to its page: more than a plain mention gives it.
     assert homed.transition[chunk, entity] > flat.transition[chunk, entity]

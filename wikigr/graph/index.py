@@ -200,7 +200,7 @@ class EntityGraph:
         entities = store.entities()
         homes: list[tuple[str, str]] = []
         if weights.home > 0:
-            for chunk_id, title in store.chunk_titles():
+            for chunk_id, _, title in store.chunk_articles():
                 key = normalize(title_name(title))
                 if key:
                     homes.append((chunk_id, key))

@@ -495,16 +495,24 @@ class Store:
 
     def chunk_similarities(self, chunk_ids: list[str], query_vector: Sequence[float]) -> dict[str, float]:
         """Cosine similarity of each of ``chunk_ids`` to ``query_vector``."""
-        # One primary-key lookup per id (UNWIND), not a scan with a list test: 4x faster at 10k chunks.
-        rows = self.rows(
-            "UNWIND $ids AS i MATCH (c:Chunk {id: i}) RETURN c.id, array_cosine_similarity(c.embedding, $q)",
-            {"ids": chunk_ids, "q": [float(x) for x in query_vector]},
+        rows = self._chunks_by_id(
+            chunk_ids, "array_cosine_similarity(c.embedding, $q)", {"q": [float(x) for x in query_vector]}
         )
         return {r[0]: float(r[1]) for r in rows}
 
     def chunk_vectors(self, chunk_ids: list[str]) -> dict[str, np.ndarray]:
-        rows = self.rows("MATCH (c:Chunk) WHERE c.id IN $ids RETURN c.id, c.embedding", {"ids": chunk_ids})
+        rows = self._chunks_by_id(chunk_ids, "c.embedding")
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
+
+    def _chunks_by_id(
+        self, chunk_ids: list[str], expression: str, params: dict[str, Any] | None = None
+    ) -> list[list[Any]]:
+        """``(id, expression)`` of the given chunks, found by one primary-key lookup each (UNWIND):
+        a scan with a list test (``WHERE c.id IN $ids``) is 3-4x slower at 10,000 chunks."""
+        return self.rows(
+            f"UNWIND $ids AS i MATCH (c:Chunk {{id: i}}) RETURN c.id, {expression}",
+            {"ids": chunk_ids, **(params or {})},
+        )
 
     def article_degrees(self, article_ids: list[str], within: bool = True) -> dict[str, int]:
         """LINKS_TO degree (in + out) of each article; ``within``: counting only links among them."""
@@ -637,13 +645,6 @@ class Store:
         """A query's result as columns (through Arrow: several times faster than rows for big results)."""
         table = self._run(query, params).get_as_arrow()
         return [table.column(i).to_pylist() for i in range(table.num_columns)]
-
-    def chunk_titles(self) -> list[tuple[str, str]]:
-        """Every chunk as (chunk id, its article's title)."""
-        chunks, titles = self._columns(
-            "MATCH (a:Article)-[:HAS_SECTION]->(:Section)-[:HAS_CHUNK]->(c:Chunk) RETURN c.id, a.title"
-        )
-        return list(zip(chunks, titles, strict=True))
 
     def chunk_articles(self) -> list[tuple[str, str, str]]:
         """Every chunk as (chunk id, article id, article title)."""
