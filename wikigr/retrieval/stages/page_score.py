@@ -64,8 +64,8 @@ class PageIndex:
             raise Skip("the pack's chunk vectors are not all finite numbers")
         self.chunk_ids = ids
         self.pages = list(dict.fromkeys(articles))
-        urls = dict(store.rows("MATCH (a:Article) RETURN a.id, a.url"))
-        self.urls = [str(urls.get(p) or p) for p in self.pages]  # what a citation shows
+        urls = store.article_urls()
+        self.urls = [urls.get(p, p) for p in self.pages]  # what a citation shows
         page_index = {p: i for i, p in enumerate(self.pages)}
         self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)

@@ -26,8 +26,9 @@ pages that do not link to each other: short passages titled by their subject) ge
 hybrid, ``ppr`` over the entity graph, then ``bridge`` to the next hop — or, without an entity
 graph, ``links`` (hybrid and the title links of ``bridge``). Documentation (long pages in many
 sections, or pages that link to each other) gets ``pages``, or ``wide`` for global questions.
-Global questions get an enumeration-style answer on any pack. These choices were made on
-questions 1-50 of MuSiQue, HotpotQA and the CoNaLa docs set (bench/multihop.py, bench/docqa.py).
+Global questions get an enumeration-style answer on any pack. These choices were made on the
+first half of each question set (MuSiQue and HotpotQA 1-50, bench/multihop.py; CoNaLa over the
+Python docs 1-66, bench/docqa.py); the other half reports.
 
 ``ladder`` (the ``routed`` profile): each kind has an escalation ladder (``simple``: vector →
 hybrid → graph → wide; ``multi_hop`` and ``relation``: graph → graph_paths → wide; ``global`` and
