@@ -34,7 +34,8 @@ from wikigr.packset import PackSet, pack_refs, passage_packs
 INSTRUCTIONS = (
     "Local knowledge packs built by wikigr. Call list_packs to see them, pack_info for what one "
     "covers, query_pack for an answer citing its sources ([n] is sources[n-1]; say so when "
-    "low_confidence is true), search for the raw passages with their text."
+    "low_confidence is true), search for the raw passages with their text. Their pack argument is "
+    'a pack name, a list of names, or "all" for every pack; each source names its pack.'
 )
 
 
