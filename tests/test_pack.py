@@ -107,7 +107,8 @@ def test_query_cites_urls_with_anchors(built_pack: Path) -> None:
     assert result.sources[0].url == (DOCS / "sockets.html").as_uri() + "#timeouts"
     data = result.to_json()
     assert {"answer", "sources", "profile", "trace", "confidence", "low_confidence", "facts"} == set(data)
-    assert set(data["sources"][0]) == {"title", "section", "url", "score"}
+    assert set(data["sources"][0]) == {"title", "section", "url", "score", "pack"}
+    assert data["sources"][0]["pack"] == "fixture"
     assert data["profile"] == "auto"  # the default, written to kg_config.json
 
 

@@ -5,7 +5,8 @@ Tools:
 - ``list_packs()`` — the packs in the packs home;
 - ``pack_info(pack)`` — a pack's manifest, statistics and what it covers;
 - ``query_pack(pack, question, profile=None, top_k=5)`` — an answer with cited sources, as
-  ``wikigr query --json`` prints it;
+  ``wikigr query --json`` prints it; ``pack`` is a name, a list of names or ``all``
+  (several packs answer together: wikigr/packset.py);
 - ``search(pack, query, top_k=5, profile=None)`` — retrieval only, no synthesis: the passages
   with their text and citations.
 
@@ -28,11 +29,13 @@ from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.errors import WikigrError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home
+from wikigr.packset import PackSet, pack_refs, passage_packs
 
 INSTRUCTIONS = (
     "Local knowledge packs built by wikigr. Call list_packs to see them, pack_info for what one "
     "covers, query_pack for an answer citing its sources ([n] is sources[n-1]; say so when "
-    "low_confidence is true), search for the raw passages with their text."
+    "low_confidence is true), search for the raw passages with their text. Their pack argument is "
+    'a pack name, a list of names, or "all" for every pack; each source names its pack.'
 )
 
 
@@ -49,7 +52,16 @@ class AgentCache:
         manifest = os.stat(path / "manifest.json")
         return (folder.st_ino, manifest.st_ino, manifest.st_mtime_ns)
 
-    def get(self, ref: str, profile: str | None, mode: str) -> KnowledgeGraphAgent:
+    def get(self, ref: str | list[str], profile: str | None, mode: str) -> KnowledgeGraphAgent | PackSet:
+        """The agent of one pack, or a set over the packs ``ref`` names (a list, a,b or all)."""
+        refs = pack_refs(ref)
+        if len(refs) == 1:
+            return self.one(refs[0], profile, mode)
+        packs, left_out = passage_packs(refs)
+        agents = [self.one(str(pack.path), profile, mode) for pack in packs]
+        return PackSet(agents, left_out=left_out, profile=profile)
+
+    def one(self, ref: str, profile: str | None, mode: str) -> KnowledgeGraphAgent:
         pack = open_pack(ref)
         key = (str(pack.path), profile, mode)
         stamp = self._stamp(pack.path)
@@ -105,7 +117,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
 
         try:
             with cache.lock:
-                agent = cache.get(pack, None, "query")
+                agent = cache.one(pack, None, "query")
                 info = digest(agent.context.store)
                 manifest = agent.pack.manifest
                 data = {k: v for k, v in manifest.to_dict().items() if k not in ("sources", "files")}
@@ -122,11 +134,15 @@ def create_server() -> tuple[MCPServer, AgentCache]:
             raise _fail(exc) from exc
 
     @server.tool()
-    def query_pack(pack: str, question: str, profile: str | None = None, top_k: int = 5) -> dict[str, Any]:
+    def query_pack(
+        pack: str | list[str], question: str, profile: str | None = None, top_k: int = 5
+    ) -> dict[str, Any]:
         """Answer a question from a pack, citing its sources: [n] in the answer is sources[n-1]
-        (title, section, url). ``profile``: auto (default: picks the retrieval for the pack and the
-        question), baseline (fastest), balanced, max, graph (PageRank over the pack's entity graph)
-        or routed (escalates per question).
+        (title, section, url, pack). ``pack``: a name, a list of names (or "a,b"), or "all" for
+        every pack; several packs are searched together and their passages merged.
+        ``profile``: auto (default: picks the retrieval for the pack and the question), baseline
+        (fastest), balanced, max, graph (PageRank over the pack's entity graph) or routed
+        (escalates per question).
         When low_confidence is true the pack has little grounded context for the question."""
         _check_top_k(top_k)
         try:
@@ -136,14 +152,19 @@ def create_server() -> tuple[MCPServer, AgentCache]:
             raise _fail(exc) from exc
         data = result.to_json()
         data["trace"] = {
-            k: data["trace"].get(k) for k in ("profile", "vector_path", "answer_mode", "total_ms")
+            k: data["trace"].get(k)
+            for k in ("profile", "vector_path", "answer_mode", "total_ms", "packs")
+            if k in data["trace"]
         }
         return data
 
     @server.tool()
-    def search(pack: str, query: str, top_k: int = 5, profile: str | None = None) -> dict[str, Any]:
+    def search(
+        pack: str | list[str], query: str, top_k: int = 5, profile: str | None = None
+    ) -> dict[str, Any]:
         """Retrieval only (no synthesis): the passages of a pack most relevant to ``query``, best
-        first, each with its text and citation (title, section, url, score)."""
+        first, each with its text and citation (title, section, url, score, pack). ``pack``: a
+        name, a list of names, or "all"."""
         _check_top_k(top_k)
         try:
             with cache.lock:

@@ -159,6 +159,21 @@ def yaml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# What every skill says about asking several packs and citing (the per-pack skills and the plugin's).
+SEVERAL_PACKS = """Several packs answer together: `wikigr query a,b "..."` (a list) or
+`wikigr query all "..."` (every installed pack; `wikigr pack list` shows them). Each pack is
+searched as it would be alone, the passages are merged best first, and every source names its
+`pack`. OpenML packs answer alone."""
+
+HOW_TO_CITE = """## How to cite
+
+- `[n]` in the answer is `sources[n-1]`: cite it by its `title`, `section` and `url` (and its
+  `pack`, when several packs answered).
+- Cite only what is in `sources`; do not add sources the pack did not return.
+- If `low_confidence` is true, say that the pack has little grounded context for the question
+  and do not present the answer as established; try rephrasing, or answer from elsewhere and say so."""
+
+
 def render_skill(manifest: Manifest, info: PackDigest, query_ref: str | None = None) -> str:
     """The whole ``SKILL.md`` text. ``query_ref`` is how the body names the pack on the command
     line: its name when it lives in the packs home (the default), else its path."""
@@ -207,12 +222,15 @@ filtering and link-aware reranking){graph} or `max` (most thorough, slowest). `w
 shows what the pack holds. With the MCP server (`wikigr mcp`), the tools `query_pack` and `search`
 do the same.
 
+{SEVERAL_PACKS}
+
 The JSON printed on stdout:
 
 ```json
 {{
   "answer": "text citing passages as [1], [2] ...",
-  "sources": [{{"title": "article", "section": "section", "url": "https://...#anchor", "score": 0.71}}],
+  "sources": [{{"title": "article", "section": "section", "url": "https://...#anchor", "score": 0.71,
+               "pack": "{clean(manifest.name, 64)}"}}],
   "profile": "auto",
   "confidence": 0.71,
   "low_confidence": false,
@@ -221,12 +239,7 @@ The JSON printed on stdout:
 }}
 ```
 
-## How to cite
-
-- `[n]` in the answer is `sources[n-1]`: cite it by its `title`, `section` and `url`.
-- Cite only what is in `sources`; do not add sources the pack did not return.
-- If `low_confidence` is true, say that the pack has little grounded context for the question
-  and do not present the answer as established; try rephrasing, or answer from elsewhere and say so.
+{HOW_TO_CITE}
 - The answer is only as current as the pack (built {clean(manifest.created_at, 40)}).
 """
 
@@ -270,6 +283,64 @@ star schema (Run facts; Algorithm, Dataset, Task, Date dimensions; AlgorithmFami
 - Every number in the answer comes from a tool result shown in `trace`; `[n]` is `sources[n-1]`
   (a group, a run or an entity). Cite the run ids, entity names and group counts it gives.
 - Do not add numbers that no tool returned.
+"""
+
+
+PLUGIN_DESCRIPTION = (
+    "Answers questions from the user's local wikigr knowledge packs, offline, citing sources "
+    "(title, section, URL, pack). Use it when the user asks about documentation, a library or API, "
+    "notes, a wiki or any corpus built into a knowledge pack; names wikigr, a knowledge pack or a "
+    "pack by name; asks to look up, search, quote, cite or compare what the docs or packs say; or "
+    "asks a question that an installed pack covers (list the packs to see their topics). Also for "
+    "OpenML experiment packs: how machine-learning algorithms perform on datasets and tasks. Asks "
+    "one pack, several (a,b) or all of them at once."
+)
+
+
+def render_plugin_skill() -> str:
+    """The Claude Code plugin's skill (``skills/wikigr/SKILL.md`` of the repository): when to reach
+    for the packs, how to find, query and cite them. ``scripts/plugin.py`` writes it; a test checks
+    that the file is this text."""
+    run = 'uv run --project "${CLAUDE_PLUGIN_ROOT}" wikigr'
+    return f"""---
+name: wikigr
+description: {yaml_string(clean(PLUGIN_DESCRIPTION, MAX_DESCRIPTION))}
+---
+
+<!-- {MARKER} {__version__}: the skill of the wikigr plugin; scripts/plugin.py writes it -->
+
+# wikigr knowledge packs
+
+A knowledge pack is a folder built by wikigr from documents (web pages, Markdown, PDF, local
+files), from passage corpora, or from OpenML experiment results. The user's packs live in
+`$WIKIGR_HOME/packs` (default `~/.wikigr/packs`). Answers come from the packs alone, offline,
+each with its sources.
+
+## Find the packs
+
+- MCP (this plugin's `wikigr` server): `list_packs` gives every pack's name, description and
+  size; `pack_info(pack)` what one covers (its article titles, topics).
+- Shell: `{run} pack list` and `{run} pack info NAME`.
+
+Pick the pack whose topics match the question; when unsure, ask `all`.
+
+## Ask
+
+- MCP: `query_pack(pack, question)` for an answer citing its sources, `search(pack, query)` for
+  the passages only (with their text). `pack` is a name, a list of names, or `"all"`.
+- Shell: `{run} query NAME "How do I ...?" --json`, or several packs: `{run} query a,b "..." --json`,
+  or every pack: `{run} query all "..." --json`. `--top-k K` passages (default 5); `--trace`
+  shows which retrieval ran and why.
+
+{SEVERAL_PACKS}
+
+No pack yet? `{run} pack install FILE.tar.gz` (or an https URL, or a pack folder) installs one;
+the plugin ships an example: `{run} pack install "${{CLAUDE_PLUGIN_ROOT}}/packs/pydocs"` (a slice of
+the Python 3.11 documentation). `{run} pack create NAME --url URL` builds one from documents.
+
+{HOW_TO_CITE}
+- OpenML packs answer with numbers from tool results: cite the run ids, entity names and group
+  counts they give, and add no number that no tool returned.
 """
 
 

@@ -32,9 +32,9 @@ def answer(
     if not question.strip():
         raise UsageError("the question is empty")
     _load_model_meanwhile()
-    from wikigr.agent import KnowledgeGraphAgent
+    from wikigr.packset import open_agent
 
-    with KnowledgeGraphAgent(
+    with open_agent(
         pack,
         profile=profile,
         enable=enable,
@@ -57,11 +57,13 @@ def answer(
         out.print(result.answer, markup=False, highlight=False)
         out.print()
         out.print("[bold]Sources[/]")
+        several = "packs" in result.trace  # several packs answered: name each source's
         for n, source in enumerate(result.sources, 1):
             where = f"{source.title} › {source.section}" if source.section else source.title
             related = " (related)" if source.origin == "multidoc" else ""
+            pack_name = f"{source.pack}: " if several else ""
             out.print(
-                f"[{n}] {where}{related} ({source.score:.3f})\n    {source.url}",
+                f"[{n}] {pack_name}{where}{related} ({source.score:.3f})\n    {source.url}",
                 markup=False,
                 highlight=False,
             )

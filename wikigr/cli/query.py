@@ -12,7 +12,9 @@ from wikigr.cli.answer import answer
 def register(app: typer.Typer) -> None:
     @app.command("query")
     def query(
-        pack: Annotated[str, typer.Argument(help="Pack name or path.")],
+        pack: Annotated[
+            str, typer.Argument(help="Pack name or path; several as a,b; every installed pack as all.")
+        ],
         question: Annotated[str, typer.Argument(help="The question.")],
         profile: Annotated[
             str | None,

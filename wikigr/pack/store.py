@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -251,6 +252,22 @@ class ChunkHit:
     anchor: str
 
 
+_FIRST_OPEN = threading.Lock()
+_native_loaded = False
+
+
+def _open_database(path: Path, read_only: bool, buffer_pool_size: int) -> Any:
+    """``ladybug.Database``. LadybugDB loads its native module on the first open, and two threads
+    doing that at once make one of them fail: the first open in a process is serialised."""
+    global _native_loaded
+    if _native_loaded:
+        return ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
+    with _FIRST_OPEN:
+        db = ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
+        _native_loaded = True
+        return db
+
+
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
@@ -306,7 +323,7 @@ class Store:
             raise StoreError(f"store not found: {path}")
         state = files_state(path)
         try:
-            db = ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
+            db = _open_database(path, read_only, buffer_pool_size)
         except RuntimeError as exc:
             raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=read_only)
@@ -640,6 +657,13 @@ class Store:
             {"q": [float(x) for x in query_vector]},
         )
         return (rows[0][0], float(rows[0][1])) if rows else None
+
+    def sample_vectors(self, n: int) -> np.ndarray:
+        """The embeddings of up to ``n`` chunks spread evenly over the pack (in id order)."""
+        ids = self.chunk_ids()
+        picked = ids[:: max(1, len(ids) // n)][:n] if ids else []
+        vectors = self.chunk_vectors(picked)
+        return np.asarray([vectors[i] for i in picked if i in vectors], dtype=np.float32)
 
     def chunk_ids(self) -> list[str]:
         """Every chunk id, in id order."""

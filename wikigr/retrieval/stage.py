@@ -44,6 +44,7 @@ class Candidate:
     score: float  # the current ranking score (higher is better)
     scores: dict[str, float] = field(default_factory=dict)  # by signal: vector, keyword, ...
     origin: str = "vector"  # the stage that brought it in
+    pack: str = ""  # the pack it comes from, when several packs answer together
 
     @classmethod
     def from_hit(cls, hit: ChunkHit, signal: str, origin: str | None = None) -> Candidate:
@@ -152,6 +153,10 @@ class QueryState:
         if key not in self._vectors:
             self._vectors[key] = self.ctx.embedder.embed([key])[0]
         return self._vectors[key]
+
+    def set_vector(self, text: str, vector: np.ndarray) -> None:
+        """Give the embedding of ``text`` when it is already known (several packs, one embedder)."""
+        self._vectors[text] = vector
 
     def sort(self) -> None:
         self.candidates.sort(key=lambda c: (-c.score, c.chunk_id))
