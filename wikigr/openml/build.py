@@ -332,13 +332,19 @@ def build_openml_pack(
         partial = target.parent / f".{target.name}.partial"
         if options.fresh and partial.exists():
             shutil.rmtree(partial)
+        resuming = partial.exists()
         partial.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         sources: list[SourceRecord] = []
         if api is not None:
-            from wikigr.openml.client import fetch_star
+            from wikigr.openml.client import FetchError, fetch_star
 
-            fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)
+            try:
+                fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)
+            except FetchError as exc:
+                if not resuming and not exc.resumable:
+                    shutil.rmtree(partial, ignore_errors=True)  # nothing worth resuming from
+                raise
             star, imported = fetched.star, fetched.report
             requests, cached = fetched.requests, fetched.cached
             measure = api.measure
