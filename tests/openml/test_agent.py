@@ -148,7 +148,8 @@ def test_offline_answer_is_computed_grounded_and_cited(pack: Path) -> None:
     assert trace["grounding"]["ungrounded_numbers"] == []
     assert cited(result.answer) and max(cited(result.answer)) <= len(result.sources)
     assert result.sources[0].title == f"Algorithm.family = {top['group']['Algorithm.family']}"
-    assert result.sources[0].url.startswith("file://") and "#line=" in result.sources[0].url
+    # the best run of an export row has no OpenML run id: its task's (or dataset's) public page
+    assert re.fullmatch(r"https://www\.openml\.org/[td]/\d+", result.sources[0].url)
     assert result.facts and not result.low_confidence
     # one router over the one seam: the passage stages of the auto profile do not apply
     [router] = trace["stages"]
@@ -166,6 +167,60 @@ def test_offline_counts_and_semantic_answers(pack: Path) -> None:
     assert described.trace["tool_calls"][0]["tool"] == "semantic_search"
     assert described.sources[0].title == "Dataset credit-g"
     assert described.trace["grounding"]["ungrounded_numbers"] == []
+
+
+CITED = [
+    QUESTION,
+    "Compare TPOT and autosklearn on credit-g by AUC",
+    "Which dataset is the hardest?",
+    "How many runs are there on credit-g?",
+    "Tell me about the credit-g dataset",
+    "algorithms similar to random forest",
+    "MATCH (a:Algorithm) RETURN a.name, a.id LIMIT 3",
+]
+
+
+def assert_no_local_path(text: str, *roots: Path) -> None:
+    assert "file:" not in text
+    for root in roots:
+        assert str(root) not in text
+
+
+def test_citations_never_name_the_builders_machine(
+    capsys: pytest.CaptureFixture[str], pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """A pack travels: its citations are public OpenML pages (a task's page for a run of an
+    export that has task ids) or the export file's name and line, never a file:// URL or a path."""
+    from tests.openml.conftest import AMLB
+
+    # an export without any OpenML id: the file's name and line are all there is to cite
+    bare = tmp_path / "exports" / "bare_runs.csv"
+    bare.parent.mkdir()
+    rows = [r for r in amlb() if r["acc"]][:40]
+    bare.write_text(
+        "dataset_name,framework,acc\n"
+        + "".join(f"{r['dataset_name']},{r['framework']},{r['acc']}\n" for r in rows)
+    )
+    code, _, err = cli(capsys, "pack", "create", "bare", "--openml-export", str(bare))
+    assert code == 0, err
+    for target, roots in ((pack, (AMLB.parent,)), (wikigr_home / "packs" / "bare", (bare.parent,))):
+        roots = (*roots, target)
+        for name in ("manifest.json", "urls.txt", "skill.md"):
+            assert_no_local_path((target / name).read_text(), *roots)
+        for question in CITED:
+            code, out, err = cli(capsys, "query", str(target), question, "--json")
+            assert code == 0, err
+            data = json.loads(out)
+            assert_no_local_path(out, *roots)
+            for source in data["sources"]:
+                url = source["url"]
+                assert not url.startswith("/"), url
+                assert url == "" or re.fullmatch(
+                    r"https://www\.openml\.org/[rtfd]/\d+|\w+\.csv#line=\d+", url
+                ), url
+    code, out, _ = cli(capsys, "query", "bare", "Which framework has the highest median accuracy?", "--json")
+    assert code == 0
+    assert json.loads(out)["sources"][0]["url"].startswith("bare_runs.csv#line=")
 
 
 def test_cli_query_on_an_openml_pack(capsys: pytest.CaptureFixture[str], pack: Path) -> None:
@@ -336,3 +391,7 @@ def test_the_example_pack_answers_from_its_data() -> None:
     top = result.trace["tool_calls"][0]["output"]["groups"][0]
     assert top["group"] == {"Algorithm.family": "automl"} and top["count"] == 4674
     assert result.trace["grounding"]["ungrounded_numbers"] == []
+    # the shipped pack cites the public task pages of its runs, not the CSV on the builder's disk
+    assert all(re.fullmatch(r"https://www\.openml\.org/t/\d+", s.url) for s in result.sources)
+    for name in ("manifest.json", "urls.txt", "skill.md"):
+        assert_no_local_path((example / name).read_text(), Path("/work"), Path.home())

@@ -47,16 +47,21 @@ class OpenMLPack:
     tools: OpenMLTools
     vocab: Vocabulary
     site: str  # where runs and entities with OpenML ids are looked at
-    files: dict[str, str]  # export file name -> its URL
 
     def url(self, kind: str, record: dict[str, Any]) -> str:
-        """Where a cited run or entity can be looked at."""
+        """Where a cited run or entity can be looked at: its public OpenML page where the data
+        has its id (a run ``/r/ID``; a run of an export, its task ``/t/ID`` or else its dataset
+        ``/d/ID``; ``/f/``, ``/d/``, ``/t/`` for flows, datasets and tasks), else the export
+        file's name and line — never a path of the machine that built the pack."""
         if kind == "Run":
             if record.get("openml_run_id") is not None:
                 return f"{self.site}/r/{record['openml_run_id']}"
+            for key, page in (("openml_task_id", "t"), ("openml_data_id", "d")):
+                if record.get(key) is not None:
+                    return f"{self.site}/{page}/{record[key]}"
             file, _, line = str(record.get("source", "")).rpartition(":")
-            base = self.files.get(file)
-            return f"{base}#line={line}" if base and line.isdigit() else ""
+            name = Path(file).name
+            return f"{name}#line={line}" if name and line.isdigit() else ""
         prefix = {"Dataset": ("data:", "d"), "Task": ("task:", "t"), "Algorithm": ("flow:", "f")}.get(kind)
         ident = str(record.get("id", ""))
         if prefix and ident.startswith(prefix[0]) and ident[len(prefix[0]) :].isdigit():
@@ -85,8 +90,7 @@ def openml_pack(ctx: Context) -> OpenMLPack:
             measure=measure,
         )
         site = record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
-        files = {Path(s.url).name: s.url for s in manifest.sources if s.url.startswith("file:")}
-        loaded = OpenMLPack(OpenMLTools(ctx.store, lambda: ctx.embedder), vocab, site, files)
+        loaded = OpenMLPack(OpenMLTools(ctx.store, lambda: ctx.embedder), vocab, site)
         ctx.cache["openml"] = loaded
     assert isinstance(loaded, OpenMLPack)
     return loaded

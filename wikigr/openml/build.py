@@ -360,16 +360,15 @@ def build_openml_pack(
             star, imported = import_exports(paths, extra, measure=options.measure)
             progress(ProgressEvent("read", len(paths) + len(extra), len(paths) + len(extra)))
             measure = options.measure or next((t.measure for t in star.tasks.values()), "")
-            listing = "# OpenML result exports\n" + "".join(
-                f"{p.resolve().as_uri()}\n" for p in paths + extra
-            )
+            # Export files are named, not located: a pack never carries the builder's paths.
+            listing = "# OpenML result exports\n" + "".join(f"{p.name}\n" for p in paths + extra)
             origin = ", ".join(p.name for p in paths + extra)
             for path in paths + extra:
                 sources.append(
                     SourceRecord(
-                        url=path.resolve().as_uri(),
+                        url=path.name,
                         status="ok",
-                        final_url=path.resolve().as_uri(),
+                        final_url=path.name,
                         sha256=_sha256(path),
                         fetched_at=now_iso(),
                         content_type="text/x-arff" if path.suffix.lower() == ".arff" else "text/csv",
