@@ -338,6 +338,44 @@ def test_an_answer_with_an_invented_number_is_replaced(pack: Path, fake_claude: 
     assert result.answer.startswith("For all runs, the Algorithm.family with the highest median accuracy")
 
 
+def test_an_answer_without_a_tool_call_is_replaced_by_the_rules_answer(
+    capsys: pytest.CaptureFixture[str], pack: Path, claude_env: FakeClaude
+) -> None:
+    """Claude answering from its own knowledge is not an answer from the pack: the rules' answer
+    (tools run, every number cited) is printed instead, and the trace keeps Claude's text."""
+    claude_env.script(Reply.text("Random forests usually win, around 0.85 accuracy [1]."))
+    code, out, err = cli(capsys, "query", str(pack), QUESTION, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    trace = data["trace"]
+    assert len(claude_env.messages_requests) == 1
+    assert trace["answer_mode"] == "rules (Claude called no tool)" != "claude"
+    assert trace["claude_answer"].startswith("Random forests usually win")
+    assert "Claude answered without calling a tool" in trace["claude"]
+    assert "Random forests usually" not in data["answer"] and "0.85" not in data["answer"]
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        offline = agent.query(QUESTION)
+    assert data["answer"] == offline.answer
+    assert cited(data["answer"]) and len(data["sources"]) >= max(cited(data["answer"]))
+    assert trace["grounding"]["ungrounded_numbers"] == [] and not data["low_confidence"]
+    assert [c["tool"] for c in trace["tool_calls"]] == ["aggregate_measures"]
+
+
+def test_an_answer_that_cites_no_tool_result_is_composed(pack: Path, fake_claude: FakeClaude) -> None:
+    fake_claude.script(
+        Reply.tool_use("aggregate_measures", {"group_by": ["family"]}),
+        Reply.text("automl is clearly the best family."),
+    )
+    with make_llm(fake_claude) as llm, KnowledgeGraphAgent(pack, llm=llm) as agent:
+        result = agent.query(QUESTION)
+    trace = result.trace
+    assert trace["answer_mode"] == "claude tools, composed answer"
+    assert trace["claude_answer"] == "automl is clearly the best family."
+    assert "cited no tool result" in trace["claude"]
+    assert result.answer.startswith("For all runs, the Algorithm.family with the highest median accuracy")
+    assert cited(result.answer)
+
+
 def test_the_tool_call_budget_is_kept(pack: Path, fake_claude: FakeClaude) -> None:
     config = pack / "kg_config.json"
     config.write_text(json.dumps({"max_tool_calls": 2}))

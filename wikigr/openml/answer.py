@@ -4,9 +4,11 @@ answer comes from a tool result and is cited.
 Offline the rules of :mod:`wikigr.openml.rules` pick the tools and compose the answer. With
 Claude (``ANTHROPIC_API_KEY``), Claude picks the tools by tool use within a budget of tool calls
 (``max_tool_calls`` in ``kg_config.json``, default 6) and writes the answer citing ``[n]``, the
-n-th tool result; an answer with a number no tool result holds is replaced by the composed one
-(the trace says so). The ``openml_tools`` stage runs :func:`answer`: the router's strategy for
-OpenML packs (:mod:`wikigr.retrieval.stages.router`).
+n-th tool result; an answer with a number no tool result holds, or that cites none, is replaced
+by the one composed from the results, and an answer given without calling any tool (Claude's own
+knowledge, not the pack's runs) by the rules' answer (the trace keeps Claude's text and says
+why). The ``openml_tools`` stage runs :func:`answer`: the router's strategy for OpenML packs
+(:mod:`wikigr.retrieval.stages.router`).
 """
 
 from __future__ import annotations
@@ -115,6 +117,11 @@ def answer(state: QueryState, max_tool_calls: int) -> None:
         try:
             results, text, citations, facts, mode = _claude(state, om, llm, max_tool_calls, state.usage)
             why = "Claude picked the tools and wrote the answer"
+            if not results:  # an answer from Claude's own knowledge, not from the pack's runs
+                trace["claude_answer"] = text
+                trace["claude"] = "Claude answered without calling a tool: replaced by the rules' answer"
+                results, text, citations, facts = _rules(state, om, max_tool_calls)
+                mode, why = "rules (Claude called no tool)", trace["claude"]
         except LLMError as exc:
             if not state.fallback:
                 raise
@@ -189,6 +196,8 @@ def _claude(
                     body = body[:MAX_RESULT_CHARS] + " ...(truncated)"
                 blocks.append(tool_result(call.id, f"[{n}] {body}"))
         messages.append({"role": "user", "content": blocks})
+    if not results:  # nothing from the pack to ground or cite: answer() replaces it
+        return results, text, [], [], "claude"
     citations = [_call_citation(i + 1, r, om.url) for i, r in enumerate(results)]
     # A citation that matches no tool result is removed: a source is never invented.
     valid = {str(i + 1) for i, r in enumerate(results) if r.error is None}
@@ -198,6 +207,11 @@ def _claude(
     _, _, facts = compose(question, results, om.url)
     if not finished or not text:
         trace["claude"] = "no final answer within the tool-call budget: the answer is composed"
+        text, citations, facts = compose(question, results, om.url)
+        return results, text, citations, facts, "claude tools, composed answer"
+    if results and not re.search(r"\[\d{1,3}\]", text):
+        trace["claude_answer"] = text
+        trace["claude"] = "the answer cited no tool result: replaced by the answer composed from them"
         text, citations, facts = compose(question, results, om.url)
         return results, text, citations, facts, "claude tools, composed answer"
     missing = ungrounded_numbers(text, results)
