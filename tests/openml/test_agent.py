@@ -109,6 +109,19 @@ VOCAB = Vocabulary(
         ),
         ("MATCH (a:Algorithm) RETURN a.name", "graph_query", {"query": "MATCH (a:Algorithm) RETURN a.name"}),
         ("Tell me about the Albert dataset", "semantic_search", {"text": "Tell me about the Albert dataset"}),
+        # issue 13: naming algorithms or learners is not asking for a ranking
+        (
+            "algorithms similar to random forest",
+            "semantic_search",
+            {"tables": ["Algorithm", "AlgorithmFamily"]},
+        ),
+        ("instance-based lazy learners", "semantic_search", {"tables": ["Algorithm", "AlgorithmFamily"]}),
+        ("datasets like credit-g", "semantic_search", {"tables": ["Dataset"]}),
+        ("Which algorithm is most similar to TPOT?", "semantic_search", {"k": 5}),
+        ("Which algorithms are tree ensembles?", "semantic_search", {"k": 5}),
+        ("Does TPOT beat autosklearn on kc1?", "aggregate_measures", {"group_by": ["Algorithm.name"]}),
+        ("What accuracy does TPOT get?", "aggregate_measures", {"measure": "accuracy"}),
+        ("What is the estimation procedure of the kc1 task?", "semantic_search", {"tables": ["Task"]}),
     ],
 )
 def test_rules_pick_tools_and_arguments(question: str, tool: str, expected: dict[str, Any]) -> None:

@@ -35,7 +35,8 @@ the knowledge pack "{name}": {description}
 
 Use the tools to get the numbers: aggregate_measures for comparisons and rankings (it returns \
 count, mean, median, p25, p75, min, max per group), graph_query for other questions (read-only \
-Cypher), semantic_search to find which datasets, algorithms or families a question means. Each \
+Cypher), semantic_search to find which datasets, algorithms or families a question means and to \
+answer similarity or description questions ("algorithms similar to random forest"). Each \
 tool result starts with its number, like [1]. Every number you state must come from a tool \
 result, followed by the citation of that result, like [1]. Say what the data does not cover. Be \
 brief: a few sentences.
