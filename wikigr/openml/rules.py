@@ -474,7 +474,9 @@ def compose(
                         origin="semantic_search",
                     )
                 )
-                shown.append(f"{hit['description'] or hit['name']} {mark}")
+                name, description = str(hit["name"] or ""), str(hit["description"] or "")
+                label = description if name in description else f"{name}: {description}"
+                shown.append(f"{label.rstrip(': ') or hit['id']} {mark}")
             lines.append("Closest in the pack: " + "; ".join(shown) + ".")
     return "\n".join(lines), citations, facts
 
