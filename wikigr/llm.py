@@ -474,11 +474,15 @@ class AnthropicLLM:
     @contextmanager
     def within(self, budget: float | None = None) -> Iterator[None]:
         """One time budget (``budget`` seconds, default :attr:`budget`) for every call made inside:
-        the calls of one answer (a classification, rephrasings, the answer itself) share it. Nested
-        uses keep the outer deadline."""
+        the calls of one answer (a classification, rephrasings, the answer itself) share it. A
+        nested use keeps the outer deadline, or with its own ``budget`` ends sooner (a part of the
+        answer, like the router's classification, takes only a share of it)."""
         outer = getattr(self._local, "deadline", None)
+        own = time.monotonic() + (budget or self.budget)
         if outer is None:
-            self._local.deadline = time.monotonic() + (budget or self.budget)
+            self._local.deadline = own
+        elif budget is not None:
+            self._local.deadline = min(outer, own)
         try:
             yield
         finally:

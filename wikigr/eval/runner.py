@@ -42,6 +42,7 @@ class EvalOptions:
     limit: int | None = None
     questions: Path | None = None  # default: the pack's eval/questions.jsonl
     fresh: bool = False  # ignore an interrupted run's progress
+    timeout: float | None = None  # Claude's time budget per answer and per judgement (WIKIGR_TIMEOUT)
 
 
 @dataclass
@@ -193,7 +194,9 @@ class Evaluator:
         return None
 
     def _run_profile(self, profile: str | None) -> ProfileReport:
-        with KnowledgeGraphAgent(self.pack, profile=profile, top_k=max(self.options.ks)) as agent:
+        with KnowledgeGraphAgent(
+            self.pack, profile=profile, top_k=max(self.options.ks), timeout=self.options.timeout
+        ) as agent:
             articles = "MATCH (a:Article) RETURN a.id, a.url, a.title"
             has_articles = self.pack.manifest.stats.articles > 0  # an OpenML pack has none
             gold_index = GoldIndex(agent.context.store.rows(articles) if has_articles else [])
@@ -321,9 +324,18 @@ class Evaluator:
             m["exact_match"] = metrics.exact_match(result.answer, truths)
             m["f1"] = round(metrics.f1_score(result.answer, truths), 4)
         if judge is not None and truths:
-            verdict: Verdict = judge.judge(
-                question.question, result.answer, truths, [s.text for s in result.sources], result.facts
-            )
+            from wikigr.llm import LLMError
+
+            try:
+                verdict: Verdict = judge.judge(
+                    question.question, result.answer, truths, [s.text for s in result.sources], result.facts
+                )
+            except LLMError as exc:  # within the judgement's time budget: stop, keep what is done
+                raise LLMError(
+                    f"the Claude judge failed on question {question.id}: {exc} (the questions judged so "
+                    "far are kept: run the same command again to resume)",
+                    status=exc.status,
+                ) from exc
             m["judge_correct"] = verdict.correct
             m.update(verdict.scores)
             if verdict.rationale:
