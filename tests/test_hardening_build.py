@@ -149,12 +149,18 @@ def test_file_urls_with_dot_segments_are_resolved(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "p.md").write_text("# Kettles\n\nDescale the kettle with vinegar every month.\n")
+    (docs / "link.md").symlink_to(docs / "p.md")
     plain = (docs / "p.md").as_uri()
     dotted = docs.as_uri() + "/missing-folder/../p.md"  # the kernel would refuse this path
     urls = tmp_path / "urls.txt"
-    urls.write_text(f"{plain}\n{dotted}\n")
+    urls.write_text(f"{plain}\n{dotted}\n{docs.as_uri()}\n")  # the folder lists link.md and p.md
     report = build_pack("files", read_url_list(urls), out=tmp_path / "files", options=OFFLINE)
-    assert _statuses(report.path) == {plain: "ok", dotted: f"duplicate of {plain}"}
+    link = (docs / "link.md").as_uri()
+    assert _statuses(report.path) == {
+        plain: "ok",
+        dotted: f"duplicate of {plain}",
+        link: f"duplicate of {plain}",  # another name of the same file: the same bytes
+    }
     assert report.manifest.stats.articles == 1
 
 
