@@ -225,11 +225,9 @@ def update_pack(
                 item = _prepare(result, options)
                 if item.error is None:
                     fresh.append(item)
-                    prepared[result.url] = item
-                    continue
-                errors.append((result.url, item.error))
-                if result.url in previous:
-                    kept = _previous_document(store, previous[result.url])
+                else:
+                    errors.append((result.url, item.error))
+                    kept = _previous_document(store, previous[result.url]) if result.url in previous else None
                     if kept is not None:
                         report.kept.append((result.url, item.error))
                         item = kept
