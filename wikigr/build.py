@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
@@ -47,6 +47,9 @@ from wikigr.sources.fetch import FetchOptions, fetch_all
 from wikigr.sources.parse import parse
 from wikigr.sources.urls import expand_sources
 
+if TYPE_CHECKING:
+    from wikigr.distributed import RayOptions
+
 CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
 EMBED_GROUP = 256  # chunks embedded between two cache writes
 
@@ -64,6 +67,9 @@ class BuildOptions:
     graph: bool = True  # build the entity graph (wikigr/graph)
     graph_options: GraphOptions = field(default_factory=GraphOptions)
     llm: Any = None  # an LLM for the skeleton's extraction (None: offline, zero LLM calls)
+    # Run the per-document work (fetch, parse, chunk, embed, names) and the graph's extraction on
+    # Ray (wikigr.distributed); None: in this process.
+    ray: RayOptions | None = None
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -97,6 +103,9 @@ class _Prepared:
     chunks: list[dict[str, Any]] = field(default_factory=list)  # section, ord, text
     embeddings: np.ndarray | None = None
     error: str | None = None
+    # Per chunk, its keyword mentions as [name, type, key] (graph.extract.keyword_entities), when
+    # they were found where the chunk was prepared (a Ray worker); None: found at write time.
+    mentions: list[list[list[str]]] | None = None
 
 
 def _key(source: str) -> str:
@@ -287,14 +296,15 @@ def embedding_text(title: str, section: str, text: str) -> str:
 def _embed_pending(
     pending: list[_Prepared],
     embedder: Embedder,
-    cache: _Cache,
+    cache: _Cache | None,
     progress: ProgressCallback,
     known: Callable[[str], np.ndarray | None] | None = None,
 ) -> int:
     """Embed the chunks of ``pending`` documents in groups of about EMBED_GROUP chunks, caching
     each document as soon as its group is embedded: what an interrupted build or update resumes
-    from. ``known`` gives the vector of a text embedded before (an update's previous store), which
-    is reused instead. Returns the number of chunks embedded."""
+    from (``cache`` None: nothing is cached, as on a Ray worker). ``known`` gives the vector of a
+    text embedded before (an update's previous store), which is reused instead. Returns the number
+    of chunks embedded."""
     work: list[tuple[_Prepared, list[str], list[int]]] = []  # document, texts, rows to embed
     for item in pending:
         texts = [
@@ -325,7 +335,8 @@ def _embed_pending(
             assert item.embeddings is not None
             item.embeddings[missing] = vectors[offset : offset + len(missing)]
             offset += len(missing)
-            cache.save(item)
+            if cache is not None:
+                cache.save(item)
         done += size
         progress(ProgressEvent("embed", done, total))
     return total
@@ -378,6 +389,7 @@ def _write_store(
     categories: dict[str, str] = {}
     in_category: dict[str, list[str]] = {"from": [], "to": []}
     chunk_anchors: list[str] = []  # each chunk's section anchor (where links land)
+    chunk_mentions: list[list[list[str]] | None] = []  # found by a worker, or None
 
     for doc in docs:
         assert doc.embeddings is not None
@@ -419,6 +431,7 @@ def _write_store(
                 chunk_anchors.append(section.get("anchor", "") or "")
                 chunk_vectors.append(doc.embeddings[i])
                 chunk_titles.append(doc.title)
+                chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
                 keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 has_chunk["from"].append(section_id)
                 has_chunk["to"].append(chunk_id)
@@ -464,12 +477,17 @@ def _write_store(
     graph = None
     if options.graph:
         records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
-        extractor = None
+        extractor: Any = None
+        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
         if options.llm is not None:
             from wikigr.graph.claude import ClaudeExtractor
 
             extractor = ClaudeExtractor(options.llm)
-        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+        if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
+            from wikigr.distributed import RayEmbed, RayExtractor
+
+            extractor = extractor or RayExtractor(options.ray)
+            embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
         graph, report = build_graph(
             records,
             np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
@@ -480,6 +498,7 @@ def _write_store(
                 list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
                 [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
             ),
+            mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
         )
         if graph_report is not None:
             graph_report.append(report)
@@ -691,26 +710,36 @@ def build_pack(
             if cached is not None:
                 prepared[source] = cached
         resumed = len(prepared)
-        pending: list[_Prepared] = []
-        for url in [u for u in by_url if u not in prepared]:
-            item = _prepare_passage(by_url[url], options)
-            prepared[url] = item
-            if item.error is None:
-                pending.append(item)
-        to_fetch = [s for s in expanded if s not in prepared]
+        if options.ray is not None:  # the same work, document by document, on the cluster's workers
+            from wikigr.distributed import prepare_on_ray
 
-        t0 = time.perf_counter()
-        results = fetch_sources(to_fetch, options, progress)
-        for result in results:
-            item = _prepare(result, options)
-            prepared[result.url] = item
-            if item.error is None:
-                pending.append(item)
-        seconds["fetch"] = time.perf_counter() - t0
+            to_fetch = [s for s in expanded if s not in prepared and s not in by_url]
+            t0 = time.perf_counter()
+            embedded = prepare_on_ray(
+                [by_url[u] for u in by_url if u not in prepared], to_fetch, options, cache, prepared, progress
+            )
+            seconds["prepare"] = time.perf_counter() - t0
+        else:
+            pending: list[_Prepared] = []
+            for url in [u for u in by_url if u not in prepared]:
+                item = _prepare_passage(by_url[url], options)
+                prepared[url] = item
+                if item.error is None:
+                    pending.append(item)
+            to_fetch = [s for s in expanded if s not in prepared]
 
-        t0 = time.perf_counter()
-        embedded = _embed_pending(pending, embedder, cache, progress)
-        seconds["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            results = fetch_sources(to_fetch, options, progress)
+            for result in results:
+                item = _prepare(result, options)
+                prepared[result.url] = item
+                if item.error is None:
+                    pending.append(item)
+            seconds["fetch"] = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            embedded = _embed_pending(pending, embedder, cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
 
         docs, records, aliases = classify_sources(expanded, prepared)
         failed = [
