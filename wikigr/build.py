@@ -668,12 +668,14 @@ def build_pack(
     on_progress: ProgressCallback | None = None,
     url_list: str | None = None,
     corpus: Path | None = None,
+    shards: int = 1,
 ) -> BuildReport:
     """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
     from a passage ``corpus`` file (see :func:`read_corpus`).
 
     The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
-    pack's ``urls.txt`` (default: the sources, one per line).
+    pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
+    that many stores (wikigr.pack.shards).
     """
     try:
         check_name(name)
@@ -681,6 +683,10 @@ def build_pack(
         raise UsageError(str(exc)) from exc
     options = options or BuildOptions()
     progress = on_progress or no_progress
+    if shards != 1:
+        from wikigr.pack.shards import check_count
+
+        check_count(shards)
     if not sources and corpus is None:
         raise UsageError("no sources given")
     passages = read_corpus(corpus) if corpus is not None else []
@@ -752,17 +758,35 @@ def build_pack(
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
-        manifest = write_documents_pack(
-            partial,
-            name,
-            docs,
-            records,
-            embedder,
-            options,
-            options.description or _describe(docs),
-            graph_reports,
-            aliases,
-        )
+        if shards > 1:
+            from wikigr.pack.shards import merge_graph_reports, write_shards
+
+            manifest = write_shards(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                shards,
+                graph_reports,
+                aliases,
+            )
+            graph_reports = [r for r in [merge_graph_reports(graph_reports)] if r is not None]
+        else:
+            shutil.rmtree(partial / "shards", ignore_errors=True)  # of an interrupted build in shards
+            manifest = write_documents_pack(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                graph_reports,
+                aliases,
+            )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)
         if url_list is None:

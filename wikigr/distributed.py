@@ -73,6 +73,14 @@ def _one_line(exc: BaseException) -> str:
     return text[:300] or exc.__class__.__name__
 
 
+def require_ray() -> None:
+    """Raise the one-line :class:`UsageError` of :data:`INSTALL_HINT` when Ray is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise UsageError(INSTALL_HINT)
+
+
 def connect(options: RayOptions) -> Any:
     """The ``ray`` module, connected: to a Ray this process already joined, else to
     ``options.address`` or ``$RAY_ADDRESS``, else to a new local Ray on this machine."""

@@ -28,6 +28,11 @@ How a question runs over a set of packs:
 
 OpenML packs answer with tools over their runs, not with passages: in a set they are left out
 (the trace says so); a set of only OpenML packs is refused.
+
+A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is a set of its own: its shards
+join the set as packs do (one embedder, so their cosines need no standardising), every source
+names the logical pack, and ``max_packs`` counts logical packs — every shard of a chosen pack
+within reach of the top k runs its profile (the pack's kg_config.json).
 """
 
 from __future__ import annotations
@@ -86,13 +91,20 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
 
 
 def open_agent(ref: str | Path | Sequence[str | Path], **kwargs: Any) -> KnowledgeGraphAgent | PackSet:
-    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack (so
-    ``all`` with one pack installed is that pack alone), else a :class:`PackSet`. ``kwargs`` are
-    the agent's."""
+    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack in one
+    store (so ``all`` with one pack installed is that pack alone), else a :class:`PackSet` (several
+    packs, or a pack in shards). ``kwargs`` are the agent's."""
     refs = pack_refs(ref)
     if len(refs) == 1:
-        return KnowledgeGraphAgent(refs[0], **kwargs)
+        pack = open_pack(refs[0])
+        if not pack.sharded:
+            return KnowledgeGraphAgent(pack, **kwargs)
     return PackSet.open(refs, **kwargs)
+
+
+def label(agent: KnowledgeGraphAgent) -> str:
+    """The pack an agent answers for: its own name, or for a shard, its pack's."""
+    return agent.pack.shard_of or agent.name
 
 
 @dataclass
@@ -103,12 +115,13 @@ class _Probe:
 
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
-    """The packs ``refs`` name, opened (manifests only, duplicates dropped), and those left out of a
-    set with why: OpenML packs answer with tools over their runs, not with passages."""
+    """The packs ``refs`` name, opened (manifests only, duplicates dropped; a pack in shards as its
+    shards), and those left out of a set with why: OpenML packs answer with tools over their runs,
+    not with passages."""
     opened: dict[Path, Pack] = {}
     for ref in refs:
-        pack = open_pack(ref)
-        opened.setdefault(pack.path, pack)
+        for pack in open_pack(ref).shards():
+            opened.setdefault(pack.path, pack)
     left_out = {
         pack.name: "an OpenML pack answers with tools over its runs, not passages: ask it alone"
         for pack in opened.values()
@@ -216,7 +229,7 @@ class PackSet:
 
     @property
     def name(self) -> str:
-        return ",".join(agent.name for agent in self.agents)
+        return ",".join(dict.fromkeys(label(agent) for agent in self.agents))
 
     def background(self, embedder: str) -> tuple[float, float]:
         """Mean and spread of the cosine between passages of the set's packs built with
@@ -280,7 +293,9 @@ class PackSet:
         probe_ms = (time.perf_counter() - start) * 1000
         best = probes[0].relevance
         reach = best - self.step * (k - 1)
-        searched = [p for p in probes if p.relevance >= reach][: self.max_packs]
+        reachable = [p for p in probes if p.relevance >= reach]
+        chosen = list(dict.fromkeys(label(p.agent) for p in reachable))[: self.max_packs]
+        searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
 
         def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
             agent = probe.agent
@@ -292,19 +307,18 @@ class PackSet:
 
         with ThreadPoolExecutor(max_workers=min(len(searched), 8)) as pool:
             runs = list(pool.map(retrieve, searched))
-        merged: list[Candidate] = []
-        for probe, (state, _) in zip(searched, runs, strict=True):
+        merged: list[tuple[Candidate, int]] = []  # with the index of the pack it comes from
+        for index, (probe, (state, _)) in enumerate(zip(searched, runs, strict=True)):
             for rank, candidate in enumerate(state.candidates[: state.top_k]):
-                candidate.pack = probe.agent.name
+                candidate.pack = label(probe.agent)
                 candidate.scores["own"] = candidate.score
                 candidate.score = probe.relevance - self.step * rank
-                merged.append(candidate)
-        order = {probe.agent.name: i for i, probe in enumerate(searched)}
-        merged.sort(key=lambda c: (-c.score, order[c.pack], c.chunk_id))
+                merged.append((candidate, index))
+        merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
         lead, (lead_state, _) = searched[0], runs[0]
         lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]
         state = lead.agent.new_state(question, max(k, lead_state.top_k), vector=lead_vector)
-        state.candidates = merged
+        state.candidates = [candidate for candidate, _ in merged]
         state.confidence = max(s.confidence for s, _ in runs)
         state.low_confidence = all(s.low_confidence for s, _ in runs)
         state.examples = lead_state.examples

@@ -99,6 +99,12 @@ def validate_pack(path: Path) -> ValidationReport:
         except WikigrError as exc:
             report.add("embedder", False, str(exc))
 
+    if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
+        from wikigr.pack.shards import validate_shards
+
+        validate_shards(path, manifest, report)
+        return report
+
     store_path = path / layout.STORE_FILE
     if store_path.is_symlink():
         report.add("store", False, f"{layout.STORE_FILE} is a symbolic link")
