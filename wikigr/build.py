@@ -226,15 +226,21 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
     """A passage corpus as (id, title, text) triples.
 
     Accepted: a JSON list of objects with ``title`` and ``text`` (and optionally ``id``; the
-    default id is the position in the list), or a JSON object mapping a title to its text or to a
-    list of its sentences (HotpotQA's layout; the id is the title).
+    default id is the position in the list), the same objects one per line (JSON lines, a file
+    named ``*.jsonl``), or a JSON object mapping a title to its text or to a list of its sentences
+    (HotpotQA's layout; the id is the title).
     """
     if not path.is_file():
         raise UsageError(f"no such corpus file: {path}")
     if path.stat().st_size > MAX_CORPUS_BYTES:
         raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
+    data: Any
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"corpus {path} is not JSON: {exc}") from exc
     passages: list[tuple[str, str, str]] = []

@@ -74,11 +74,13 @@ def _one_line(exc: BaseException) -> str:
 
 
 def require_ray() -> None:
-    """Raise the one-line :class:`UsageError` of :data:`INSTALL_HINT` when Ray is not installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("ray") is None:
-        raise UsageError(INSTALL_HINT)
+    """Raise the one-line :class:`UsageError` of :data:`INSTALL_HINT` when Ray cannot be imported."""
+    if not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # see connect()
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(INSTALL_HINT) from exc
 
 
 def connect(options: RayOptions) -> Any:
