@@ -168,16 +168,22 @@ def test_an_interrupted_ray_build_resumes(ray_cluster: Any, tmp_path: Path) -> N
     _assert_same_pack(local, report)
 
 
-def test_ray_in_shards(ray_cluster: Any, tmp_path: Path) -> None:
+def test_ray_in_shards_equals_the_local_build_in_shards(ray_cluster: Any, tmp_path: Path) -> None:
+    """With --shards, each shard's store is written by a Ray task (in parallel) and unpacked into
+    the pack: the same shards as a local build's."""
     from wikigr.pack.validate import validate_pack
 
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps(CORPUS + MORE))
-    out = tmp_path / "sharded"
-    report = build_pack("sharded", [], out=out, corpus=corpus, options=_ray_options(), shards=3)
-    assert len(report.manifest.shards) == 3
-    assert report.manifest.stats.chunks == sum(s.chunks for s in report.manifest.shards)
+    local = build_pack("sharded", [], out=tmp_path / "local", corpus=corpus, shards=3)
+    report = build_pack("sharded", [], out=tmp_path / "ray", corpus=corpus, options=_ray_options(), shards=3)
+    assert [(s.path, s.name, s.articles, s.chunks) for s in report.manifest.shards] == [
+        (s.path, s.name, s.articles, s.chunks) for s in local.manifest.shards
+    ]
+    assert report.manifest.stats == local.manifest.stats
     assert validate_pack(report.path).ok
+    assert report.graph is not None and local.graph is not None
+    assert report.graph.entities == local.graph.entities == report.manifest.stats.entities
 
 
 def test_without_ray_the_flag_is_a_one_line_error(tmp_path: Path) -> None:

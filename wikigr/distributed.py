@@ -30,13 +30,17 @@ raises a one-line :class:`UsageError` saying how to install it.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
+import tarfile
+import tempfile
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,7 +52,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from wikigr.build import BuildOptions, _Cache, _Prepared
+    from wikigr.graph.build import GraphReport
     from wikigr.graph.extract import Extraction
+    from wikigr.pack.manifest import Manifest, SourceRecord
 
 INSTALL_HINT = "--ray needs Ray: install the extra with `uv sync --extra ray` or `pip install 'wikigr[ray]'`"
 BATCH_CHUNKS = 256  # about this many chunks per task (build.py embeds EMBED_GROUP between cache writes)
@@ -120,7 +126,12 @@ def _remote(ray: Any, name: str) -> Any:
     """The Ray task of one of this module's worker functions (one CPU each; retried by Ray when
     its worker dies)."""
     if name not in _REMOTE:
-        function = {"prepare": prepare_batch, "extract": extract_batch, "embed": embed_batch}[name]
+        function = {
+            "prepare": prepare_batch,
+            "extract": extract_batch,
+            "embed": embed_batch,
+            "write_shard": write_shard_task,
+        }[name]
         _REMOTE[name] = ray.remote(num_cpus=1, max_retries=2)(function)
     return _REMOTE[name]
 
@@ -227,6 +238,33 @@ def embed_batch(embedder: str, texts: list[str]) -> np.ndarray:
     return get_embedder(embedder).embed(texts)
 
 
+def write_shard_task(
+    name: str,
+    index: int,
+    count: int,
+    table: pa.Table,
+    sources: list[SourceRecord],
+    options: BuildOptions,
+    aliases: dict[str, str],
+) -> tuple[bytes, GraphReport | None]:
+    """On a worker: write one shard of a pack in shards (wikigr.pack.shards.write_shard: its
+    store, entity graph, BM25 index and support files) in a temporary folder, and return the
+    folder as an (uncompressed) tar archive, with the graph build's report."""
+    from wikigr.embed import get_embedder
+    from wikigr.pack.shards import write_shard
+
+    docs = from_arrow(table)
+    reports: list[GraphReport] = []
+    with tempfile.TemporaryDirectory(prefix="wikigr-shard-") as tmp:
+        folder = Path(tmp) / "shard"
+        embedder = get_embedder(options.embedder)
+        write_shard(folder, name, index, count, docs, sources, embedder, options, reports, aliases)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(folder, arcname=".")
+    return buffer.getvalue(), (reports[0] if reports else None)
+
+
 # -- the driver ----------------------------------------------------------------------------------
 
 
@@ -317,6 +355,49 @@ def prepare_on_ray(
             ray.cancel(ref)
         raise
     return embedded
+
+
+def write_shards_on_ray(
+    folder: Path,
+    name: str,
+    count: int,
+    jobs: Sequence[tuple[str, int, list[_Prepared], list[SourceRecord]]],
+    options: BuildOptions,
+    graph_reports: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> list[Manifest]:
+    """Write the shards of ``jobs`` (folder, index, documents, sources) in parallel, one Ray task
+    each, and unpack each into ``folder``; return their manifests, in the order of ``jobs``."""
+    from wikigr.embed import embedder_info
+    from wikigr.pack import pack as layout
+    from wikigr.pack.manifest import load_manifest
+
+    assert options.ray is not None
+    ray = connect(options.ray)
+    remote = _remote(ray, "write_shard")
+    shipped = ray.put(replace(options, llm=None, ray=None))
+    shared_aliases = ray.put(aliases or {})
+    dim = embedder_info(options.embedder).dimension
+    refs = [
+        remote.remote(name, index, count, to_arrow(docs, dim), sources, shipped, shared_aliases)
+        for _, index, docs, sources in jobs
+    ]
+    manifests: list[Manifest] = []
+    try:
+        for (rel, *_), ref in zip(jobs, refs, strict=True):
+            data, report = ray.get(ref)
+            target = folder / rel
+            target.mkdir(parents=True)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(target, filter="data")
+            if report is not None and graph_reports is not None:
+                graph_reports.append(report)
+            manifests.append(load_manifest(target / layout.MANIFEST_FILE))
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref)
+        raise
+    return manifests
 
 
 class RayExtractor:

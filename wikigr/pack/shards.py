@@ -114,7 +114,6 @@ def write_shards(
     """Write ``docs`` as ``count`` shards into ``folder/shards/`` (each with build.py's
     ``write_documents_pack`` and support files) and return the manifest of the logical pack (not
     yet written: the caller writes it and the pack's own support files)."""
-    from wikigr.build import _write_support_files, write_documents_pack
     from wikigr.pack.manifest import FORMAT_VERSION, now_iso
 
     check_count(count)
@@ -132,36 +131,30 @@ def write_shards(
             stale.unlink()
     by_source = {r.url: r for r in records}
     width = max(2, len(str(count - 1)))
-    shard_records: list[ShardRecord] = []
-    manifests: list[Manifest] = []
-    for index, group in enumerate(groups):
-        rel = f"{SHARDS_DIR}/{index:0{width}d}"
-        shard = folder / rel
-        shard.mkdir(parents=True)
-        sources = [by_source[doc.source] for doc in group]
-        manifest = write_documents_pack(
-            shard,
-            shard_name(name, index),
-            group,
-            sources,
-            embedder,
-            options,
-            f"shard {index + 1} of {count} of the pack {name}",
-            graph_reports,
-            aliases,
+    jobs = [
+        (f"{SHARDS_DIR}/{index:0{width}d}", index, group, [by_source[doc.source] for doc in group])
+        for index, group in enumerate(groups)
+    ]
+    if options.ray is not None and options.llm is None:  # each shard's store written by a Ray task
+        from wikigr.distributed import write_shards_on_ray
+
+        manifests = write_shards_on_ray(folder, name, count, jobs, options, graph_reports, aliases)
+    else:
+        reports = graph_reports
+        manifests = [
+            write_shard(folder / rel, name, i, count, group, sources, embedder, options, reports, aliases)
+            for rel, i, group, sources in jobs
+        ]
+    shard_records = [
+        ShardRecord(
+            path=rel,
+            name=manifest.name,
+            sha256=store_digest(folder / rel / layout.STORE_FILE),
+            articles=manifest.stats.articles,
+            chunks=manifest.stats.chunks,
         )
-        manifest.dump(shard / layout.MANIFEST_FILE)
-        _write_support_files(shard, manifest, "".join(f"{s.url}\n" for s in sources))
-        manifests.append(manifest)
-        shard_records.append(
-            ShardRecord(
-                path=rel,
-                name=manifest.name,
-                sha256=store_digest(shard / layout.STORE_FILE),
-                articles=manifest.stats.articles,
-                chunks=manifest.stats.chunks,
-            )
-        )
+        for (rel, *_), manifest in zip(jobs, manifests, strict=True)
+    ]
     first = manifests[0]
     return Manifest(
         format_version=FORMAT_VERSION,
@@ -177,6 +170,38 @@ def write_shards(
         sources=records,
         shards=shard_records,
     )
+
+
+def write_shard(
+    shard: Path,
+    name: str,
+    index: int,
+    count: int,
+    docs: list[_Prepared],
+    sources: list[SourceRecord],
+    embedder: Embedder,
+    options: BuildOptions,
+    graph_reports: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> Manifest:
+    """Write one shard of the pack ``name`` — a complete pack folder — at ``shard``."""
+    from wikigr.build import _write_support_files, write_documents_pack
+
+    shard.mkdir(parents=True)
+    manifest = write_documents_pack(
+        shard,
+        shard_name(name, index),
+        docs,
+        sources,
+        embedder,
+        options,
+        f"shard {index + 1} of {count} of the pack {name}",
+        graph_reports,
+        aliases,
+    )
+    manifest.dump(shard / layout.MANIFEST_FILE)
+    _write_support_files(shard, manifest, "".join(f"{s.url}\n" for s in sources))
+    return manifest
 
 
 def merge_graph_reports(reports: Sequence[GraphReport]) -> GraphReport | None:
