@@ -145,7 +145,32 @@ def synthetic_docs(chunks: int, per_doc: int = 5, seed: int = 0) -> list[_Prepar
     return docs
 
 
-def part_write(chunks: int) -> dict[str, Any]:
+def _write_in_shards(docs: list[_Prepared], count: int) -> dict[str, Any]:
+    """The same documents written as ``count`` shards: one after the other here, and in parallel
+    by Ray tasks (a ``--ray --shards`` build); chunks per second of each."""
+    from wikigr.build import classify_sources
+    from wikigr.distributed import RayOptions, connect
+    from wikigr.pack.shards import write_shards
+
+    _, records, _ = classify_sources([d.source for d in docs], {d.source: d for d in docs})
+    embedder = get_embedder(BuildOptions().embedder)
+    chunks = sum(len(d.chunks) for d in docs)
+    connect(RayOptions())
+    found: dict[str, Any] = {"shards": count}
+    for arm, ray in (("sequential", None), ("ray_parallel", RayOptions())):
+        folder = WORK / f"write-shards-{arm}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        options = BuildOptions(graph=False, ray=ray)
+        start = time.perf_counter()
+        write_shards(folder, "w", docs, records, embedder, options, "write", count)
+        seconds = time.perf_counter() - start
+        found[arm] = {"seconds": round(seconds, 2), "chunks_per_s": round(chunks / seconds)}
+        shutil.rmtree(folder, ignore_errors=True)
+    return found
+
+
+def part_write(chunks: int, shards: int) -> dict[str, Any]:
     from wikigr.pack.keyword import build_keyword_index
     from wikigr.pack.store import Store, vectors_to_arrow
 
@@ -185,6 +210,7 @@ def part_write(chunks: int) -> dict[str, Any]:
         copy = time.perf_counter() - t0
     shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(WORK / "write-bm25", ignore_errors=True)
+    sharded = _write_in_shards(docs, shards)
     for stale in WORK.glob("write-copy.db*"):
         stale.unlink()
     return {
@@ -194,6 +220,7 @@ def part_write(chunks: int) -> dict[str, Any]:
         "bm25_seconds": round(bm25, 2),
         "copy_chunk_table_seconds": round(copy, 2),
         "copy_chunks_per_s": round(chunks / copy),
+        "in_shards": sharded,
         "target_chunks_per_s": 50_000,
         "load": load(),
     }
@@ -524,6 +551,7 @@ def main() -> int:
     parser.add_argument("--passages", type=int, default=400)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--write-chunks", type=int, default=100_000)
+    parser.add_argument("--write-shards", type=int, default=4)
     parser.add_argument("--chunks", type=int, default=1_000_000)
     parser.add_argument("--shards", default="3,10")
     parser.add_argument("--queries", type=int, default=20)
@@ -545,7 +573,7 @@ def main() -> int:
     if "throughput" in parts:
         result["throughput"] = part_throughput(args.passages, args.runs)
     if "write" in parts:
-        result["driver_write"] = part_write(args.write_chunks)
+        result["driver_write"] = part_write(args.write_chunks, args.write_shards)
         print(f"write: {result['driver_write']}", file=sys.stderr)
     if "shards" in parts:
         result["shards"] = part_shards([int(c) for c in args.shards.split(",")])

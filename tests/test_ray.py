@@ -186,6 +186,31 @@ def test_ray_in_shards_equals_the_local_build_in_shards(ray_cluster: Any, tmp_pa
     assert report.graph.entities == local.graph.entities == report.manifest.stats.entities
 
 
+def test_an_update_on_ray_embeds_only_what_changed(
+    ray_cluster: Any, capsys: pytest.CaptureFixture[str], server: LocalServer, tmp_path: Path
+) -> None:
+    from tests.cli.test_cli import cli
+    from tests.test_update import OOLONG, PAGES
+
+    for path, body in PAGES.items():
+        server.add(path, body)
+    urls = tmp_path / "urls.txt"
+    urls.write_text("".join(server.url(p) + "\n" for p in PAGES))
+    code, _, err = cli(capsys, "pack", "create", "tea", "--urls", str(urls), "--ray")
+    assert code == 0, err
+    server.add("/site/teapots.html", PAGES["/site/teapots.html"].replace("clay", "Yixing clay"))
+    server.add("/site/oolong.html", OOLONG)
+    urls.write_text(urls.read_text() + server.url("/site/oolong.html") + "\n")
+    code, out, err = cli(capsys, "pack", "update", "tea", "--urls", str(urls), "--ray", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["added"] == [server.url("/site/oolong.html")]
+    assert report["changed"] == [server.url("/site/teapots.html")]
+    assert len(report["unchanged"]) == 2
+    assert 0 < report["chunks_embedded"] < report["stats"]["chunks"]  # the rest came from the store
+    assert report["stats"]["articles"] == 4 and report["stats"]["links"] == 3
+
+
 def test_without_ray_the_flag_is_a_one_line_error(tmp_path: Path) -> None:
     blocker = tmp_path / "blocker" / "ray"
     blocker.mkdir(parents=True)

@@ -171,7 +171,7 @@ def from_arrow(table: pa.Table) -> list[_Prepared]:
     items: list[_Prepared] = []
     for row, record in enumerate(table.column("record").to_pylist()):
         item = _Prepared(**json.loads(record))
-        if item.error is None:
+        if item.error is None and offsets[row + 1] > offsets[row]:
             item.embeddings = matrix[offsets[row] : offsets[row + 1]].copy()
         items.append(item)
     return items
@@ -196,9 +196,10 @@ def _failed_fetch(source: str, error: str) -> dict[str, Any]:
     return {**dict.fromkeys(keys), "url": source, "error": error}
 
 
-def prepare_batch(kind: str, batch: list[Any], options: BuildOptions) -> pa.Table:
+def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: bool = True) -> pa.Table:
     """On a worker: fetch (``kind`` "urls") or take (``kind`` "passages") a batch of sources,
-    parse, chunk, embed, and find each chunk's keyword names; the documents as Arrow."""
+    parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed), and find
+    each chunk's keyword names; the documents as Arrow."""
     from wikigr.build import _embed_pending, _prepare, _prepare_passage, passage_url
     from wikigr.embed import embedder_info, get_embedder
     from wikigr.graph.extract import keyword_entities
@@ -213,7 +214,7 @@ def prepare_batch(kind: str, batch: list[Any], options: BuildOptions) -> pa.Tabl
             for p in batch
         ]
     pending = [item for item in items if item.error is None]
-    if pending:
+    if pending and embed:
         _embed_pending(pending, get_embedder(options.embedder), None, no_progress)
     if options.graph:
         for item in pending:
@@ -398,6 +399,55 @@ def write_shards_on_ray(
             ray.cancel(ref)
         raise
     return manifests
+
+
+def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressCallback) -> list[_Prepared]:
+    """Fetch, parse and chunk ``urls`` on the workers, without embedding (an update embeds only
+    the chunks its previous store does not have): the documents in the order of ``urls``."""
+    from wikigr.build import _Prepared
+
+    assert options.ray is not None
+    ray = connect(options.ray)
+    remote = _remote(ray, "prepare")
+    shipped = ray.put(replace(options, llm=None, ray=None))
+    batches = _batches([], urls, options, options.ray)
+    refs = [remote.remote(kind, batch, shipped, False) for kind, batch in batches]
+    found: dict[str, _Prepared] = {}
+    progress(ProgressEvent("fetch", 0, len(urls)))
+    try:
+        for (_, batch), ref in zip(batches, refs, strict=True):
+            try:
+                items = from_arrow(ray.get(ref))
+            except ray.exceptions.RayError as exc:
+                error = f"worker failed: {_one_line(exc)}"
+                items = [_Prepared(source=u, fetch=_failed_fetch(u, error), error=error) for u in batch]
+            found.update((item.source, item) for item in items)
+            progress(ProgressEvent("fetch", len(found), len(urls)))
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref)
+        raise
+    return [found[url] for url in urls]
+
+
+class RayEmbedder:
+    """An embedder (wikigr.embed.Embedder) whose ``embed`` runs on the workers, a share of the
+    texts per CPU of the cluster."""
+
+    def __init__(self, options: RayOptions, name: str) -> None:
+        from wikigr.embed import embedder_info
+
+        info = embedder_info(name)
+        self.name, self.dimension, self.backend = info.name, info.dimension, info.backend
+        self.options = options
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        ray = connect(self.options)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(8, -(-len(texts) // cpus))
+        return RayEmbed(self.options, self.name, size)(list(texts))
 
 
 class RayExtractor:
