@@ -186,6 +186,29 @@ def test_ray_in_shards_equals_the_local_build_in_shards(ray_cluster: Any, tmp_pa
     assert report.graph.entities == local.graph.entities == report.manifest.stats.entities
 
 
+def test_a_shard_written_on_another_machine_comes_back_as_a_tar(ray_cluster: Any, tmp_path: Path) -> None:
+    """A shard task on a machine other than the driver's returns its folder as a tar stream."""
+    import io
+    import tarfile
+
+    from wikigr.build import classify_sources
+    from wikigr.distributed import from_arrow, prepare_batch, write_shard_task
+    from wikigr.pack.validate import validate_pack
+
+    options = BuildOptions()
+    table = prepare_batch("passages", [[r["id"], r["title"], r["text"]] for r in CORPUS], options)
+    docs = from_arrow(table)
+    _, records, _ = classify_sources([d.source for d in docs], {d.source: d for d in docs})
+    target = str(tmp_path / "x")
+    data, report = write_shard_task("far", 1, 2, table, records, options, {}, target, "elsewhere")
+    assert data and report is not None and report.entities > 0
+    assert not (tmp_path / "x").exists()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(tmp_path / "shard", filter="data")
+    assert validate_pack(tmp_path / "shard").ok
+    assert json.loads((tmp_path / "shard" / "manifest.json").read_text())["name"] == "far.s01"
+
+
 def test_an_update_on_ray_embeds_only_what_changed(
     ray_cluster: Any, capsys: pytest.CaptureFixture[str], server: LocalServer, tmp_path: Path
 ) -> None:

@@ -247,15 +247,24 @@ def write_shard_task(
     sources: list[SourceRecord],
     options: BuildOptions,
     aliases: dict[str, str],
+    target: str,
+    driver_node: str,
 ) -> tuple[bytes, GraphReport | None]:
     """On a worker: write one shard of a pack in shards (wikigr.pack.shards.write_shard: its
-    store, entity graph, BM25 index and support files) in a temporary folder, and return the
-    folder as an (uncompressed) tar archive, with the graph build's report."""
+    store, entity graph, BM25 index and support files). On the driver's machine, straight into
+    ``target`` (returns no bytes); elsewhere in a temporary folder, returned as an uncompressed
+    tar archive. With the graph build's report."""
+    import ray
+
     from wikigr.embed import get_embedder
     from wikigr.pack.shards import write_shard
 
     docs = from_arrow(table)
     reports: list[GraphReport] = []
+    if ray.get_runtime_context().get_node_id() == driver_node:
+        embedder = get_embedder(options.embedder)
+        write_shard(Path(target), name, index, count, docs, sources, embedder, options, reports, aliases)
+        return b"", (reports[0] if reports else None)
     with tempfile.TemporaryDirectory(prefix="wikigr-shard-") as tmp:
         folder = Path(tmp) / "shard"
         embedder = get_embedder(options.embedder)
@@ -379,18 +388,22 @@ def write_shards_on_ray(
     shipped = ray.put(replace(options, llm=None, ray=None))
     shared_aliases = ray.put(aliases or {})
     dim = embedder_info(options.embedder).dimension
+    node = ray.get_runtime_context().get_node_id()
     refs = [
-        remote.remote(name, index, count, to_arrow(docs, dim), sources, shipped, shared_aliases)
-        for _, index, docs, sources in jobs
+        remote.remote(
+            name, index, count, to_arrow(docs, dim), sources, shipped, shared_aliases, str(folder / rel), node
+        )
+        for rel, index, docs, sources in jobs
     ]
     manifests: list[Manifest] = []
     try:
         for (rel, *_), ref in zip(jobs, refs, strict=True):
             data, report = ray.get(ref)
             target = folder / rel
-            target.mkdir(parents=True)
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(target, filter="data")
+            if data:  # written on another machine: unpack it here
+                target.mkdir(parents=True)
+                with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                    tar.extractall(target, filter="data")
             if report is not None and graph_reports is not None:
                 graph_reports.append(report)
             manifests.append(load_manifest(target / layout.MANIFEST_FILE))
