@@ -250,13 +250,19 @@ def prepared_musique() -> list[_Prepared]:
     return docs
 
 
+def json_sources(manifest: Path) -> list[Any]:
+    from wikigr.pack.manifest import load_manifest
+
+    return list(load_manifest(manifest).sources)
+
+
 def part_shards(counts: list[int]) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "bench"))
     import multihop
 
     from wikigr.build import classify_sources, write_documents_pack
     from wikigr.embed import get_embedder
-    from wikigr.pack.shards import shard_index, write_shards
+    from wikigr.pack.shards import write_shards
     from wikigr.pack.store import Store
     from wikigr.packset import open_agent
 
@@ -266,9 +272,25 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
     embedder = get_embedder(BuildOptions().embedder)
     options = BuildOptions()
     out: dict[str, Any] = {"questions": len(questions), "passages": len(docs), "arms": []}
-    folders: dict[int, Path] = {}
-    for count in [1, *counts]:
-        folder = WORK / f"musique-{count}"
+    import hashlib
+
+    import wikigr.pack.shards as shards_module
+
+    graph_placement = shards_module.assign_shards
+
+    def hash_placement(docs: list[_Prepared], count: int) -> list[int]:  # the arm to compare with
+        return [int(hashlib.sha256(d.source.encode()).hexdigest()[:12], 16) % count for d in docs]
+
+    folders: dict[str, Path] = {}
+    placed: dict[str, dict[str, int]] = {}  # arm -> article id -> its shard
+    arms = [("1 store", 1, graph_placement)] + [
+        (f"{count} stores ({name})", count, placement)
+        for count in counts
+        for name, placement in (("graph", graph_placement), ("hash", hash_placement))
+    ]
+    for label, count, placement in arms:
+        shards_module.assign_shards = placement  # type: ignore[assignment]
+        folder = WORK / f"musique-{label.replace(' ', '-').strip('()')}"
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         start = time.perf_counter()
@@ -281,12 +303,17 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
                 folder, "musique", docs, records, embedder, options, "MuSiQue", count, aliases=aliases
             )
         manifest.dump(folder / "manifest.json")
+        placed[label] = {
+            source.final_url or source.url: index
+            for index, record in enumerate(manifest.shards)
+            for source in json_sources(folder / record.path / "manifest.json")
+        }
         (folder / "kg_config.json").write_text('{"profile": "auto"}\n')
-        print(f"shards {count}: written in {time.perf_counter() - start:.1f}s", file=sys.stderr)
-        folders[count] = folder
+        print(f"{label}: written in {time.perf_counter() - start:.1f}s", file=sys.stderr)
+        folders[label] = folder
         with open_agent(folder, llm=None, top_k=10) as agent:
             arm = multihop.run_arm(
-                f"{count} store" + ("s" if count > 1 else ""),
+                label,
                 questions,
                 lambda q, a=agent: [
                     multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
@@ -294,16 +321,17 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
             )
         arm["stats"] = {k: getattr(manifest.stats, k) for k in ("chunks", "entities", "relations", "facts")}
         out["arms"].append(arm)
-        print(f"shards {count}: {arm['dev']}, {arm['test']}", file=sys.stderr)
+        print(f"{label}: {arm['dev']}, {arm['test']}", file=sys.stderr)
+    shards_module.assign_shards = graph_placement  # type: ignore[assignment]
     # What crosses: entities shared by chunks of different shards, and gold passages split.
-    with Store.open(folders[1] / "pack.db", read_only=True) as store:
+    with Store.open(folders["1 store"] / "pack.db", read_only=True) as store:
         mentions = store.entity_mentions()
         chunk_article = dict(store.rows("MATCH (c:Chunk) RETURN c.id, c.article_id"))
     by_entity: dict[str, list[str]] = {}
     for chunk, entity in mentions:
         by_entity.setdefault(entity, []).append(chunk_article[chunk])
     crossing: dict[str, Any] = {}
-    for count in counts:
+    for label, _count, _ in arms[1:]:
         pairs = cut = 0
         bridges = 0
         for articles in by_entity.values():
@@ -311,15 +339,15 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
                 continue
             per_shard: dict[int, int] = {}
             for article in articles:
-                per_shard[shard_index(article, count)] = per_shard.get(shard_index(article, count), 0) + 1
+                per_shard[placed[label][article]] = per_shard.get(placed[label][article], 0) + 1
             n = len(articles)
             pairs += n * (n - 1) // 2
             cut += n * (n - 1) // 2 - sum(m * (m - 1) // 2 for m in per_shard.values())
             bridges += len(per_shard) > 1
-        split = sum(len({shard_index(g, count) for g in q["gold"]}) > 1 for q in questions)
+        split = sum(len({placed[label][g] for g in q["gold"]}) > 1 for q in questions)
         one = next(a for a in out["arms"] if a["arm"] == "1 store")
-        mine = next(a for a in out["arms"] if a["arm"] == f"{count} stores")
-        crossing[str(count)] = {
+        mine = next(a for a in out["arms"] if a["arm"] == label)
+        crossing[label] = {
             "entity_pairs_cut_pct": round(100 * cut / max(pairs, 1), 1),
             "entities_in_several_shards": bridges,
             "questions_with_gold_in_several_shards_pct": round(100 * split / len(questions), 1),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,46 @@ def test_a_rebuild_in_one_store_replaces_the_shards(corpus: Path, tmp_path: Path
     report = build_pack("again", [], out=out, corpus=corpus)
     assert not report.manifest.shards and (out / "pack.db").is_file() and not (out / "shards").exists()
     assert validate_pack(out).ok
+
+
+def _doc(source: str, text: str, chunks: int = 1, links: list[str] | None = None) -> Any:
+    from wikigr.build import _Prepared
+
+    return _Prepared(
+        source=source,
+        fetch={"final_url": source},
+        title="",
+        chunks=[{"section": 0, "ord": i, "text": text} for i in range(chunks)],
+        links=links or [],
+    )
+
+
+def test_documents_that_share_rare_names_or_links_go_to_one_shard() -> None:
+    from wikigr.pack.shards import assign_shards
+
+    docs = [
+        _doc("passage:a1", "Ada Lovelace wrote the first program for the Analytical Engine."),
+        _doc("passage:b1", "The Treaty of Westphalia ended the Thirty Years War."),
+        _doc("passage:c1", "Mount Kilimanjaro is the highest mountain of Tanzania."),
+        _doc("passage:a2", "Charles Babbage designed the Analytical Engine in London."),
+        _doc("passage:b2", "Osnabrück and Münster hosted the Treaty of Westphalia talks."),
+        _doc("passage:c2", "Climbers of Mount Kilimanjaro start at Moshi."),
+        _doc("https://x.org/p.html", "plain words only", links=["https://x.org/q.html"]),
+        _doc("https://x.org/q.html", "more plain words"),
+    ]
+    placed = dict(zip([d.source for d in docs], assign_shards(docs, 3), strict=True))
+    for a, b in (("passage:a1", "passage:a2"), ("passage:b1", "passage:b2"), ("passage:c1", "passage:c2")):
+        assert placed[a] == placed[b], placed  # a shared rare name: the same shard
+    assert placed["https://x.org/p.html"] == placed["https://x.org/q.html"]  # a link: the same shard
+    assert len({placed["passage:a1"], placed["passage:b1"], placed["passage:c1"]}) == 3  # spread out
+
+
+def test_shards_hold_about_as_many_chunks_each() -> None:
+    from wikigr.pack.shards import assign_shards
+
+    # One name shared by everything would pull every document into one shard: the cap stops it.
+    docs = [_doc(f"passage:{i}", f"Grand Duchy of Baden, item {i}", chunks=1 + i % 3) for i in range(40)]
+    shards = assign_shards(docs, 4)
+    load = [sum(len(d.chunks) for d, s in zip(docs, shards, strict=True) if s == k) for k in range(4)]
+    total = sum(len(d.chunks) for d in docs)
+    assert max(load) <= -(-105 * total // 400) + 3 and min(load) > 0, load  # 5% and a document at most

@@ -10,10 +10,12 @@ article and chunk counts, the statistics summed over the shards, and every sourc
 ``urls.txt``, ``skill.md``, ``kg_config.json`` and ``eval/`` are the logical pack's, at its top:
 the shards answer with its ``kg_config.json``.
 
-A document goes to the shard ``sha256(article id) mod N`` (stable: the same document lands in the
-same shard whatever else the corpus holds). Everything that belongs to a document stays in its
-shard (sections, chunks, their vectors, the chunk's entity mentions and facts). What crosses shard
-boundaries, and so is lost in a pack in shards (bench/scale.py measures it; docs/scale.md):
+Documents that share rare names or link to each other go to the same shard (a streaming
+partition of the graph of documents: :func:`assign_shards`), so that what a multi-hop question
+walks through mostly stays in one store; the shards hold about as many chunks each. Everything
+that belongs to a document stays in its shard (sections, chunks, their vectors, the chunk's
+entity mentions and facts). What crosses shard boundaries, and so is lost in a pack in shards
+(bench/scale.py measures it; docs/scale.md):
 
 - ``LINKS_TO`` edges between articles of different shards (a store holds only its own articles);
 - the entity graph's reach: an entity mentioned in two shards is an entity in each (its id, the
@@ -31,7 +33,9 @@ the logical pack.
 from __future__ import annotations
 
 import hashlib
+import math
 import shutil
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path, PurePosixPath
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 
 SHARDS_DIR = "shards"
 MAX_SHARDS = 1024
+MAX_SHARED_DF = 50  # a name mentioned by more documents than this does not tie them to one shard
 
 
 def shard_name(name: str, index: int) -> str:
@@ -59,9 +64,75 @@ def shard_name(name: str, index: int) -> str:
     return name[: 64 - len(suffix)] + suffix
 
 
-def shard_index(article_id: str, count: int) -> int:
-    """The shard of the document whose article id is ``article_id``."""
-    return int(hashlib.sha256(article_id.encode("utf-8")).hexdigest()[:12], 16) % count
+def _names(doc: _Prepared) -> set[str]:
+    """The keys of the names a document's chunks mention (as the entity graph finds them: on the
+    workers of a distributed build, else here), concepts left out."""
+    from wikigr.graph.extract import CONCEPT, keyword_entities
+
+    if doc.mentions is not None:
+        return {row[2] for mentions in doc.mentions for row in mentions if row[1] != CONCEPT}
+    return {m.key for c in doc.chunks for m in keyword_entities(doc.title, c["text"]) if m.type != CONCEPT}
+
+
+def assign_shards(docs: Sequence[_Prepared], count: int, max_df: int = MAX_SHARED_DF) -> list[int]:
+    """The shard of each document: documents that share rare names (mentioned by 2 to ``max_df``
+    documents) or link to each other go together, so that what a multi-hop question walks through
+    stays in one store; a shard holds at most 5% (and one document) more than an equal share of
+    the chunks.
+
+    A streaming graph partition (linear deterministic greedy, Stanton and Kliot, 2012): documents in
+    breadth-first order over that graph, each to the shard holding most of its neighbours so far,
+    discounted by how full the shard is; a document with none goes to the emptiest shard."""
+    from wikigr.build import _url_variants
+
+    keys = [_names(doc) for doc in docs]
+    postings: dict[str, list[int]] = {}
+    for i, names in enumerate(keys):
+        for key in names:
+            postings.setdefault(key, []).append(i)
+    shared = {key: found for key, found in postings.items() if 2 <= len(found) <= max_df}
+    by_url: dict[str, int] = {}
+    for i, doc in enumerate(docs):
+        for url in _url_variants(doc.source) + _url_variants(doc.fetch.get("final_url") or doc.source):
+            by_url.setdefault(url, i)
+    links: list[set[int]] = [set() for _ in docs]
+    for i, doc in enumerate(docs):
+        for link in doc.links:
+            j = next((by_url[v] for v in _url_variants(link) if v in by_url), None)
+            if j is not None and j != i:
+                links[i].add(j)
+                links[j].add(i)
+
+    def neighbours(i: int) -> list[int]:
+        found = [j for key in keys[i] if key in shared for j in shared[key] if j != i]
+        return found + list(links[i])
+
+    sizes = [max(1, len(doc.chunks)) for doc in docs]
+    capacity = math.ceil(1.05 * sum(sizes) / count) + max(sizes, default=1)  # 5% and a document
+    load = [0] * count
+    shard: list[int | None] = [None] * len(docs)
+    seen = [False] * len(docs)
+    for start in range(len(docs)):
+        if seen[start]:
+            continue
+        seen[start] = True
+        queue = deque([start])
+        while queue:
+            i = queue.popleft()
+            near = neighbours(i)
+            votes: dict[int, int] = {}
+            for j in near:
+                placed = shard[j]
+                if placed is not None:
+                    votes[placed] = votes.get(placed, 0) + 1
+                elif not seen[j]:
+                    seen[j] = True
+                    queue.append(j)
+            fits = [s for s in range(count) if load[s] + sizes[i] <= capacity] or list(range(count))
+            best = max(fits, key=lambda s: (votes.get(s, 0) * (1 - load[s] / capacity), -load[s], -s))
+            shard[i] = best
+            load[best] += sizes[i]
+    return [s if s is not None else 0 for s in shard]
 
 
 def check_count(count: int) -> int:
@@ -120,8 +191,8 @@ def write_shards(
     if count > len(docs):
         raise UsageError(f"--shards {count}: more shards than documents ({len(docs)})")
     groups: list[list[_Prepared]] = [[] for _ in range(count)]
-    for doc in docs:
-        groups[shard_index(doc.fetch["final_url"] or doc.source, count)].append(doc)
+    for doc, index in zip(docs, assign_shards(docs, count), strict=True):
+        groups[index].append(doc)
     if any(not group for group in groups):  # a tiny corpus: deal the documents out instead
         groups = [docs[i::count] for i in range(count)]
     for stale in [folder / SHARDS_DIR, folder / KEYWORD_DIR, *folder.glob(layout.STORE_FILE + "*")]:
