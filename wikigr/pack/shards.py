@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 SHARDS_DIR = "shards"
 MAX_SHARDS = 1024
 MAX_SHARED_DF = 50  # a name mentioned by more documents than this does not tie them to one shard
+PASSES = 3  # of the streaming partition (chosen on MuSiQue's dev questions: bench/scale.py)
 
 
 def shard_name(name: str, index: int) -> str:
@@ -74,15 +75,20 @@ def _names(doc: _Prepared) -> set[str]:
     return {m.key for c in doc.chunks for m in keyword_entities(doc.title, c["text"]) if m.type != CONCEPT}
 
 
-def assign_shards(docs: Sequence[_Prepared], count: int, max_df: int = MAX_SHARED_DF) -> list[int]:
+def assign_shards(
+    docs: Sequence[_Prepared], count: int, max_df: int = MAX_SHARED_DF, passes: int = PASSES
+) -> list[int]:
     """The shard of each document: documents that share rare names (mentioned by 2 to ``max_df``
     documents) or link to each other go together, so that what a multi-hop question walks through
     stays in one store; a shard holds at most 5% (and one document) more than an equal share of
     the chunks.
 
-    A streaming graph partition (linear deterministic greedy, Stanton and Kliot, 2012): documents in
-    breadth-first order over that graph, each to the shard holding most of its neighbours so far,
-    discounted by how full the shard is; a document with none goes to the emptiest shard."""
+    A streaming graph partition, restreamed (linear deterministic greedy: Stanton and Kliot, 2012;
+    restreaming: Nishimura and Ugander, 2013): documents in breadth-first order over that graph,
+    each to the shard holding most of its neighbours — a shared name weighs 1 / (the other
+    documents that mention it), a link 1 — discounted by how full the shard is; a document with no
+    neighbour placed goes to the emptiest shard. Each pass after the first counts the neighbours
+    not yet placed where the previous pass put them."""
     from wikigr.build import _url_variants
 
     keys = [_names(doc) for doc in docs]
@@ -90,46 +96,49 @@ def assign_shards(docs: Sequence[_Prepared], count: int, max_df: int = MAX_SHARE
     for i, names in enumerate(keys):
         for key in names:
             postings.setdefault(key, []).append(i)
-    shared = {key: found for key, found in postings.items() if 2 <= len(found) <= max_df}
+    weights: list[dict[int, float]] = [{} for _ in docs]
+    for found in postings.values():
+        if 2 <= len(found) <= max_df:
+            for i in found:
+                for j in found:
+                    if i != j:
+                        weights[i][j] = weights[i].get(j, 0.0) + 1.0 / (len(found) - 1)
     by_url: dict[str, int] = {}
     for i, doc in enumerate(docs):
         for url in _url_variants(doc.source) + _url_variants(doc.fetch.get("final_url") or doc.source):
             by_url.setdefault(url, i)
-    links: list[set[int]] = [set() for _ in docs]
     for i, doc in enumerate(docs):
         for link in doc.links:
-            j = next((by_url[v] for v in _url_variants(link) if v in by_url), None)
-            if j is not None and j != i:
-                links[i].add(j)
-                links[j].add(i)
-
-    def neighbours(i: int) -> list[int]:
-        found = [j for key in keys[i] if key in shared for j in shared[key] if j != i]
-        return found + list(links[i])
-
-    sizes = [max(1, len(doc.chunks)) for doc in docs]
-    capacity = math.ceil(1.05 * sum(sizes) / count) + max(sizes, default=1)  # 5% and a document
-    load = [0] * count
-    shard: list[int | None] = [None] * len(docs)
+            target = next((by_url[v] for v in _url_variants(link) if v in by_url), None)
+            if target is not None and target != i:
+                weights[i][target] = weights[i].get(target, 0.0) + 1.0
+                weights[target][i] = weights[target].get(i, 0.0) + 1.0
+    order: list[int] = []  # breadth-first over the graph, component by component
     seen = [False] * len(docs)
     for start in range(len(docs)):
-        if seen[start]:
-            continue
-        seen[start] = True
-        queue = deque([start])
-        while queue:
-            i = queue.popleft()
-            near = neighbours(i)
-            votes: dict[int, int] = {}
-            for j in near:
-                placed = shard[j]
+        if not seen[start]:
+            seen[start] = True
+            queue = deque([start])
+            while queue:
+                i = queue.popleft()
+                order.append(i)
+                for j in weights[i]:
+                    if not seen[j]:
+                        seen[j] = True
+                        queue.append(j)
+    sizes = [max(1, len(doc.chunks)) for doc in docs]
+    capacity = math.ceil(1.05 * sum(sizes) / count) + max(sizes, default=1)  # 5% and a document
+    shard: list[int | None] = [None] * len(docs)
+    for _ in range(max(1, passes)):
+        previous, shard, load = shard, [None] * len(docs), [0] * count
+        for i in order:
+            votes: dict[int, float] = {}
+            for j, weight in weights[i].items():
+                placed = shard[j] if shard[j] is not None else previous[j]
                 if placed is not None:
-                    votes[placed] = votes.get(placed, 0) + 1
-                elif not seen[j]:
-                    seen[j] = True
-                    queue.append(j)
+                    votes[placed] = votes.get(placed, 0.0) + weight
             fits = [s for s in range(count) if load[s] + sizes[i] <= capacity] or list(range(count))
-            best = max(fits, key=lambda s: (votes.get(s, 0) * (1 - load[s] / capacity), -load[s], -s))
+            best = max(fits, key=lambda s: (votes.get(s, 0.0) * (1 - load[s] / capacity), -load[s], -s))
             shard[i] = best
             load[best] += sizes[i]
     return [s if s is not None else 0 for s in shard]
