@@ -49,6 +49,7 @@ WORK = ROOT / "bench" / "work" / "scale"
 MUSIQUE = ROOT.parent / "shared" / "data" / "multihop" / "musique_train100"
 MAIN_MUSIQUE_PACK = Path("/work/main/bench/work/musique-100")  # vectors to reuse, when there
 DIM = 384
+STAT_KEYS = ("chunks", "entities", "relations", "facts")
 
 
 def load() -> list[float]:
@@ -311,17 +312,19 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
         (folder / "kg_config.json").write_text('{"profile": "auto"}\n')
         print(f"{label}: written in {time.perf_counter() - start:.1f}s", file=sys.stderr)
         folders[label] = folder
-        with open_agent(folder, llm=None, top_k=10) as agent:
-            arm = multihop.run_arm(
-                label,
-                questions,
-                lambda q, a=agent: [
-                    multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
-                ],
-            )
-        arm["stats"] = {k: getattr(manifest.stats, k) for k in ("chunks", "entities", "relations", "facts")}
-        out["arms"].append(arm)
-        print(f"{label}: {arm['dev']}, {arm['test']}", file=sys.stderr)
+        for hops in [True, False] if count > 1 else [True]:  # without the next hop across shards too
+            kwargs = {"hops": hops} if count > 1 else {}
+            with open_agent(folder, llm=None, top_k=10, **kwargs) as agent:
+                arm = multihop.run_arm(
+                    label if hops else f"{label}, no hop across shards",
+                    questions,
+                    lambda q, a=agent: [
+                        multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
+                    ],
+                )
+            arm["stats"] = {k: getattr(manifest.stats, k) for k in STAT_KEYS}
+            out["arms"].append(arm)
+            print(f"{arm['arm']}: {arm['dev']}, {arm['test']}", file=sys.stderr)
     shards_module.assign_shards = graph_placement  # type: ignore[assignment]
     # What crosses: entities shared by chunks of different shards, and gold passages split.
     with Store.open(folders["1 store"] / "pack.db", read_only=True) as store:
@@ -347,6 +350,7 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
         split = sum(len({placed[label][g] for g in q["gold"]}) > 1 for q in questions)
         one = next(a for a in out["arms"] if a["arm"] == "1 store")
         mine = next(a for a in out["arms"] if a["arm"] == label)
+        bare = next(a for a in out["arms"] if a["arm"] == f"{label}, no hop across shards")
         crossing[label] = {
             "entity_pairs_cut_pct": round(100 * cut / max(pairs, 1), 1),
             "entities_in_several_shards": bridges,
@@ -358,6 +362,8 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
             ],
             "delta_R@5_test_points": round(mine["test"]["R@5"] - one["test"]["R@5"], 1),
             "delta_R@5_dev_points": round(mine["dev"]["R@5"] - one["dev"]["R@5"], 1),
+            "delta_R@5_test_points_no_hop": round(bare["test"]["R@5"] - one["test"]["R@5"], 1),
+            "delta_R@5_dev_points_no_hop": round(bare["dev"]["R@5"] - one["dev"]["R@5"], 1),
         }
     out["crossing"] = crossing
     out["load"] = load()

@@ -215,3 +215,45 @@ def test_shards_hold_about_as_many_chunks_each() -> None:
     load = [sum(len(d.chunks) for d, s in zip(docs, shards, strict=True) if s == k) for k in range(4)]
     total = sum(len(d.chunks) for d in docs)
     assert max(load) <= -(-105 * total // 400) + 3 and min(load) > 0, load  # 5% and a document at most
+
+
+def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-hop question whose second passage is in another shard: the first names its title
+    ("... founded by Zephyr Quill"), and the set follows that link across the boundary."""
+    import wikigr.pack.shards as shards
+
+    rows = [
+        {
+            "id": "club",
+            "title": "Quillville Rowing Club",
+            "text": "The Quillville Rowing Club was founded in 1921 by Zephyr Quill, a boat builder. "
+            "Its crews race on the fjord every summer.",
+        },
+        {
+            "id": "quill",
+            "title": "Zephyr Quill",
+            "text": "Zephyr Quill came into the world in Tromsø, in the far north of Norway, and later "
+            "built racing shells for crews across Europe.",
+        },
+        *CORPUS,
+        *MORE,
+    ]
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(rows))
+
+    def apart(docs: list[Any], count: int) -> list[int]:  # the two hops in different shards
+        return [
+            1 if d.source == "passage:quill" else 0 if d.source == "passage:club" else i % 2
+            for i, d in enumerate(docs)
+        ]
+
+    monkeypatch.setattr(shards, "assign_shards", apart)
+    out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
+    question = "Where was the founder of the Quillville Rowing Club born?"
+    with open_agent(out, llm=None, top_k=3, hops=False) as agent:
+        assert "Zephyr Quill" not in [s.title for s in agent.query(question).sources]
+    with open_agent(out, llm=None, top_k=3) as agent:
+        sources = agent.query(question).sources
+    assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
+    [hop] = [s for s in sources if s.title == "Zephyr Quill"]
+    assert hop.origin == "bridge" and hop.pack == "hop"

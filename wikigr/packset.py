@@ -60,6 +60,7 @@ ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
+HOP_SEEDS = 3  # merged passages whose title links lead across the shards of a pack
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -107,6 +108,17 @@ def label(agent: KnowledgeGraphAgent) -> str:
     return agent.pack.shard_of or agent.name
 
 
+def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
+    """Whether a pack's profile took the next hop (the bridge stage) for a question: as a stage
+    of its own, or in the strategy the router chose."""
+    from wikigr.retrieval.stages.router import STRATEGIES
+
+    strategy = state.notes.get("router", {}).get("strategy")
+    if isinstance(strategy, str) and "bridge" in STRATEGIES.get(strategy, []):
+        return True
+    return any(entry["stage"] == "bridge" and not entry.get("skipped") for entry in entries)
+
+
 @dataclass
 class _Probe:
     agent: KnowledgeGraphAgent
@@ -149,6 +161,7 @@ class PackSet:
         step: float = STEP,
         max_packs: int = MAX_PACKS,
         owns: bool = False,
+        hops: bool = True,
     ) -> None:
         if not agents:
             raise UsageError("a pack set needs at least one pack")
@@ -164,6 +177,7 @@ class PackSet:
         self.step = step
         self.max_packs = max_packs
         self._owns = owns
+        self.hops = hops  # the next hop across the shards of a pack (_cross_shard_hops)
         self._background: dict[str, tuple[float, float]] = {}
         self._vectors: dict[str, np.ndarray] = {}
 
@@ -178,6 +192,7 @@ class PackSet:
         timeout: float | None = None,
         step: float = STEP,
         max_packs: int = MAX_PACKS,
+        hops: bool = True,
         **kwargs: Any,
     ) -> PackSet:
         """Open the packs (in parallel) with one Claude client between them; ``kwargs`` are the
@@ -210,7 +225,7 @@ class PackSet:
             if close_llm is not None:
                 close_llm()
             raise errors[0]
-        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True)
+        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True, hops=hops)
 
     def close(self) -> None:
         if not self._owns:
@@ -276,6 +291,57 @@ class PackSet:
         self._vectors = vectors
         return sorted(probes, key=lambda p: -p.relevance)
 
+    def _cross_shard_hops(
+        self,
+        merged: list[tuple[Candidate, int]],
+        searched: list[_Probe],
+        runs: list[tuple[QueryState, list[dict[str, Any]]]],
+    ) -> list[tuple[Candidate, int]]:
+        """The next hop across the shards of a pack. Where the pack's profile follows the top
+        passages' title links to the next passage (its ``bridge`` stage ran, or the router chose
+        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack leads to the
+        passage of another shard whose title it names (the bridge stage's title links), the one
+        most similar to the question; it joins right after its seed (merged score ``seed - step
+        / 2``). Inside a shard the profile did that already: this is the hop a boundary cut."""
+        from wikigr.retrieval.stages.bridge import title_index
+
+        hopped: list[tuple[Candidate, int]] = []
+        known = {c.chunk_id for c, _ in merged}
+        for name in dict.fromkeys(label(p.agent) for p in searched):
+            shards = [a for a in self.agents if a.pack.shard_of and label(a) == name]
+            bridged = any(
+                _follows_links(state, entries)
+                for probe, (state, entries) in zip(searched, runs, strict=True)
+                if label(probe.agent) == name
+            )
+            if len(shards) < 2 or not bridged:
+                continue
+            for seed, index in [(c, i) for c, i in merged if c.pack == name][:HOP_SEEDS]:
+                best: tuple[float, KnowledgeGraphAgent, str] | None = None
+                for agent in shards:
+                    titles = title_index(agent.context)
+                    reached = [
+                        c
+                        for c in titles.named_in(seed.text)
+                        if c not in known and titles.article.get(c) != seed.article_id
+                    ]
+                    if not reached:
+                        continue
+                    vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
+                    for chunk_id, sim in agent.context.store.chunk_similarities(reached, vector).items():
+                        if best is None or sim > best[0]:
+                            best = (sim, agent, chunk_id)
+                if best is None:
+                    continue
+                sim, agent, chunk_id = best
+                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step / 2}):
+                    candidate = Candidate.from_hit(hit, "hop", origin="bridge")
+                    candidate.pack = name
+                    candidate.scores["vector"] = sim
+                    hopped.append((candidate, index))
+                    known.add(chunk_id)
+        return hopped
+
     def _why_not(self, probe: _Probe, reach: float) -> str:
         if probe.relevance < reach:
             return "too far below the most relevant pack to reach the top k"
@@ -314,6 +380,8 @@ class PackSet:
                 candidate.scores["own"] = candidate.score
                 candidate.score = probe.relevance - self.step * rank
                 merged.append((candidate, index))
+        if self.hops:
+            merged += self._cross_shard_hops(merged, searched, runs)
         merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
         lead, (lead_state, _) = searched[0], runs[0]
         lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]
