@@ -60,7 +60,7 @@ ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
-HOP_SEEDS = 3  # merged passages whose title links lead across the shards of a pack
+HOP_SEEDS = 1  # merged passages whose title links lead across shards (1-3 tried on MuSiQue's dev half)
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -299,7 +299,8 @@ class PackSet:
     ) -> list[tuple[Candidate, int]]:
         """The next hop across the shards of a pack. Where the pack's profile follows the top
         passages' title links to the next passage (its ``bridge`` stage ran, or the router chose
-        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack leads to the
+        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack (the first:
+        more hops crowd out the passages ranked second and third) leads to the
         passage of another shard whose title it names (the bridge stage's title links), the one
         most similar to the question; it joins right after its seed (merged score ``seed - step
         / 2``). Inside a shard the profile did that already: this is the hop a boundary cut."""
