@@ -489,18 +489,23 @@ def fetch_all(
         return []
     results: list[FetchResult | None] = [None] * len(urls)
     workers = min(options.workers, len(urls))
-    with _make_client(options) as client, ThreadPoolExecutor(max_workers=workers) as pool:
-        futures: dict[Future[FetchResult], int] = {
-            pool.submit(fetch_one, url, options, client): i for i, url in enumerate(urls)
-        }
-        try:
-            for future in as_completed(futures):
-                result = future.result()
-                results[futures[future]] = result
-                if on_progress is not None:
-                    on_progress(result)
-        except BaseException:
-            for pending in futures:
-                pending.cancel()
-            raise
+    client = _make_client(options)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wikigr-fetch")
+    futures: dict[Future[FetchResult], int] = {
+        pool.submit(fetch_one, url, options, client): i for i, url in enumerate(urls)
+    }
+    try:
+        for future in as_completed(futures):
+            result = future.result()
+            results[futures[future]] = result
+            if on_progress is not None:
+                on_progress(result)
+    except BaseException:
+        # Interrupted (Ctrl-C) or on_progress raised: drop the queued fetches and do not wait for
+        # the running ones, which may be blocked in a read for up to the timeout (a slow server).
+        # Their results are not wanted; the client stays open until they finish.
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    client.close()
     return [r for r in results if r is not None]
