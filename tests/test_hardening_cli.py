@@ -113,6 +113,29 @@ def test_ctrl_c_while_a_server_is_silent(
     assert leftovers == []
 
 
+def test_fetch_all_does_not_wait_for_a_blocked_fetch_when_interrupted(server: LocalServer) -> None:
+    """The mechanism under `pack create`: fetch_all gives up its pool without joining a worker
+    blocked in a read."""
+    from wikigr.documents import FetchResult
+    from wikigr.sources.fetch import FetchOptions, fetch_all
+
+    slow = server.slow("/slow.html", delay=30)
+    fast = server.add("/fast.html", b"<h1>Fast</h1><p>here</p>")
+    raised: list[float] = []
+
+    def interrupt(result: FetchResult) -> None:  # once the slow request is in flight
+        deadline = time.monotonic() + 20
+        while server.hits("/slow.html") < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        raised.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fetch_all([slow, fast], FetchOptions(workers=2, timeout=60, retries=0), on_progress=interrupt)
+    assert time.monotonic() - raised[0] < 5  # not the 30 s the slow server takes
+    assert server.hits("/slow.html") == 1
+
+
 def test_ctrl_c_during_a_query_the_fast_path(installed: Path, claude_env: FakeClaude) -> None:
     """`wikigr query PACK QUESTION` (parsed without typer) waiting on Claude: the same exit."""
     claude_env.script(Reply.slow(300))

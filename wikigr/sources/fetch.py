@@ -11,9 +11,10 @@ import errno
 import mimetypes
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -475,6 +476,11 @@ def _make_client(options: FetchOptions) -> httpx.Client:
     )
 
 
+def _close_when_done(futures: list[Future[FetchResult]], client: httpx.Client) -> None:
+    wait(futures)
+    client.close()
+
+
 def fetch_all(
     urls: list[str],
     options: FetchOptions,
@@ -503,8 +509,9 @@ def fetch_all(
     except BaseException:
         # Interrupted (Ctrl-C) or on_progress raised: drop the queued fetches and do not wait for
         # the running ones, which may be blocked in a read for up to the timeout (a slow server).
-        # Their results are not wanted; the client stays open until they finish.
+        # Their results are not wanted; a daemon thread closes the client once they are done.
         pool.shutdown(wait=False, cancel_futures=True)
+        threading.Thread(target=_close_when_done, args=(list(futures), client), daemon=True).start()
         raise
     pool.shutdown()
     client.close()
