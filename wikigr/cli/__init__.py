@@ -39,8 +39,8 @@ def _exit_code(code: int) -> int:
 
 def _check_text(args: list[str]) -> None:
     """Every argument must be text: bytes that are not UTF-8 (which Python keeps in argv as lone
-    surrogates) are a usage error naming the argument, as clap-based tools (ripgrep, uv) do, not
-    a failure somewhere downstream."""
+    surrogates) are a usage error naming the argument (as clap, Rust's argument parser, does for
+    text arguments), not a failure somewhere downstream."""
     from wikigr.errors import UsageError
 
     for arg in args:
