@@ -15,11 +15,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -285,40 +285,57 @@ def embedding_text(title: str, section: str, text: str) -> str:
 
 
 def _embed_pending(
-    pending: list[_Prepared], embedder: Embedder, cache: _Cache, progress: ProgressCallback
+    pending: list[_Prepared],
+    embedder: Embedder,
+    cache: _Cache,
+    progress: ProgressCallback,
+    known: Callable[[str], np.ndarray | None] | None = None,
 ) -> int:
-    """Embed the chunks of ``pending`` documents in groups, caching each finished document."""
-    total = sum(len(p.chunks) for p in pending)
+    """Embed the chunks of ``pending`` documents in groups of about EMBED_GROUP chunks, caching
+    each document as soon as its group is embedded: what an interrupted build or update resumes
+    from. ``known`` gives the vector of a text embedded before (an update's previous store), which
+    is reused instead. Returns the number of chunks embedded."""
+    work: list[tuple[_Prepared, list[str], list[int]]] = []  # document, texts, rows to embed
+    for item in pending:
+        texts = [
+            embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks
+        ]
+        item.embeddings = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+        missing: list[int] = []
+        for row, text in enumerate(texts):
+            vector = known(text) if known is not None else None
+            if vector is None:
+                missing.append(row)
+            else:
+                item.embeddings[row] = vector
+        if missing:
+            work.append((item, texts, missing))
+    total = sum(len(missing) for _, _, missing in work)
     done = 0
     progress(ProgressEvent("embed", 0, total))
-    queue = list(pending)
-    while queue:
-        group: list[_Prepared] = []
-        size = 0
-        while queue and (not group or size + len(queue[0].chunks) <= EMBED_GROUP):
-            group.append(queue.pop(0))
-            size += len(group[-1].chunks)
-        texts = [
-            embedding_text(p.title, p.sections[c["section"]]["title"], c["text"])
-            for p in group
-            for c in p.chunks
-        ]
-        vectors = embedder.embed(texts)
+    while work:
+        group = [work.pop(0)]
+        size = len(group[0][2])
+        while work and size + len(work[0][2]) <= EMBED_GROUP:
+            group.append(work.pop(0))
+            size += len(group[-1][2])
+        vectors = embedder.embed([texts[row] for _, texts, missing in group for row in missing])
         offset = 0
-        for item in group:
-            item.embeddings = vectors[offset : offset + len(item.chunks)]
-            offset += len(item.chunks)
+        for item, _, missing in group:
+            assert item.embeddings is not None
+            item.embeddings[missing] = vectors[offset : offset + len(missing)]
+            offset += len(missing)
             cache.save(item)
         done += size
         progress(ProgressEvent("embed", done, total))
     return total
 
 
-def _category(url: str) -> str:
-    parts = [p for p in urlsplit(url).path.split("/") if p]
-    if len(parts) >= 2:
-        return parts[-2]
-    return urlsplit(url).netloc or "local"
+def _category(url: str) -> str | None:
+    """The folder an article's URL path is in: ``library`` for ``/library/os.html`` and for
+    ``/library/``; None for a page at the root of its site or file system (its host is no topic)."""
+    folders = unquote(urlsplit(url).path).split("/")[:-1]
+    return next((folder for folder in reversed(folders) if folder), None)
 
 
 def _url_variants(url: str) -> list[str]:
@@ -336,11 +353,13 @@ def _write_store(
     options: BuildOptions,
     embedder: Embedder | None = None,
     graph_report: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Bulk-load every prepared document into a new store at ``path``; return the graph stats.
 
     With ``options.graph`` the entity graph is built too (``embedder`` embeds entity names for
-    synonym edges); its report is appended to ``graph_report``."""
+    synonym edges); its report is appended to ``graph_report``. ``aliases``: other URLs of an
+    article (duplicates), so that links to them land on it."""
     articles: dict[str, list[Any]] = {
         k: []
         for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
@@ -416,10 +435,14 @@ def _write_store(
         ):
             articles[key].append(value)
         category = _category(article_id)
-        categories.setdefault(category, category)
-        in_category["from"].append(article_id)
-        in_category["to"].append(category)
+        if category is not None:
+            categories.setdefault(category, category)
+            in_category["from"].append(article_id)
+            in_category["to"].append(category)
 
+    for url, article_id in (aliases or {}).items():
+        for variant in _url_variants(url):
+            url_to_article.setdefault(variant, article_id)
     link_counts: dict[tuple[str, str], int] = {}
     link_anchors: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
@@ -535,24 +558,37 @@ def fetch_sources(urls: list[str], options: BuildOptions, progress: ProgressCall
 
 def classify_sources(
     expanded: Sequence[str], prepared: dict[str, _Prepared]
-) -> tuple[list[_Prepared], list[SourceRecord]]:
-    """The documents to store and every source's manifest record, in source order.
+) -> tuple[list[_Prepared], list[SourceRecord], dict[str, str]]:
+    """The documents to store, every source's manifest record (in source order), and the aliases:
+    the URLs of duplicates, each mapped to the article that holds its content.
 
-    One article per final URL: a second source that lands on the same page is a duplicate.
+    One article per document: a source that lands on a page already listed (the same final URL
+    after normalisation and redirects, e.g. ``/p.html`` and ``/x/../p.html``) or that has the same
+    bytes as one (``/`` and ``/index.html``, a symlinked file) is ``duplicate of`` the first.
     """
     docs: list[_Prepared] = []
-    seen: dict[str, str] = {}
+    by_url: dict[str, str] = {}  # final URL -> the first source that landed there
+    by_content: dict[str, str] = {}  # sha256 of the fetched bytes -> the first source with them
+    article: dict[str, str] = {}  # a stored source -> its article id
+    aliases: dict[str, str] = {}
     records: list[SourceRecord] = []
     for source in expanded:
         item = prepared[source]
         final = item.fetch.get("final_url") or source
+        sha = item.fetch.get("sha256") or ""
+        first = by_url.get(final) or by_content.get(sha)
         status = "ok"
         if item.error is not None:
             status = item.error
-        elif final in seen:
-            status = f"duplicate of {seen[final]}"
+        elif first is not None:
+            status = f"duplicate of {first}"
+            for url in (source, final):
+                aliases.setdefault(url, article[first])
         else:
-            seen[final] = source
+            by_url[final] = source
+            if sha:
+                by_content[sha] = source
+            article[source] = final
             docs.append(item)
         records.append(
             SourceRecord(
@@ -566,7 +602,7 @@ def classify_sources(
                 chunks=len(item.chunks) if status == "ok" else 0,
             )
         )
-    return docs, records
+    return docs, records, aliases
 
 
 def write_documents_pack(
@@ -578,15 +614,17 @@ def write_documents_pack(
     options: BuildOptions,
     description: str,
     graph_reports: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
     **kept: Any,
 ) -> Manifest:
     """Write a new store for ``docs`` in ``folder`` and return the manifest that describes it
     (``kept``: manifest fields carried over from a previous pack, e.g. by an update; the entity
-    graph build's report, when it ran, is appended to ``graph_reports``)."""
+    graph build's report, when it ran, is appended to ``graph_reports``; ``aliases``: see
+    :func:`classify_sources`)."""
     store_path = folder / layout.STORE_FILE
     for stale in folder.glob(layout.STORE_FILE + "*"):
         stale.unlink()
-    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports)
+    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports, aliases)
     return Manifest(
         format_version=FORMAT_VERSION,
         name=name,
@@ -674,7 +712,7 @@ def build_pack(
         embedded = _embed_pending(pending, embedder, cache, progress)
         seconds["embed"] = time.perf_counter() - t0
 
-        docs, records = classify_sources(expanded, prepared)
+        docs, records, aliases = classify_sources(expanded, prepared)
         failed = [
             (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
         ]
@@ -694,6 +732,7 @@ def build_pack(
             options,
             options.description or _describe(docs),
             graph_reports,
+            aliases,
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)

@@ -80,7 +80,8 @@ class SourceRecord:
 
 @dataclass
 class EvalScores:
-    """The latest evaluation: one figure per pack (``wikigr eval`` rewrites it)."""
+    """The latest evaluation of one profile (``wikigr eval`` replaces it when it evaluates that
+    profile again; the other profiles' entries stay)."""
 
     date: str
     profile: str
@@ -119,7 +120,8 @@ class Manifest:
     description: str = ""
     vector_index: Literal["exact", "hnsw"] = "exact"
     sources: list[SourceRecord] = field(default_factory=list)
-    eval_scores: EvalScores | None = None
+    # The latest evaluation of each profile evaluated, one entry per profile, by profile name.
+    eval_scores: list[EvalScores] | None = None
     # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
     # `pack install`. Empty for a pack as built.
     files: dict[str, str] = field(default_factory=dict)
@@ -163,6 +165,8 @@ def load_manifest(path: Path) -> Manifest:
         )
     if version < 1:
         raise InvalidPackError(f"corrupt manifest {path}: format_version {version}")
+    if isinstance(data.get("eval_scores"), dict):  # written before one was kept per profile
+        data["eval_scores"] = [data["eval_scores"]]
     try:
         return schema.load(Manifest, data)
     except schema.SchemaError as exc:

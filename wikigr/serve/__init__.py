@@ -92,7 +92,7 @@ def serve(
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until interrupted (Ctrl-C, SIGTERM): the packs named, else the packs home.
+    """Serve the packs named, else the packs home, until Ctrl-C (then return) or SIGTERM.
     ``on_ready(url)`` is called once the socket listens."""
     check_token(token, host)
     import uvicorn
@@ -109,5 +109,7 @@ def serve(
         on_ready(url_of(sock))
     try:
         server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn has shut down (gracefully) and re-raised Ctrl-C: done
+        pass
     finally:
         sock.close()

@@ -174,7 +174,7 @@ class Ask:
     refs: list[str]
     text: str
     profile: str | None
-    top_k: int
+    top_k: int | None  # None: the pack's (kg_config.json), else 5
     enable: list[str]
     disable: list[str]
     fallback: bool
@@ -211,7 +211,7 @@ def parse_ask(data: dict[str, Any], packs: ServedPacks, text_field: str) -> Ask:
     if profile is not None and (not isinstance(profile, str) or profile not in PROFILES):
         shown = profile if isinstance(profile, str) else type(profile).__name__
         raise UsageError(f"unknown profile '{shown[:40]}' (profiles: {', '.join(PROFILES)})")
-    top_k = _int(data.get("top_k", 5), "top_k", 1, MAX_TOP_K)
+    top_k = None if data.get("top_k") is None else _int(data["top_k"], "top_k", 1, MAX_TOP_K)
     switches: dict[str, list[str]] = {}
     for key in ("enable", "disable"):
         value = data.get(key) or []

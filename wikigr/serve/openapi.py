@@ -55,7 +55,12 @@ ASK_FIELDS: dict[str, Any] = {
         "enum": list(PROFILES),
         "description": f"Retrieval profile (default: the pack's, else {DEFAULT_PROFILE}).",
     },
-    "top_k": {"type": "integer", "minimum": 1, "maximum": 100, "default": 5},
+    "top_k": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "description": "Passages to return (default: the pack's kg_config.json top_k, else 5).",
+    },
     "enable": {"type": "array", "items": {"type": "string"}, "description": "Stages to add."},
     "disable": {"type": "array", "items": {"type": "string"}, "description": "Stages to remove."},
 }
@@ -251,7 +256,7 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                     "parameters": [
                         {"name": "pack", "in": "query", "required": True, "schema": {"type": "string"}},
                         {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
-                        {"name": "top_k", "in": "query", "schema": {"type": "integer", "default": 5}},
+                        {"name": "top_k", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
                         {"name": "profile", "in": "query", "schema": {"type": "string"}},
                     ],
                     "responses": {"200": _json({"type": "object"}, "Passages.")} | _errors(400, 404, 500),

@@ -48,8 +48,13 @@ class ServedPacks:
 
     def rows(self) -> list[dict[str, Any]]:
         """A summary row per pack (as ``wikigr pack list --json``), named as requests name them."""
-        if self.fixed is None:
-            return pack_rows()
+        if self.fixed is None:  # a request names the folder: the name a row shows
+            rows = pack_rows()
+            for row in rows:
+                folder = Path(row["path"]).name
+                if row["name"] != folder:
+                    row["manifest_name"], row["name"] = row["name"], folder
+            return rows
         rows = []
         for name, path in self.fixed.items():
             try:
