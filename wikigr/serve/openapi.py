@@ -256,7 +256,7 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                     "parameters": [
                         {"name": "pack", "in": "query", "required": True, "schema": {"type": "string"}},
                         {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
-                        {"name": "top_k", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                        {"name": "top_k", "in": "query", "schema": ASK_FIELDS["top_k"]},
                         {"name": "profile", "in": "query", "schema": {"type": "string"}},
                     ],
                     "responses": {"200": _json({"type": "object"}, "Passages.")} | _errors(400, 404, 500),
