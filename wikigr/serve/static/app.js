@@ -374,8 +374,8 @@ const graph = {
   edges: [],
   frame: 0,
   heat: 0,
-  width: 560,
-  height: 420,
+  width: 680,
+  height: 520,
   drag: null,
 
   async load(sources) {
@@ -518,7 +518,7 @@ const graph = {
         let dx = a.x - b.x, dy = a.y - b.y;
         let d2 = dx * dx + dy * dy;
         if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
-        const force = 900 / d2;
+        const force = 1500 / d2;
         const d = Math.sqrt(d2);
         a.vx += (force * dx) / d; a.vy += (force * dy) / d;
         b.vx -= (force * dx) / d; b.vy -= (force * dy) / d;
@@ -527,14 +527,14 @@ const graph = {
     for (const e of this.edges) {
       const dx = e.b.x - e.a.x, dy = e.b.y - e.a.y;
       const d = Math.max(1, Math.sqrt(dx * dx + dy * dy));
-      const rest = e.kind === "in" ? 40 : 70;
+      const rest = e.kind === "in" ? 45 : e.kind === "relation" ? 80 : 70;
       const pull = ((d - rest) / d) * 0.06;
       e.a.vx += dx * pull; e.a.vy += dy * pull;
       e.b.vx -= dx * pull; e.b.vy -= dy * pull;
     }
     for (const n of nodes) {
-      n.vx += (cx - n.x) * 0.004;
-      n.vy += (cy - n.y) * 0.004;
+      n.vx += (cx - n.x) * 0.006;
+      n.vy += (cy - n.y) * 0.006;
       if (n.fixed) { n.vx = 0; n.vy = 0; continue; }
       n.x += Math.max(-12, Math.min(12, n.vx * this.heat));
       n.y += Math.max(-12, Math.min(12, n.vy * this.heat));
