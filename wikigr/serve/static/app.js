@@ -213,6 +213,7 @@ async function ask(event) {
     drawTrace(result.trace);
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     status(`Answered in ${seconds} s (trace ${result.trace_id}).`);
+    document.body.dataset.answeredMs = String(Math.round(performance.now())); // since the navigation began
     document.body.dataset.answered = result.trace_id;
     graph.load(result.sources);
   } catch (error) {
@@ -574,6 +575,7 @@ document.addEventListener("DOMContentLoaded", async () => {
     document.title = `wikigr ${health.version}`;
     await loadPacks();
     $("question").focus();
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "yes";
   } catch (error) {
     status(`Cannot reach the server: ${error.message}`, true);
