@@ -567,3 +567,33 @@ def test_the_query_command_does_not_import_the_web_stack(built_pack: Path) -> No
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED "))
     assert json.loads(line.removeprefix("LOADED ")) == []
+
+
+# -- the agent cache -------------------------------------------------------------------------
+
+
+def test_the_cache_reopens_a_changed_pack_and_closes_the_least_recently_used(
+    built_pack: Path, tmp_path: Path
+) -> None:
+    from wikigr.agent_cache import AgentCache
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(built_pack, first)
+    shutil.copytree(built_pack, second)
+    cache = AgentCache(max_agents=1)
+    try:
+        with cache.use([str(first)], None, "query") as agent:
+            opened = agent
+        with cache.use([str(first)], None, "query") as agent:
+            assert agent is opened  # kept open
+        manifest = first / "manifest.json"
+        manifest.write_text(manifest.read_text())  # a pack update rewrites the manifest
+        with cache.use([str(first)], None, "query") as agent:
+            assert agent is not opened and agent.query(QUESTION).sources
+        assert opened.context.store._db is None  # the old one was closed
+        reopened = agent
+        with cache.use([str(second)], None, "search") as agent:
+            assert "synthesize" not in agent.stage_names and agent.llm is None
+        assert len(cache) == 1 and reopened.context.store._db is None  # one agent at most
+    finally:
+        cache.close()

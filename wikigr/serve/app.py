@@ -62,6 +62,7 @@ MAX_STAGE_SWITCHES = 32
 MAX_TRACES = 200
 MAX_GRAPH_IDS = 50
 MAX_RESULTS_FILE_BYTES = 64 * 1024 * 1024
+MAX_EVAL_FILES = 512  # results files' summaries kept in memory
 TOKEN_COOKIE = "wikigr_token"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 PUBLIC_PATHS = frozenset({"/login", "/static/login.js", "/static/app.css"})  # reachable without a token
@@ -321,6 +322,7 @@ class Server:
         self.traces = Traces()
         self.started = time.monotonic()
         self._eval_cache: dict[tuple[str, int, int], dict[str, Any] | None] = {}
+        self._eval_lock = threading.Lock()
         self._tasks: set[asyncio.Future[None]] = set()
 
     # -- blocking work (worker threads) ----------------------------------------------------------
@@ -383,7 +385,7 @@ class Server:
 
         path = self.packs.path(name)
         with self.cache.use([str(path)], None, "query") as agent:
-            assert isinstance(agent, KnowledgeGraphAgent)
+            agent = _one(agent)
             store = agent.context.store
             stats = store.stats()
             info = digest(store)
@@ -415,8 +417,7 @@ class Server:
     def _graph(self, name: str, chunks: list[str], entities: list[str], limit: int) -> dict[str, Any]:
         path = self.packs.path(name)
         with self.cache.use([str(path)], None, "query") as agent:
-            assert isinstance(agent, KnowledgeGraphAgent)
-            data = neighbourhood(agent.context.store, chunks, entities, limit)
+            data = neighbourhood(_one(agent).context.store, chunks, entities, limit)
         return {"pack": name, **data}
 
     def _eval(self, name: str) -> dict[str, Any]:
@@ -454,8 +455,9 @@ class Server:
         """A results file's summary (without its per-question rows); None when unreadable."""
         stat = path.stat()
         key = (str(path), stat.st_mtime_ns, stat.st_size)
-        if key in self._eval_cache:
-            return self._eval_cache[key]
+        with self._eval_lock:
+            if key in self._eval_cache:
+                return self._eval_cache[key]
         run: dict[str, Any] | None = None
         if stat.st_size <= MAX_RESULTS_FILE_BYTES:
             try:
@@ -472,7 +474,10 @@ class Server:
                     "ks": data.get("ks"),
                     "summary": data["summary"],
                 }
-        self._eval_cache[key] = run
+        with self._eval_lock:
+            if len(self._eval_cache) >= MAX_EVAL_FILES:
+                self._eval_cache.clear()
+            self._eval_cache[key] = run
         return run
 
     # -- routes ----------------------------------------------------------------------------------
@@ -540,8 +545,9 @@ class Server:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
-        def emit(event: str, data: dict[str, Any]) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, (event, data))
+        def emit(event: str, data: dict[str, Any] | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed (the server stopped): no reader
+                loop.call_soon_threadsafe(queue.put_nowait, None if data is None else (event, data))
 
         def work() -> None:
             try:
@@ -551,7 +557,7 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - reported as an error event of one line
                 emit("error", {"error": _internal(exc), "status": 500})
             finally:
-                loop.call_soon_threadsafe(queue.put_nowait, None)
+                emit("end", None)
 
         task = asyncio.ensure_future(run_in_threadpool(work))
         self._tasks.add(task)
@@ -600,6 +606,13 @@ class Server:
 
     async def index(self, request: Request) -> Response:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+
+
+def _one(agent: KnowledgeGraphAgent | PackSet) -> KnowledgeGraphAgent:
+    """The agent of the one pack a call named."""
+    if isinstance(agent, PackSet):
+        raise UsageError("name one pack here")
+    return agent
 
 
 def _set_fallback(agent: KnowledgeGraphAgent | PackSet, fallback: bool) -> None:
