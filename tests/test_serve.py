@@ -501,7 +501,8 @@ def _cli(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
     )
 
 
-def test_the_command_serves_until_ctrl_c(built_pack: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_the_command_serves_until_ctrl_c_or_sigterm(built_pack: Path, stop: signal.Signals) -> None:
     proc = _cli("serve", str(built_pack), "--port", "0")
     try:
         assert proc.stderr is not None
@@ -511,7 +512,7 @@ def test_the_command_serves_until_ctrl_c(built_pack: Path) -> None:
         assert httpx.get(url + "/api/v1/health", timeout=30).json()["packs"] == 1
         answer = httpx.post(url + "/api/v1/query", json={"pack": "fixture", "question": QUESTION}, timeout=60)
         assert answer.status_code == 200
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()

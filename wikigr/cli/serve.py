@@ -31,7 +31,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the REST API (/api/v1, OpenAPI at /api/v1/openapi.json) and the web page.
 
-        Listens on 127.0.0.1:8700 until Ctrl-C (or SIGTERM), then exits 0. See docs/serve.md."""
+        Listens on 127.0.0.1:8700 until Ctrl-C or SIGTERM, then exits 0. See docs/serve.md."""
         from wikigr.errors import UsageError
         from wikigr.serve import read_token_file
         from wikigr.serve import serve as run

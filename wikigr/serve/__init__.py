@@ -10,7 +10,9 @@ is imported by ``wikigr query``: the web stack loads only when a server starts.
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -92,8 +94,8 @@ def serve(
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the packs named, else the packs home, until Ctrl-C (then return) or SIGTERM.
-    ``on_ready(url)`` is called once the socket listens."""
+    """Serve the packs named, else the packs home; return after Ctrl-C or SIGTERM (requests in
+    progress are finished first). ``on_ready(url)`` is called once the socket listens."""
     check_token(token, host)
     import uvicorn
 
@@ -107,9 +109,18 @@ def serve(
     server = uvicorn.Server(config)
     if on_ready is not None:
         on_ready(url_of(sock))
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if main else None
     try:
         server.run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn has shut down (gracefully) and re-raised Ctrl-C: done
+    except KeyboardInterrupt:  # uvicorn shut down gracefully, then passed the signal on: done
         pass
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         sock.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM once uvicorn has shut down (it passes the signal on): stop as Ctrl-C does."""
+    raise KeyboardInterrupt
