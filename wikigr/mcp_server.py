@@ -11,20 +11,17 @@ Tools:
 - ``search(pack, query, top_k=None, profile=None)`` — retrieval only, no synthesis: the passages
   with their text and citations.
 
-Agents are opened once per pack (and profile) and kept for the life of the server process; when
-a pack is updated or replaced on disk, the next call reopens it. Calls are serialised: one store
-connection is never used by two threads at once. Errors come back as tool errors of one line,
-``Error: ...`` as the CLI prints them; a message the transport cannot read (not JSON, or JSON
-holding a lone surrogate such as ``"\\udcff"``, which is not Unicode text) gets a JSON-RPC error
-reply instead of silence.
+Agents are opened once per pack (and profile) and kept for the life of the server process
+(:class:`wikigr.agent_cache.AgentCache`); when a pack is updated or replaced on disk, the next call
+reopens it. Calls are serialised: one store connection is never used by two threads at once.
+Errors come back as tool errors of one line, ``Error: ...`` as the CLI prints them; a message the
+transport cannot read (not JSON, or JSON holding a lone surrogate such as ``"\\udcff"``, which is
+not Unicode text) gets a JSON-RPC error reply instead of silence.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import threading
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -37,10 +34,9 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from wikigr import __version__
-from wikigr.agent import KnowledgeGraphAgent
+from wikigr.agent_cache import AgentCache
 from wikigr.errors import WikigrError
-from wikigr.pack.pack import open_pack, pack_rows, packs_home
-from wikigr.packset import PackSet, pack_refs, passage_packs
+from wikigr.pack.pack import pack_rows, packs_home
 
 INSTRUCTIONS = (
     "Local knowledge packs built by wikigr. Call list_packs to see them, pack_info for what one "
@@ -48,55 +44,6 @@ INSTRUCTIONS = (
     "low_confidence is true), search for the raw passages with their text. Their pack argument is "
     'a pack name, a list of names, or "all" for every pack; each source names its pack.'
 )
-
-
-class AgentCache:
-    """Open agents by (pack folder, profile, mode); reopened when the pack changes on disk."""
-
-    def __init__(self) -> None:
-        self._agents: dict[tuple[str, str | None, str], tuple[tuple[int, int, int], KnowledgeGraphAgent]] = {}
-        self.lock = threading.Lock()
-
-    @staticmethod
-    def _stamp(path: Path) -> tuple[int, int, int]:
-        folder = os.stat(path)
-        manifest = os.stat(path / "manifest.json")
-        return (folder.st_ino, manifest.st_ino, manifest.st_mtime_ns)
-
-    def get(self, ref: str | list[str], profile: str | None, mode: str) -> KnowledgeGraphAgent | PackSet:
-        """The agent of one pack, or a set over the packs ``ref`` names (a list, a,b or all)."""
-        refs = pack_refs(ref)
-        if len(refs) == 1:
-            return self.one(refs[0], profile, mode)
-        packs, left_out = passage_packs(refs)
-        agents = [self.one(str(pack.path), profile, mode) for pack in packs]
-        return PackSet(agents, left_out=left_out, profile=profile)
-
-    def one(self, ref: str, profile: str | None, mode: str) -> KnowledgeGraphAgent:
-        pack = open_pack(ref)
-        key = (str(pack.path), profile, mode)
-        stamp = self._stamp(pack.path)
-        cached = self._agents.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        if cached is not None:
-            cached[1].close()
-            del self._agents[key]
-        if mode == "search":
-            # Retrieval only: no synthesis, no examples for it, never Claude.
-            agent = KnowledgeGraphAgent(pack, profile=profile, llm=None)
-            drop = {"synthesize", "few_shot", "multi_query"}
-            agent.stages = [s for s in agent.stages if s.name not in drop]
-        else:
-            agent = KnowledgeGraphAgent(pack, profile=profile)
-        self._agents[key] = (stamp, agent)
-        return agent
-
-    def close(self) -> None:
-        for _, agent in self._agents.values():
-            agent.close()
-        self._agents.clear()
-
 
 MAX_TOP_K = 100
 

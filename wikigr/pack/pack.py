@@ -116,22 +116,25 @@ def pack_rows(home: Path | None = None) -> list[dict[str, Any]]:
     for item in list_packs(home):
         if isinstance(item, tuple):
             rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
-            continue
-        m = item.manifest
-        rows.append(
-            {
-                "name": m.name,
-                "path": str(item.path),
-                "ok": True,
-                "source_kind": m.source_kind,
-                "description": m.description,
-                "articles": m.stats.articles,
-                "chunks": m.stats.chunks,
-                "runs": m.stats.runs,
-                "size": f"{m.stats.runs:,} runs"
-                if m.source_kind == "openml"
-                else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
-                "created_at": m.created_at,
-            }
-        )
+        else:
+            rows.append(pack_row(item))
     return rows
+
+
+def pack_row(pack: Pack) -> dict[str, Any]:
+    """A pack's summary row (see :func:`pack_rows`)."""
+    m = pack.manifest
+    return {
+        "name": m.name,
+        "path": str(pack.path),
+        "ok": True,
+        "source_kind": m.source_kind,
+        "description": m.description,
+        "articles": m.stats.articles,
+        "chunks": m.stats.chunks,
+        "runs": m.stats.runs,
+        "size": f"{m.stats.runs:,} runs"
+        if m.source_kind == "openml"
+        else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
+        "created_at": m.created_at,
+    }

@@ -705,6 +705,75 @@ class Store:
         rows = self.rows("MATCH (e:Entity) WHERE e.id IN $ids RETURN e.id, e.name", {"ids": entity_ids})
         return {r[0]: r[1] for r in rows}
 
+    def entity_details(self, entity_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """Each entity's (name, type), by id (ids that are not entities are left out)."""
+        rows = self._entities_by_id(entity_ids, "e.name, e.type")
+        return {r[0]: (r[1], r[2] or "") for r in rows}
+
+    def _entities_by_id(self, entity_ids: list[str], expression: str) -> list[list[Any]]:
+        """``(id, expression)`` of the given entities, one primary-key lookup each."""
+        return self.rows(
+            f"UNWIND $ids AS i MATCH (e:Entity {{id: i}}) RETURN e.id, {expression}", {"ids": entity_ids}
+        )
+
+    def chunk_entities(self, chunk_ids: list[str], per_chunk: int) -> list[tuple[str, str]]:
+        """The entities each of ``chunk_ids`` mentions, at most ``per_chunk`` each, the rarest in
+        the pack first: (chunk id, entity id)."""
+        rows = self.rows(
+            "UNWIND $ids AS i MATCH (c:Chunk {id: i})-[:HAS_ENTITY]->(e:Entity) "
+            "WITH c, e MATCH (e)<-[:HAS_ENTITY]-(x:Chunk) WITH c.id AS chunk, e.id AS entity, count(x) AS df "
+            "RETURN chunk, entity ORDER BY chunk, df, entity",
+            {"ids": chunk_ids},
+        )
+        kept: dict[str, int] = {}
+        found: list[tuple[str, str]] = []
+        for chunk, entity in rows:
+            if kept.get(chunk, 0) < per_chunk:
+                kept[chunk] = kept.get(chunk, 0) + 1
+                found.append((chunk, entity))
+        return found
+
+    def entity_edges(self, entity_ids: list[str], limit: int) -> list[tuple[str, str, str, float]]:
+        """Up to ``limit`` ENTITY_RELATION edges touching ``entity_ids`` (either end): (from, to,
+        type, weight); named relations before co-occurrences, heavier first."""
+        edges: set[tuple[str, str, str, float]] = set()
+        for pattern in (
+            "(a:Entity {id: i})-[r:ENTITY_RELATION]->(b:Entity)",
+            "(a:Entity)-[r:ENTITY_RELATION]->(b:Entity {id: i})",
+        ):
+            rows = self.rows(
+                f"UNWIND $ids AS i MATCH {pattern} RETURN a.id, b.id, r.type, r.weight", {"ids": entity_ids}
+            )
+            edges.update((r[0], r[1], r[2] or "", float(r[3] or 0.0)) for r in rows)
+        ranked = sorted(edges, key=lambda e: (e[2] == "CO_OCCURS", -e[3], e[0], e[1], e[2]))
+        return ranked[:limit]
+
+    def entity_chunks(self, entity_id: str, limit: int) -> list[str]:
+        """Up to ``limit`` chunks that mention the entity, in id order."""
+        rows = self.rows(
+            "MATCH (c:Chunk)-[:HAS_ENTITY]->(e:Entity {id: $id}) RETURN c.id ORDER BY c.id LIMIT $limit",
+            {"id": entity_id, "limit": int(limit)},
+        )
+        return [r[0] for r in rows]
+
+    def article_edges(self, article_ids: list[str], limit: int) -> list[tuple[str, str, int]]:
+        """Up to ``limit`` LINKS_TO edges touching ``article_ids`` (either end), most used first:
+        (from, to, count). Self-links are left out."""
+        rows = self.rows(
+            "MATCH (a:Article)-[r:LINKS_TO]->(b:Article) "
+            "WHERE (a.id IN $ids OR b.id IN $ids) AND a.id <> b.id "
+            "RETURN a.id, b.id, r.count ORDER BY r.count DESC, a.id, b.id LIMIT $limit",
+            {"ids": article_ids, "limit": int(limit)},
+        )
+        return [(r[0], r[1], int(r[2] or 1)) for r in rows]
+
+    def article_titles(self, article_ids: list[str]) -> dict[str, tuple[str, str]]:
+        """Each article's (title, cited URL), by id."""
+        rows = self.rows(
+            "UNWIND $ids AS i MATCH (a:Article {id: i}) RETURN a.id, a.title, a.url", {"ids": article_ids}
+        )
+        return {r[0]: (r[1] or r[0], r[2] or r[0]) for r in rows}
+
     def chunk_facts(self, chunk_ids: list[str]) -> list[tuple[str, str, str, str, str]]:
         """The facts stated in these chunks as (chunk id, subject, predicate, object, sentence)."""
         rows = self.rows(
