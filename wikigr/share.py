@@ -145,7 +145,7 @@ def _safe_rel(name: str) -> str | None:
 
 
 def _human(n: int) -> str:
-    for unit, size in (("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+    for unit, size in (("TiB", 1024 * GIB), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} bytes"
@@ -505,7 +505,8 @@ class _Intake:
                 )
             free = shutil.disk_usage(self.dest).free
             if declared > free:
-                raise self._refuse(f"it needs {_human(declared)}; {self.dest.parent} has {_human(free)} free")
+                home = self.dest.parent.parent  # the packs home, where the staging folder is
+                raise self._refuse(f"it needs {_human(declared)}; the disk of {home} has {_human(free)} free")
         self.on_manifest(manifest)
 
     def finish(self) -> Manifest:
