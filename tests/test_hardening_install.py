@@ -300,9 +300,12 @@ def test_a_member_larger_than_the_manifest_says_is_refused_from_its_header(
     assert packs_home_entries(wikigr_home) == []
 
 
-def _zeros_archive(path: Path, members: list[Member], name: str, size: int) -> Path:
+def _zeros_archive(
+    path: Path, members: list[Member], name: str, size: int, declared: int | None = None
+) -> Path:
     """``members`` then a member ``name`` of ``size`` zero bytes, written as a real gzip stream
-    (a tar bomb: ``size`` bytes compress to a thousandth of that)."""
+    (a tar bomb: ``size`` bytes compress to a thousandth of that). Its header says ``declared``
+    bytes (default ``size``): when more, the archive ends early, as a cut-off bomb would."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for info, data in members:
@@ -310,7 +313,7 @@ def _zeros_archive(path: Path, members: list[Member], name: str, size: int) -> P
         head = buffer.tell()
     # The zero member's header, then its data streamed into the compressor, then the end blocks.
     info = tarfile.TarInfo(name)
-    info.size = size
+    info.size = size if declared is None else declared
     header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
     compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
     with path.open("wb") as out:
@@ -324,19 +327,19 @@ def _zeros_archive(path: Path, members: list[Member], name: str, size: int) -> P
 
 
 @pytest.mark.parametrize(
-    ("name", "expected"),
+    ("name", "declared", "expected"),
     [
-        ("fixture/pack.db", "pack.db is 67,108,864 bytes but the manifest says"),
-        ("fixture/zeros.bin", "zeros.bin is present but not listed in the manifest"),
+        ("fixture/pack.db", None, "pack.db is 67,108,864 bytes but the manifest says"),
+        # 6 GiB declared, 64 MiB sent: refused from the header, not when the data runs out.
+        ("fixture/zeros.bin", 6 * GIB, "zeros.bin is present but not listed in the manifest"),
     ],
 )
 def test_a_tar_bomb_is_refused_before_its_data_is_written(
-    name: str, expected: str, archive: Path, tmp_path: Path, wikigr_home: Path
+    name: str, declared: int | None, expected: str, archive: Path, tmp_path: Path, wikigr_home: Path
 ) -> None:
     members = [(m, d) for m, d in read_members(archive) if m.name != "fixture/pack.db"]
-    path = _zeros_archive(tmp_path / "zeros.tar.gz", members, name, 64 * 1024 * 1024)
+    path = _zeros_archive(tmp_path / "zeros.tar.gz", members, name, 64 * 1024 * 1024, declared)
     assert path.stat().st_size < 1024 * 1024
-    # The written total is capped at what the manifest declares: a byte more is refused.
     with pytest.raises(ShareError, match=expected):
         install_pack(path, register_skill=False)
     assert packs_home_entries(wikigr_home) == []
