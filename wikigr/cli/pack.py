@@ -21,7 +21,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="Pack name (lowercase letters, digits, . _ -).")],
+    name: Annotated[
+        str, typer.Argument(help="Pack name: lowercase letters, digits, single hyphens (e.g. my-docs).")
+    ],
     urls: Annotated[
         Path | None, typer.Option("--urls", help="A urls.txt file: one URL per line, # comments.")
     ] = None,

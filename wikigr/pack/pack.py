@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
-from wikigr.pack.manifest import Manifest, load_manifest
+from wikigr.pack.manifest import Manifest, load_manifest, read_json
 from wikigr.pack.store import Store
 
 STORE_FILE = "pack.db"
@@ -71,18 +70,19 @@ class Pack:
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
-        path = self.path / CONFIG_FILE
-        if not path.is_file():
-            return {}
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InvalidPackError(f"{path} is too large")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidPackError(f"corrupt {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise InvalidPackError(f"corrupt {path}: not a JSON object")
-        return data
+        return read_config(self.path)
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """The ``kg_config.json`` of the pack folder ``folder`` as a dict ({} when absent); its
+    content is checked by :func:`wikigr.retrieval.profiles.load_pack_config`."""
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    data = read_json(path, MAX_CONFIG_BYTES, str(path))
+    if not isinstance(data, dict):
+        raise InvalidPackError(f"corrupt {path}: not a JSON object")
+    return data
 
 
 def open_pack(ref: str | Path) -> Pack:

@@ -324,7 +324,7 @@ class Store:
         state = files_state(path)
         try:
             db = _open_database(path, read_only, buffer_pool_size)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError, MemoryError) as exc:  # a damaged file raises any
             raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=read_only)
         store.opened_state = state
@@ -367,7 +367,10 @@ class Store:
     def rows(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         """Run a Cypher query and return all rows."""
         result = self._run(query, params)
-        rows: list[list[Any]] = result.get_all()
+        try:
+            rows: list[list[Any]] = result.get_all()
+        except (RuntimeError, UnicodeDecodeError) as exc:  # a damaged store's strings
+            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
         return rows
 
     def tables(self) -> list[str]:
@@ -425,12 +428,40 @@ class Store:
         tables = {**_DOCUMENT_STATS, **_OPENML_STATS}
         return {key: self.count(table) if key in counted else 0 for key, table in tables.items()}
 
+    def verify(self) -> None:
+        """Read every value of every table, and every relationship's ends, once (aggregates, so
+        nothing is held in memory: ~0.3 s for 10,000 articles). A store damaged anywhere in its
+        data — a bad export or disk, checksums that match the damage — fails here with the
+        :class:`StoreError` a query touching the damage would raise, instead of in a query later.
+        """
+        for name, kind in self.rows("CALL show_tables() RETURN name, type"):
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+                raise StoreError(f"store {self.path} has a table with an invalid name: {name!r}")
+            node = str(kind).upper() == "NODE"
+            reads = ["count(*)"] if node else ["count(*)", "sum(offset(id(a)))", "sum(offset(id(b)))"]
+            for column, type_name in self.rows(f"CALL table_info('{name}') RETURN name, type"):
+                value = f"n.`{str(column).replace('`', '')}`"
+                type_name = str(type_name)
+                if re.fullmatch(r"(FLOAT|DOUBLE)\[\d+\]", type_name):
+                    reads.append(f"sum(list_sum({value}))")
+                elif type_name == "STRING":
+                    reads.append(f"sum(size(lower({value})))")  # lower() refuses invalid UTF-8
+                elif type_name in ("INT64", "INT32", "DOUBLE", "FLOAT"):
+                    reads.append(f"sum({value})")
+                else:
+                    reads.append(f"sum(size(lower(CAST({value} AS STRING))))")
+            pattern = f"(n:{name})" if node else f"(a)-[n:{name}]->(b)"
+            try:
+                self.rows(f"MATCH {pattern} RETURN {', '.join(reads)}")
+            except StoreError as exc:
+                raise StoreError(f"store {self.path} is damaged (table {name}): {exc.message}") from exc
+
     def arrow(self, query: str, params: dict[str, Any] | None = None) -> pa.Table:
         """Run a Cypher query and return the result as an Arrow table (fast for many rows)."""
         result = self._run(query, params)
         try:
             table: pa.Table = result.get_as_arrow(chunk_size=-1)
-        except RuntimeError as exc:
+        except (RuntimeError, UnicodeDecodeError) as exc:
             raise StoreError(f"store query failed: {_one_line(exc)}") from exc
         return table
 
@@ -462,7 +493,7 @@ class Store:
                     truncated = True
                     break
                 rows.append(result.get_next())
-        except RuntimeError as exc:
+        except (RuntimeError, UnicodeDecodeError) as exc:
             raise StoreError(f"store query failed: {_one_line(exc)}") from exc
         finally:
             self._conn.set_query_timeout(0)
