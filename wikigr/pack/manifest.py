@@ -21,6 +21,7 @@ MAX_NAME = 64
 #: installed pack's folder, its skill folder and its skill's ``name`` are all this name —
 #: lowercase letters and digits in words joined by single hyphens, at most 64 characters.
 NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+RESERVED_NAMES = frozenset({"all"})  # `wikigr query all` names every installed pack
 
 
 def now_iso() -> str:
@@ -36,6 +37,8 @@ def suggest_name(name: str) -> str | None:
 
 def check_name(name: str) -> str:
     """``name`` if it follows the name rule, else a ValueError of one line suggesting one that does."""
+    if name in RESERVED_NAMES:
+        raise ValueError(f"the pack name {name!r} is reserved: `wikigr query all` asks every installed pack")
     if isinstance(name, str) and len(name) <= MAX_NAME and NAME_RE.fullmatch(name):
         return name
     suggestion = suggest_name(name) if isinstance(name, str) else None
