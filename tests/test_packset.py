@@ -175,3 +175,13 @@ def test_mcp_tools_take_a_list_or_all(two_packs: tuple[Path, Path], tmp_path: Pa
             assert [r["url"] for r in alone["results"]][:1] == [r["url"] for r in found["results"]][:1]
 
     anyio.run(session)
+
+
+def test_all_is_reserved_as_a_pack_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from wikigr.pack.manifest import check_name
+
+    with pytest.raises(ValueError, match="reserved"):
+        check_name("all")
+    assert run(["pack", "create", "all", "--url", str(DOCS / "dates.md"), "--out", str(tmp_path / "x")]) == 2
+    assert "reserved" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

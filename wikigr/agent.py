@@ -40,6 +40,7 @@ class Source:
     text: str = ""
     origin: str = "vector"
     pack: str = ""  # the name of the pack it comes from
+    chunk_id: str = ""  # the passage's id in its pack's store
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -214,7 +215,16 @@ class KnowledgeGraphAgent:
         passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]
         own = self.name  # the source's pack, unless several packs answer together
         sources = [
-            Source(c.article_title, c.section_title, c.citation_url, c.score, c.text, c.origin, c.pack or own)
+            Source(
+                c.article_title,
+                c.section_title,
+                c.citation_url,
+                c.score,
+                c.text,
+                c.origin,
+                c.pack or own,
+                c.chunk_id,
+            )
             for c in passages
         ]
         synth_ms = sum(s["ms"] for s in stages if s["stage"] == "synthesize")

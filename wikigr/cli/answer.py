@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from wikigr.cli.output import err, out, print_json
+from wikigr.cli.output import err, out, print_json, styled
 
 
 def answer(
@@ -19,14 +19,18 @@ def answer(
     profile: str | None = None,
     enable: list[str] | None = None,
     disable: list[str] | None = None,
-    top_k: int = 5,
+    top_k: int | None = None,
     model: str | None = None,
     fallback: bool = False,
     trace: bool = False,
     json_out: bool = False,
     timeout: float | None = None,
 ) -> None:
-    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
+    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``).
+
+    ``top_k`` None: the pack's (kg_config.json), else 5. When no stage answers (``--disable
+    synthesize``), the text output says so in place of the answer; the JSON has ``answer`` ""
+    and ``trace.answer_mode`` "none"."""
     from wikigr.errors import UsageError
 
     if not question.strip():
@@ -54,9 +58,12 @@ def answer(
     if json_out:
         print_json(result.to_json())
     else:
-        out.print(result.answer, markup=False, highlight=False)
+        if result.trace.get("answer_mode") == "none":
+            out.print(f"No answer: {_why_no_answer(disable)}; the sources are the passages retrieved.")
+        else:
+            out.print(result.answer, highlight=False)
         out.print()
-        out.print("[bold]Sources[/]")
+        out.print(styled("[bold]Sources[/]"))
         several = "packs" in result.trace  # several packs answered: name each source's
         for n, source in enumerate(result.sources, 1):
             where = f"{source.title} › {source.section}" if source.section else source.title
@@ -93,6 +100,12 @@ def answer(
             )
 
 
+def _why_no_answer(disable: list[str] | None) -> str:
+    if "synthesize" in (disable or []):
+        return "synthesize was disabled"
+    return "no stage of the profile answers"
+
+
 def _load_model_meanwhile() -> None:
     """Start loading the default embedder now, in a thread: onnxruntime builds the session without
     the GIL while this thread imports the rest (the agent then takes the model from the process
@@ -127,14 +140,6 @@ _INT = re.compile(r"[1-9][0-9]{0,2}")
 _SECONDS = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
-def _plain(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes in argv: let typer decide
-        return False
-    return True
-
-
 def fast_query(args: list[str]) -> Callable[[], None] | None:
     """For a plainly valid ``query PACK QUESTION [options]`` (long options as ``--name VALUE`` or
     ``--name=VALUE``, short ones as ``-p VALUE``, each at most once but ``--enable``/``--disable``;
@@ -146,8 +151,6 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
     positional: list[str] = []
     rest = iter(args[1:])
     for token in rest:
-        if not _plain(token):
-            return None
         if not token.startswith("-"):
             positional.append(token)
             continue
@@ -158,7 +161,7 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
         elif name in OPTIONS and (not equals or name.startswith("--")):
             key = OPTIONS[name]
             value = inline if equals else next(rest, None)
-            if value is None or value.startswith("-") or not _plain(value):
+            if value is None or value.startswith("-"):
                 return None
         else:
             return None  # --help, --, -k5, an unknown option...

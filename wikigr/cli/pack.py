@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import err, out, print_json
+from wikigr.cli.output import err, out, print_json, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
@@ -21,7 +21,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="Pack name (lowercase letters, digits, . _ -).")],
+    name: Annotated[
+        str, typer.Argument(help="Pack name: lowercase letters, digits, single hyphens (e.g. my-docs).")
+    ],
     urls: Annotated[
         Path | None, typer.Option("--urls", help="A urls.txt file: one URL per line, # comments.")
     ] = None,
@@ -230,11 +232,12 @@ def create(
         return
     stats = manifest.stats
     out.print(
-        f"Built pack [bold]{manifest.name}[/] at {report.path}: {stats.articles} articles, "
-        f"{stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
+        styled("Built pack [bold]{}[/] at {}: ", manifest.name, report.path),
+        f"{stats.articles} articles, {stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
         f"in {report.seconds['total']:.1f}s"
         + (f" (resumed {report.resumed} documents)" if report.resumed else "")
-        + (f" in {len(manifest.shards)} shards" if manifest.shards else "")
+        + (f" in {len(manifest.shards)} shards" if manifest.shards else ""),
+        sep="",
     )
     if report.graph is not None:
         g = report.graph
@@ -245,7 +248,7 @@ def create(
             markup=False,
         )
     if report.failed:
-        out.print(f"[yellow]{len(report.failed)} source(s) failed:[/]")
+        out.print(styled("[yellow]{} source(s) failed:[/]", len(report.failed)))
         for failed_url, error in report.failed:
             out.print(f"  {failed_url}: {error}", markup=False)
 
@@ -268,7 +271,7 @@ def list_(json_out: JsonOpt = False) -> None:
             cells = [row["name"], row["source_kind"], row["size"], row["created_at"], row["description"]]
             table.add_row(*(str(c) for c in cells))
         else:
-            table.add_row(str(row["name"]), "-", "-", "-", f"[red]broken: {row['error']}[/]")
+            table.add_row(str(row["name"]), "-", "-", "-", styled("[red]broken: {}[/]", row["error"]))
     out.print(table)
 
 
@@ -324,7 +327,7 @@ def info(
         if m.openml is not None and m.openml.malformed_rows:
             rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:
-        table.add_row(f"[bold]{key}[/]", value)
+        table.add_row(styled("[bold]{}[/]", key), value)
     out.print(table)
 
 
@@ -342,8 +345,8 @@ def validate(
         print_json(report.to_json())
     else:
         for check in report.checks:
-            mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-            out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""))
+            mark = styled("[green]ok[/]  " if check.ok else "[red]FAIL[/]")
+            out.print(mark, f"{check.name}" + (f": {check.detail}" if check.detail else ""))
         out.print(f"{path}: {'valid' if report.ok else 'INVALID'}", markup=False)
     if not report.ok:
         first = next(c for c in report.checks if not c.ok)

@@ -59,7 +59,9 @@ def register(app: typer.Typer) -> None:
         max_mb: Annotated[
             float, typer.Option("--max-mb", min=1, help="Cap on the download and on the unpacked size, MiB.")
         ] = 8192.0,
-        timeout: Annotated[float, typer.Option(min=0.1, help="Network timeout of a URL install, s.")] = 60.0,
+        timeout: Annotated[
+            float, typer.Option(min=0.1, help="Deadline of a URL install's whole download, s.")
+        ] = 600.0,
         json_out: JsonOpt = False,
     ) -> None:
         """Install a pack into the packs home, checking it first; register its Claude Code skill."""

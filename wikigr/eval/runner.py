@@ -2,9 +2,10 @@
 
 Results go to ``eval/results/<timestamp>-<profile>.json`` (every question: retrieved sources,
 ranks, answer, metrics, latency, tokens; and a summary); the manifest's ``eval_scores`` records the
-latest run. Progress is appended to ``eval/results/.<profile>.partial.jsonl`` as questions finish,
-so an interrupted evaluation resumes where it stopped (same questions and settings). Evaluating
-never writes the pack's store: it is opened read-only.
+latest run of each profile, with its date. Progress is appended to
+``eval/results/.<profile>.partial.jsonl`` as questions finish, so an interrupted evaluation
+resumes where it stopped (same questions and settings). Evaluating never writes the pack's
+store: it is opened read-only.
 """
 
 from __future__ import annotations
@@ -243,9 +244,10 @@ class Evaluator:
             return ProfileReport(agent.profile, summary, results_file, resumed)
 
     def _record(self, profile: str, summary: dict[str, Any], results_file: Path) -> None:
-        """The manifest keeps one figure per pack: the latest run."""
+        """The manifest keeps the latest run of each profile (with its date): this run replaces
+        only the entry of its own profile."""
         manifest = open_pack(self.pack.path).manifest
-        manifest.eval_scores = EvalScores(
+        latest = EvalScores(
             date=now_iso(),
             profile=profile,
             questions=summary["questions"],
@@ -256,6 +258,8 @@ class Evaluator:
                 if isinstance(v, int | float) and not isinstance(v, bool) and v is not None
             },
         )
+        others = [s for s in manifest.eval_scores or [] if s.profile != profile]
+        manifest.eval_scores = sorted([*others, latest], key=lambda s: s.profile)
         manifest.dump(self.pack.path / layout.MANIFEST_FILE)
 
     def _evaluate_one(

@@ -432,6 +432,24 @@ class KeywordIndex:
         """The number of indexed chunks."""
         return len(self._chunk_ids)
 
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``text`` as this index reads them (its own stopwords)."""
+        return tokenize(text, self._stopwords)
+
+    def idf(self, tokens: Sequence[str]) -> dict[str, float]:
+        """A smoothed inverse document frequency of each token, ``ln((N + 1) / (df + 1)) + 0.5``
+        (a token the index never saw counts as the rarest)."""
+        total = len(self._chunk_ids)
+        weights: dict[str, float] = {}
+        for token in tokens:
+            column = self._vocab.get(token)
+            columns = len(self._indptr) - 1
+            df = 0
+            if isinstance(column, int) and not isinstance(column, bool) and 0 <= column < columns:
+                df = int(self._indptr[column + 1]) - int(self._indptr[column])
+            weights[token] = float(np.log((total + 1) / (df + 1))) + 0.5
+        return weights
+
     def _token_ids(self, query: str) -> list[int]:
         columns = len(self._indptr) - 1
         ids: list[int] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
-from wikigr.pack.manifest import Manifest, load_manifest
+from wikigr.pack.manifest import Manifest, load_manifest, read_json
 from wikigr.pack.store import Store
 
 STORE_FILE = "pack.db"
@@ -97,18 +96,19 @@ class Pack:
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
-        path = (self.config_from or self.path) / CONFIG_FILE
-        if not path.is_file():
-            return {}
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InvalidPackError(f"{path} is too large")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidPackError(f"corrupt {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise InvalidPackError(f"corrupt {path}: not a JSON object")
-        return data
+        return read_config(self.config_from or self.path)
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """The ``kg_config.json`` of the pack folder ``folder`` as a dict ({} when absent); its
+    content is checked by :func:`wikigr.retrieval.profiles.load_pack_config`."""
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    data = read_json(path, MAX_CONFIG_BYTES, str(path))
+    if not isinstance(data, dict):
+        raise InvalidPackError(f"corrupt {path}: not a JSON object")
+    return data
 
 
 def open_pack(ref: str | Path) -> Pack:
@@ -142,22 +142,25 @@ def pack_rows(home: Path | None = None) -> list[dict[str, Any]]:
     for item in list_packs(home):
         if isinstance(item, tuple):
             rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
-            continue
-        m = item.manifest
-        rows.append(
-            {
-                "name": m.name,
-                "path": str(item.path),
-                "ok": True,
-                "source_kind": m.source_kind,
-                "description": m.description,
-                "articles": m.stats.articles,
-                "chunks": m.stats.chunks,
-                "runs": m.stats.runs,
-                "size": f"{m.stats.runs:,} runs"
-                if m.source_kind == "openml"
-                else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
-                "created_at": m.created_at,
-            }
-        )
+        else:
+            rows.append(pack_row(item))
     return rows
+
+
+def pack_row(pack: Pack) -> dict[str, Any]:
+    """A pack's summary row (see :func:`pack_rows`)."""
+    m = pack.manifest
+    return {
+        "name": m.name,
+        "path": str(pack.path),
+        "ok": True,
+        "source_kind": m.source_kind,
+        "description": m.description,
+        "articles": m.stats.articles,
+        "chunks": m.stats.chunks,
+        "runs": m.stats.runs,
+        "size": f"{m.stats.runs:,} runs"
+        if m.source_kind == "openml"
+        else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
+        "created_at": m.created_at,
+    }

@@ -11,9 +11,10 @@ import errno
 import mimetypes
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -471,6 +472,11 @@ def _make_client(options: FetchOptions) -> httpx.Client:
     )
 
 
+def _close_when_done(futures: list[Future[FetchResult]], client: httpx.Client) -> None:
+    wait(futures)
+    client.close()
+
+
 def fetch_all(
     urls: list[str],
     options: FetchOptions,
@@ -490,20 +496,26 @@ def fetch_all(
         spellings.setdefault(normalize_url(url), []).append(i)
     results: list[FetchResult | None] = [None] * len(urls)
     workers = min(options.workers, len(spellings))
-    with _make_client(options) as client, ThreadPoolExecutor(max_workers=workers) as pool:
-        futures: dict[Future[FetchResult], list[int]] = {
-            pool.submit(fetch_one, urls[where[0]], options, client): where for where in spellings.values()
-        }
-        try:
-            for future in as_completed(futures):
-                fetched = future.result()
-                for i in futures[future]:
-                    result = fetched if urls[i] == fetched.url else replace(fetched, url=urls[i])
-                    results[i] = result
-                    if on_progress is not None:
-                        on_progress(result)
-        except BaseException:
-            for pending in futures:
-                pending.cancel()
-            raise
+    client = _make_client(options)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wikigr-fetch")
+    futures: dict[Future[FetchResult], list[int]] = {
+        pool.submit(fetch_one, urls[where[0]], options, client): where for where in spellings.values()
+    }
+    try:
+        for future in as_completed(futures):
+            fetched = future.result()
+            for i in futures[future]:
+                result = fetched if urls[i] == fetched.url else replace(fetched, url=urls[i])
+                results[i] = result
+                if on_progress is not None:
+                    on_progress(result)
+    except BaseException:
+        # Interrupted (Ctrl-C) or on_progress raised: drop the queued fetches and do not wait for
+        # the running ones, which may be blocked in a read for up to the timeout (a slow server).
+        # Their results are not wanted; a daemon thread closes the client once they are done.
+        pool.shutdown(wait=False, cancel_futures=True)
+        threading.Thread(target=_close_when_done, args=(list(futures), client), daemon=True).start()
+        raise
+    pool.shutdown()
+    client.close()
     return [r for r in results if r is not None]

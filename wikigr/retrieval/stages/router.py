@@ -13,8 +13,9 @@ Strategies are lists of retrieval stages run on a fresh state:
 - ``graph``: vector, keyword, title_match, ppr;
 - ``graph_paths``: vector, keyword, title_match, vector_cypher (the paths widen the pool), ppr;
 - ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr;
-- ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links);
-- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed);
+- ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links), pair (the
+  two passages that cover the question together first);
+- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed), pair;
 - ``openml``: openml_tools (an OpenML pack's tools answer from its runs: docs/openml.md).
 
 An OpenML pack has no passages: whatever the policy, its tools answer (the ``openml`` strategy,
@@ -65,8 +66,8 @@ STRATEGIES: dict[str, list[str]] = {
     # second hops under its own similarity scores.
     "graph_paths": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
     "wide": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
-    "entity": ["vector", "keyword", "title_match", "ppr", "bridge"],
-    "links": ["vector", "keyword", "title_match", "bridge"],
+    "entity": ["vector", "keyword", "title_match", "ppr", "bridge", "pair"],
+    "links": ["vector", "keyword", "title_match", "bridge", "pair"],
     "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
     "openml": ["openml_tools"],
 }
