@@ -206,7 +206,7 @@ def test_a_shard_written_on_another_machine_comes_back_as_a_tar(ray_cluster: Any
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(tmp_path / "shard", filter="data")
     assert validate_pack(tmp_path / "shard").ok
-    assert json.loads((tmp_path / "shard" / "manifest.json").read_text())["name"] == "far.s01"
+    assert json.loads((tmp_path / "shard" / "manifest.json").read_text())["name"] == "far-s01"
 
 
 def test_an_update_on_ray_embeds_only_what_changed(

@@ -49,7 +49,7 @@ def test_a_pack_in_shards_lists_its_shards_with_checksums(sharded: Path, one_sto
     for record in manifest.shards:
         shard = sharded / record.path
         assert record.sha256 == store_digest(shard / "pack.db")
-        assert load_manifest(shard / "manifest.json").name == record.name == f"wiki.s{record.path[-2:]}"
+        assert load_manifest(shard / "manifest.json").name == record.name == f"wiki-s{record.path[-2:]}"
         assert record.chunks > 0 and validate_pack(shard).ok  # each shard is a pack of its own
     # Every document is in exactly one shard: the sums are the one-store pack's.
     for key in ("articles", "sections", "chunks"):
@@ -73,7 +73,7 @@ def test_a_pack_in_shards_answers_as_one_pack(
             for question in QUESTIONS:
                 result = agent.query(question)
                 assert {s.pack for s in result.sources} == {"wiki"}  # sources name the logical pack
-                assert {p["pack"] for p in result.trace["packs"]} == {"wiki.s00", "wiki.s01", "wiki.s02"}
+                assert {p["pack"] for p in result.trace["packs"]} == {"wiki-s00", "wiki-s01", "wiki-s02"}
                 assert result.sources[0].title == whole.query(question).sources[0].title
     code, out, err = cli(capsys, "query", str(sharded), QUESTIONS[1], "--json")
     assert code == 0, err
@@ -148,7 +148,7 @@ def test_validate_and_install_refuse_a_tampered_or_missing_shard(
 
 def test_one_store_commands_say_the_pack_is_in_shards(sharded: Path) -> None:
     pack = open_pack(sharded)
-    assert pack.sharded and [s.name for s in pack.shards()] == ["wiki.s00", "wiki.s01", "wiki.s02"]
+    assert pack.sharded and [s.name for s in pack.shards()] == ["wiki-s00", "wiki-s01", "wiki-s02"]
     with pytest.raises(InvalidPackError, match="is in 3 shards, not one store"):
         pack.open_store()
 
@@ -257,3 +257,17 @@ def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
     [hop] = [s for s in sources if s.title == "Zephyr Quill"]
     assert hop.origin == "bridge" and hop.pack == "hop"
+
+
+def test_the_agent_cache_of_mcp_and_serve_opens_a_pack_in_shards(sharded: Path) -> None:
+    from wikigr.agent_cache import AgentCache
+
+    cache = AgentCache()
+    try:
+        agent = cache.get(str(sharded), None, "search")
+        assert isinstance(agent, PackSet) and len(agent.agents) == 3
+        assert agent.query(QUESTIONS[1]).sources[0].pack == "wiki"
+        with cache.use([str(sharded)], None, "query") as used:
+            assert isinstance(used, PackSet) and used.query(QUESTIONS[1]).sources[0].title == "Bread"
+    finally:
+        cache.close()

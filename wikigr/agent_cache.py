@@ -70,7 +70,7 @@ class AgentCache:
         if len(refs) == 1 and not open_pack(refs[0]).sharded:
             return self.one(refs[0], profile, mode, enable, disable)
         packs, left_out = passage_packs(refs)  # a pack in shards: its shards
-        agents = [self.one(str(pack.path), profile, mode, enable, disable) for pack in packs]
+        agents = [self._entry(pack, profile, mode, enable, disable).agent for pack in packs]
         return PackSet(agents, left_out=left_out, profile=profile)
 
     def one(
@@ -122,7 +122,8 @@ class AgentCache:
     def _entry(
         self, pack: Pack, profile: str | None, mode: str, enable: Sequence[str], disable: Sequence[str]
     ) -> _Entry:
-        key: Key = (str(pack.path), profile, mode, tuple(sorted(set(enable))), tuple(sorted(set(disable))))
+        where = f"{pack.path}#{pack.shard_of}" if pack.shard_of else str(pack.path)  # a shard of a pack
+        key: Key = (where, profile, mode, tuple(sorted(set(enable))), tuple(sorted(set(disable))))
         stamp = self._stamp(pack.path)
         with self._guard:
             entry = self._agents.get(key)

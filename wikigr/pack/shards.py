@@ -60,9 +60,9 @@ PASSES = 3  # of the streaming partition (chosen on MuSiQue's dev questions: ben
 
 
 def shard_name(name: str, index: int) -> str:
-    """The name in a shard's own manifest: ``NAME.sNN`` (a valid pack name, at most 64 characters)."""
-    suffix = f".s{index:02d}"
-    return name[: 64 - len(suffix)] + suffix
+    """The name in a shard's own manifest: ``NAME-sNN`` (a valid pack name, at most 64 characters)."""
+    suffix = f"-s{index:02d}"
+    return name[: 64 - len(suffix)].rstrip("-") + suffix
 
 
 def _names(doc: _Prepared) -> set[str]:
