@@ -50,6 +50,7 @@ MUSIQUE = ROOT.parent / "shared" / "data" / "multihop" / "musique_train100"
 MAIN_MUSIQUE_PACK = Path("/work/main/bench/work/musique-100")  # vectors to reuse, when there
 DIM = 384
 STAT_KEYS = ("chunks", "entities", "relations", "facts")
+SHARD_CHUNKS = 100_000  # the cost model's shard size
 
 
 def load() -> list[float]:
@@ -573,6 +574,27 @@ def cost_model(
             "exact_query_ms_one_store": round(latency["one_store_ms"]["p50"] * n / latency["chunks"], 0)
             if latency
             else None,
+        }
+        # In shards of SHARD_CHUNKS, each written by a Ray task: the skeleton and the write of a
+        # shard run on a worker, the shards in parallel; the driver keeps the merge only.
+        shards = math.ceil(n / SHARD_CHUNKS)
+        per_shard_s = c2 * SHARD_CHUNKS**2 + SHARD_CHUNKS / write["write_chunks_per_s"]
+        sharded_worker_h = worker_h + shards * per_shard_s / 3600
+        merge_h = n * (driver_s_per_chunk - 1 / write["write_chunks_per_s"]) / 3600
+        model["targets"][str(n)]["in_shards"] = {
+            "shards": shards,
+            "chunks_per_shard": SHARD_CHUNKS,
+            "worker_machine_hours": round(sharded_worker_h, 1),
+            "hours_by_machines": {
+                str(m): round(max(sharded_worker_h / m, per_shard_s / 3600) + merge_h, 1)
+                for m in (1, 10, 100, 1000)
+            },
+            "machines_to_finish_within": {
+                f"{h}h": math.ceil(sharded_worker_h / (h - merge_h)) if h > merge_h else None for h in (8, 24)
+            },
+            "exact_query_ms_per_shard": (
+                round(latency["one_store_ms"]["p50"] * SHARD_CHUNKS / latency["chunks"]) if latency else None
+            ),
         }
     return model
 
