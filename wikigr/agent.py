@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from wikigr.embed import embedder_info, get_embedder
-from wikigr.errors import EmbedderUnavailableError, UsageError
+from wikigr.embed import check_record, pack_embedder
+from wikigr.errors import UsageError
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.pack.store import query_buffer_pool_size
 from wikigr.retrieval.pipeline import run_stages
@@ -67,13 +67,7 @@ class AgentResult:
 
 def check_embedder(pack: Pack) -> None:
     """Refuse a pack whose recorded embedder is not available (or disagrees with ours)."""
-    record = pack.manifest.embedder
-    info = embedder_info(record.name)
-    if info.dimension != record.dimension:
-        raise EmbedderUnavailableError(
-            f"pack {pack.name} records embedder {record.name} with dimension {record.dimension}, "
-            f"but it has dimension {info.dimension} here"
-        )
+    check_record(pack.manifest.embedder, f"pack {pack.name}")
 
 
 class KnowledgeGraphAgent:
@@ -123,8 +117,10 @@ class KnowledgeGraphAgent:
         # passages embeds every question; another (OpenML) loads the model on first use.
         embedder = None
         with ThreadPoolExecutor(max_workers=2) as pool:
-            name = self.pack.manifest.embedder.name
-            embedder_future = pool.submit(get_embedder, name) if self.pack.manifest.stats.chunks else None
+            record, pack_name = self.pack.manifest.embedder, f"pack {self.pack.name}"
+            embedder_future = (
+                pool.submit(pack_embedder, record, pack_name) if self.pack.manifest.stats.chunks else None
+            )
             store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
             try:
                 embedder = embedder_future.result() if embedder_future else None

@@ -92,9 +92,9 @@ class Context:
     def embedder(self) -> Embedder:
         """The pack's embedder, loaded on first use unless the agent loaded it with the store."""
         if self.loaded_embedder is None:
-            from wikigr.embed import get_embedder
+            from wikigr.embed import pack_embedder
 
-            self.loaded_embedder = get_embedder(self.pack.manifest.embedder.name)
+            self.loaded_embedder = pack_embedder(self.pack.manifest.embedder, f"pack {self.pack.name}")
         return self.loaded_embedder
 
     @property
