@@ -18,10 +18,12 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import socket
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -89,6 +91,25 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached, or None when it answers (or a proxy or
+    HF_HUB_OFFLINE decides). One connection: offline, huggingface_hub would retry every file for
+    half a minute each before it gave up."""
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    if os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return None  # huggingface_hub fails at once
+    endpoint = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host = endpoint.hostname or "huggingface.co"
+    try:
+        socket.create_connection(
+            (host, endpoint.port or (80 if endpoint.scheme == "http" else 443)), 10
+        ).close()
+    except OSError as exc:
+        return f"{host} cannot be reached ({_reason(exc)})"
+    return None
+
+
 def _load(cls: Any, model: str, what: str, **kwargs: Any) -> Any:
     """``cls(model)`` (SentenceTransformer or CrossEncoder): a local folder, else a name from the
     Hugging Face cache, else a name downloaded; a failure is one line."""
@@ -102,14 +123,17 @@ def _load(cls: Any, model: str, what: str, **kwargs: Any) -> Any:
             return cls(model, local_files_only=True, **kwargs)  # from the cache: no network
         except Exception:  # noqa: BLE001  (not in the cache: download it below)
             pass
+        failed = f"cannot load {what}: {model!r} is not a local folder, not in the Hugging Face cache, "
+        unreachable = _hub_unreachable()
+        if unreachable:
+            raise EmbedderUnavailableError(f"{failed}and could not be downloaded: {unreachable}")
         try:
             return cls(model, **kwargs)
         except Exception as exc:
             offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
             note = " (HF_HUB_OFFLINE is set)" if offline else ""
             raise EmbedderUnavailableError(
-                f"cannot load {what}: {model!r} is not a local folder, not in the Hugging Face cache, "
-                f"and could not be downloaded{note}: {_reason(exc)}"
+                f"{failed}and could not be downloaded{note}: {_reason(exc)}"
             ) from exc
 
 
