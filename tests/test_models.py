@@ -206,6 +206,34 @@ def test_st_pack_retrieves_what_the_builtin_embedder_retrieves(st_pack: Path, bu
 
 
 @needs_st
+def test_questions_get_the_models_query_prompt(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, minilm: Path
+) -> None:
+    folder = tmp_path / "prompted"
+    shutil.copytree(minilm, folder)
+    config = json.loads((folder / "config_sentence_transformers.json").read_text())
+    config["prompts"] = {"query": "query: ", "document": "passage: "}
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(config))
+    pack = tmp_path / "prompted-pack"
+    code, _, err = cli(
+        capsys, "pack", "create", "prompted", "--url", DOCS.as_uri(), "--out", str(pack), "--no-graph",
+        "--embedder", f"st:{folder}",
+    )  # fmt: skip
+    assert code == 0, err
+    embedder = get_embedder(f"st:{folder}")
+    question = "How do I set a socket timeout?"
+    plain = get_embedder(f"st:{minilm}")  # the same weights, no prompts
+    assert np.allclose(embedder.embed_queries([question]), plain.embed([f"query: {question}"]), atol=1e-5)  # type: ignore[attr-defined]
+    assert np.allclose(embedder.embed([question]), plain.embed([f"passage: {question}"]), atol=1e-5)
+    stored = chunk_vectors(pack)
+    text = sorted(stored)[0]
+    assert np.allclose(stored[text], plain.embed([f"passage: {text}"])[0], atol=1e-5)
+    with KnowledgeGraphAgent(pack, profile="baseline", llm=None) as agent:
+        state = QueryState(question=question, ctx=agent.context)
+        assert np.allclose(state.vector(), plain.embed([f"query: {question}"])[0], atol=1e-5)
+
+
+@needs_st
 def test_pack_info_shows_the_embedder(
     capsys: pytest.CaptureFixture[str], st_pack: Path, minilm: Path
 ) -> None:
@@ -242,6 +270,10 @@ def test_a_model_with_other_weights_under_the_packs_name_is_refused(
         "--embedder", f"st:{model_folder}",
     )  # fmt: skip
     assert code == 0, err
+    record = load_manifest(pack / "manifest.json").embedder
+    code, _, err = cli(capsys, "pack", "update", str(pack))  # the same model: updates as usual
+    assert code == 0, err
+    assert load_manifest(pack / "manifest.json").embedder == record
     # The same name now holds other weights (a fine-tuned copy, say): the pack's vectors are not its.
     model = SentenceTransformer(str(model_folder), local_files_only=True)
     for parameter in model.parameters():

@@ -175,9 +175,19 @@ class SentenceTransformerEmbedder:
         self.digest = weights_digest(self._model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Passages (and anything else but the questions), with the model's "document" prompt if
+        it has one."""
+        return self._encode("encode_document", texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions, with the model's "query" prompt if it has one (e5, bge...)."""
+        return self._encode("encode_query", texts)
+
+    def _encode(self, method: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), np.float32)
-        vectors = self._model.encode(
+        encode = getattr(self._model, method, None) or self._model.encode  # older: no prompts
+        vectors = encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,

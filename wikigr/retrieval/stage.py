@@ -150,7 +150,8 @@ class QueryState:
         """The embedding of ``text`` (default: the question), computed once."""
         key = self.question if text is None else text
         if key not in self._vectors:
-            self._vectors[key] = self.ctx.embedder.embed([key])[0]
+            embed = getattr(self.ctx.embedder, "embed_queries", self.ctx.embedder.embed)  # st: prompts
+            self._vectors[key] = embed([key])[0]
         return self._vectors[key]
 
     def sort(self) -> None:
