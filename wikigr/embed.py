@@ -288,8 +288,8 @@ def embedder_info(name: str) -> EmbedderInfo:
     from wikigr.models import st  # imports neither sentence_transformers nor torch
 
     if name.startswith(st.PREFIX):
+        model = st.resolve(name[len(st.PREFIX) :])  # a folder that is not there: said first
         st.require(f"embedder {name}")
-        model = st.resolve(name[len(st.PREFIX) :])
         return EmbedderInfo(st.PREFIX + model, None, st.BACKEND, model)
     known = ", ".join(sorted(_REGISTRY))
     raise EmbedderUnavailableError(
