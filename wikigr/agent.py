@@ -65,11 +65,6 @@ class AgentResult:
         }
 
 
-def check_embedder(pack: Pack) -> None:
-    """Refuse a pack whose recorded embedder is not available (or disagrees with ours)."""
-    check_record(pack.manifest.embedder, f"pack {pack.name}")
-
-
 class KnowledgeGraphAgent:
     """A pack opened for questions. ``llm="auto"`` uses Claude when ANTHROPIC_API_KEY is set."""
 
@@ -112,7 +107,7 @@ class KnowledgeGraphAgent:
             )
         self.llm = llm
         self.fallback = fallback
-        check_embedder(self.pack)
+        check_record(self.pack.manifest.embedder, f"pack {self.pack.name}")  # before anything loads
         # Loading the model and opening the store are independent: do both at once. Only a pack of
         # passages embeds every question; another (OpenML) loads the model on first use.
         embedder = None
