@@ -129,6 +129,27 @@ def test_st_without_sentence_transformers_is_one_line_with_the_install_command(
     assert not (tmp_path / "x").exists()
 
 
+def test_a_pack_whose_model_cannot_be_loaded_here_does_not_validate_and_is_not_queried(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, built_pack: Path, tmp_path: Path
+) -> None:
+    pack = copy_pack(built_pack, tmp_path)
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["embedder"] = {
+        "name": "st:example-org/model",
+        "dimension": 384,
+        "backend": "sentence-transformers",
+    }
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if the extra were not installed
+    code, out, _ = cli(capsys, "pack", "validate", str(pack), "--json")
+    assert code == 1
+    check = next(c for c in json.loads(out)["checks"] if c["name"] == "embedder")
+    assert not check["ok"] and "uv sync --extra models" in check["detail"]
+    code, _, err = cli(capsys, "query", str(pack), "socket timeout")
+    assert code == 1
+    assert_one_error(err, "embedder st:example-org/model needs sentence-transformers, which is not installed")
+
+
 def test_unknown_embedder_and_missing_folder_are_one_line_errors(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

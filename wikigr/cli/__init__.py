@@ -64,7 +64,7 @@ def _run_app(args: list[str]) -> int:
     from wikigr.cli.typer_app import app
 
     try:
-        app(args=args, prog_name="wikigr", standalone_mode=False)
+        code = app(args=args, prog_name="wikigr", standalone_mode=False)
     except NoArgsIsHelpError as exc:
         print(exc.format_message())
         return 0
@@ -75,7 +75,7 @@ def _run_app(args: list[str]) -> int:
     except typer.TyperException as exc:  # usage errors (exit 2) and other click-style errors
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         return _fail(message, int(getattr(exc, "exit_code", 1)))
-    return 0
+    return code if isinstance(code, int) else 0  # typer 0.29 returns a typer.Exit's code
 
 
 def main() -> None:
