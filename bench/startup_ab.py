@@ -71,8 +71,8 @@ def main() -> int:
     print(
         f"a ({args.a}): p50 {summary['a']['p50_s']} s, p95 {summary['a']['p95_s']} s\n"
         f"b ({args.b}): p50 {summary['b']['p50_s']} s, p95 {summary['b']['p95_s']} s\n"
-        f"b / a p50: {results['b_over_a_p50']}; load average {load_start} -> {results['load_average_at_end']}; "
-        f"wrote {args.out}"
+        f"b / a p50: {results['b_over_a_p50']}; "
+        f"load average {load_start} -> {results['load_average_at_end']}; wrote {args.out}"
     )
     return 0
 
