@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from wikigr.embed import embedder_info, get_embedder
-from wikigr.errors import EmbedderUnavailableError, UsageError
+from wikigr.embed import check_record, pack_embedder
+from wikigr.errors import UsageError
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.pack.store import query_buffer_pool_size
 from wikigr.retrieval.pipeline import run_stages
@@ -75,17 +75,6 @@ class AgentResult:
         }
 
 
-def check_embedder(pack: Pack) -> None:
-    """Refuse a pack whose recorded embedder is not available (or disagrees with ours)."""
-    record = pack.manifest.embedder
-    info = embedder_info(record.name)
-    if info.dimension != record.dimension:
-        raise EmbedderUnavailableError(
-            f"pack {pack.name} records embedder {record.name} with dimension {record.dimension}, "
-            f"but it has dimension {info.dimension} here"
-        )
-
-
 class KnowledgeGraphAgent:
     """A pack opened for questions. ``llm="auto"`` uses Claude when ANTHROPIC_API_KEY is set."""
 
@@ -128,13 +117,15 @@ class KnowledgeGraphAgent:
             )
         self.llm = llm
         self.fallback = fallback
-        check_embedder(self.pack)
+        check_record(self.pack.manifest.embedder, f"pack {self.pack.name}")  # before anything loads
         # Loading the model and opening the store are independent: do both at once. Only a pack of
         # passages embeds every question; another (OpenML) loads the model on first use.
         embedder = None
         with ThreadPoolExecutor(max_workers=2) as pool:
-            name = self.pack.manifest.embedder.name
-            embedder_future = pool.submit(get_embedder, name) if self.pack.manifest.stats.chunks else None
+            record, pack_name = self.pack.manifest.embedder, f"pack {self.pack.name}"
+            embedder_future = (
+                pool.submit(pack_embedder, record, pack_name) if self.pack.manifest.stats.chunks else None
+            )
             store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
             try:
                 embedder = embedder_future.result() if embedder_future else None

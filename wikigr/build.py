@@ -122,6 +122,7 @@ class _Cache:
         fingerprint = {
             "cache_format": CACHE_FORMAT,
             "embedder": embedder.name,
+            "embedder_digest": embedder.digest,
             "max_words": options.max_words,
             "overlap_words": options.overlap_words,
             "wikigr": __version__,
@@ -657,7 +658,7 @@ def write_documents_pack(
         created_at=now_iso(),
         wikigr_version=__version__,
         source_kind="documents",
-        embedder=EmbedderRecord(name=embedder.name, dimension=embedder.dimension, backend=embedder.backend),
+        embedder=EmbedderRecord(embedder.name, embedder.dimension, embedder.backend, embedder.digest),
         schema_version=SCHEMA_VERSION,
         vector_index="hnsw" if stats.pop("vector_index") else "exact",
         stats=GraphStats(**stats),

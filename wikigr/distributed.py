@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from wikigr.build import BuildOptions, _Cache, _Prepared
+    from wikigr.embed import Embedder
     from wikigr.graph.build import GraphReport
     from wikigr.graph.extract import Extraction
     from wikigr.pack.manifest import Manifest, SourceRecord
@@ -72,6 +73,14 @@ class RayOptions:
     batch_chunks: int = BATCH_CHUNKS
     batch_urls: int = BATCH_URLS
     in_flight: int = 2  # tasks submitted ahead per CPU of the cluster (bounds the object store's use)
+
+
+def _dimension(embedder: str) -> int:
+    """The dimension of an embedder's vectors (loading the model only when the registry does not
+    know it: st: and onnx: models)."""
+    from wikigr.embed import embedder_info, get_embedder
+
+    return embedder_info(embedder).dimension or get_embedder(embedder).dimension
 
 
 def _one_line(exc: BaseException) -> str:
@@ -201,7 +210,7 @@ def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: boo
     parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed), and find
     each chunk's keyword names; the documents as Arrow."""
     from wikigr.build import _embed_pending, _prepare, _prepare_passage, passage_url
-    from wikigr.embed import embedder_info, get_embedder
+    from wikigr.embed import get_embedder
     from wikigr.graph.extract import keyword_entities
     from wikigr.progress import no_progress
     from wikigr.sources.fetch import fetch_all
@@ -222,7 +231,7 @@ def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: boo
                 [[m.name, m.type, m.key] for m in keyword_entities(item.title, chunk["text"])]
                 for chunk in item.chunks
             ]
-    return to_arrow(items, embedder_info(options.embedder).dimension)
+    return to_arrow(items, _dimension(options.embedder))
 
 
 def extract_batch(texts: list[str]) -> list[Extraction]:
@@ -378,7 +387,6 @@ def write_shards_on_ray(
 ) -> list[Manifest]:
     """Write the shards of ``jobs`` (folder, index, documents, sources) in parallel, one Ray task
     each, and unpack each into ``folder``; return their manifests, in the order of ``jobs``."""
-    from wikigr.embed import embedder_info
     from wikigr.pack import pack as layout
     from wikigr.pack.manifest import load_manifest
 
@@ -387,7 +395,7 @@ def write_shards_on_ray(
     remote = _remote(ray, "write_shard")
     shipped = ray.put(replace(options, llm=None, ray=None))
     shared_aliases = ray.put(aliases or {})
-    dim = embedder_info(options.embedder).dimension
+    dim = _dimension(options.embedder)
     node = ray.get_runtime_context().get_node_id()
     refs = [
         remote.remote(
@@ -444,14 +452,12 @@ def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressC
 
 
 class RayEmbedder:
-    """An embedder (wikigr.embed.Embedder) whose ``embed`` runs on the workers, a share of the
+    """``embedder`` (wikigr.embed.Embedder) with its ``embed`` run on the workers, a share of the
     texts per CPU of the cluster."""
 
-    def __init__(self, options: RayOptions, name: str) -> None:
-        from wikigr.embed import embedder_info
-
-        info = embedder_info(name)
-        self.name, self.dimension, self.backend = info.name, info.dimension, info.backend
+    def __init__(self, options: RayOptions, embedder: Embedder) -> None:
+        self.name, self.dimension, self.backend = embedder.name, embedder.dimension, embedder.backend
+        self.digest = embedder.digest
         self.options = options
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

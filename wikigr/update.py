@@ -50,7 +50,7 @@ from wikigr.build import (
     fetch_sources,
     write_documents_pack,
 )
-from wikigr.embed import get_embedder
+from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, SourceRecord
@@ -201,7 +201,7 @@ def update_pack(
         url_list = (pack.path / layout.URLS_FILE).read_text(encoding="utf-8")
     options = options or BuildOptions()
     options.embedder = old.embedder.name
-    embedder = get_embedder(old.embedder.name)
+    embedder = pack_embedder(old.embedder, f"pack {old.name}")
     target = pack.path
     seconds: dict[str, float] = {}
     report = UpdateReport(path=target, manifest=old)
@@ -256,7 +256,7 @@ def update_pack(
             from wikigr.distributed import RayEmbedder
 
             report.chunks_embedded = _embed_pending(
-                fresh, RayEmbedder(options.ray, embedder.name), cache, progress, pool.get
+                fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
             )
         else:
             report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)

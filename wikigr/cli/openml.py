@@ -22,11 +22,14 @@ def create_openml_pack(
     fresh: bool = False,
     json_out: bool = False,
     api: Any = None,
+    embedder: str | None = None,
 ) -> None:
     from wikigr.cli.progress import ProgressBars
     from wikigr.openml.build import OpenMLBuildOptions, build_openml_pack
 
     options = OpenMLBuildOptions(description=description, measure=measure, licence=licence, fresh=fresh)
+    if embedder is not None:
+        options.embedder = embedder
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
     with bars.progress:
         report = build_openml_pack(

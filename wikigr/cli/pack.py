@@ -95,6 +95,16 @@ def create(
             "--graph-beta", min=0.0, max=1.0, help="Share of chunks (skeleton) that get the full extraction."
         ),
     ] = 0.25,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            metavar="NAME",
+            help="Embedding model: all-MiniLM-L6-v2-int8 (built in, the default), st:MODEL "
+            "(sentence-transformers: a Hugging Face name or a local folder; the models extra) "
+            "or onnx:FOLDER (model.onnx + tokenizer.json). Default: $WIKIGR_EMBEDDER, else built in.",
+        ),
+    ] = None,
     ray: Annotated[
         bool,
         typer.Option(
@@ -149,6 +159,7 @@ def create(
             licence=licence,
             fresh=fresh,
             json_out=json_out,
+            embedder=embedder,
         )
         return
     if measure is not None or licence:
@@ -185,6 +196,8 @@ def create(
         fresh=fresh,
         graph=not no_graph,
     )
+    if embedder is not None:
+        options.embedder = embedder
     options.graph_options.beta = graph_beta
     if ray:
         from wikigr.distributed import RayOptions, require_ray
@@ -311,6 +324,7 @@ def info(
         ("format / schema", f"{m.format_version} / {m.schema_version}"),
         ("source kind", m.source_kind),
         ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
+        ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
         ("articles", str(stats["articles"])),
         ("sections", str(stats["sections"])),
@@ -323,7 +337,7 @@ def info(
     if m.source_kind == "openml":  # the star's counts instead of the document graph's
         from wikigr.cli.openml import OPENML_STATS
 
-        rows = rows[:8] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
+        rows = rows[:9] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
         if m.openml is not None and m.openml.malformed_rows:
             rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:

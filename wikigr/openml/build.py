@@ -397,9 +397,7 @@ def build_openml_pack(
             created_at=now_iso(),
             wikigr_version=__version__,
             source_kind="openml",
-            embedder=EmbedderRecord(
-                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
-            ),
+            embedder=EmbedderRecord(embedder.name, embedder.dimension, embedder.backend, embedder.digest),
             schema_version=OPENML_SCHEMA_VERSION,
             vector_index="exact",
             stats=GraphStats(**stats),

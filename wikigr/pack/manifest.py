@@ -70,6 +70,7 @@ class EmbedderRecord:
     name: str
     dimension: int
     backend: str
+    digest: str = ""  # sha256 of the weights (wikigr/embed.py); "" in packs built before it was recorded
 
     def __post_init__(self) -> None:
         if self.dimension <= 0:

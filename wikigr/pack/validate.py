@@ -162,7 +162,7 @@ def validate_pack(path: Path) -> ValidationReport:
     if manifest is not None:
         try:
             info = embedder_info(manifest.embedder.name)
-            same = info.dimension == manifest.embedder.dimension
+            same = info.dimension in (None, manifest.embedder.dimension)  # None: known once loaded
             report.add("embedder", same, info.name if same else "dimension differs")
         except WikigrError as exc:
             report.add("embedder", False, exc.message)

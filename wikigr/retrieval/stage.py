@@ -93,9 +93,9 @@ class Context:
     def embedder(self) -> Embedder:
         """The pack's embedder, loaded on first use unless the agent loaded it with the store."""
         if self.loaded_embedder is None:
-            from wikigr.embed import get_embedder
+            from wikigr.embed import pack_embedder
 
-            self.loaded_embedder = get_embedder(self.pack.manifest.embedder.name)
+            self.loaded_embedder = pack_embedder(self.pack.manifest.embedder, f"pack {self.pack.name}")
         return self.loaded_embedder
 
     @property
@@ -151,7 +151,8 @@ class QueryState:
         """The embedding of ``text`` (default: the question), computed once."""
         key = self.question if text is None else text
         if key not in self._vectors:
-            self._vectors[key] = self.ctx.embedder.embed([key])[0]
+            embed = getattr(self.ctx.embedder, "embed_queries", self.ctx.embedder.embed)  # st: prompts
+            self._vectors[key] = embed([key])[0]
         return self._vectors[key]
 
     def set_vector(self, text: str, vector: np.ndarray) -> None:
