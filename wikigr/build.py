@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
@@ -47,6 +47,9 @@ from wikigr.sources.fetch import FetchOptions, fetch_all
 from wikigr.sources.parse import parse
 from wikigr.sources.urls import expand_sources
 
+if TYPE_CHECKING:
+    from wikigr.distributed import RayOptions
+
 CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
 EMBED_GROUP = 256  # chunks embedded between two cache writes
 
@@ -64,6 +67,9 @@ class BuildOptions:
     graph: bool = True  # build the entity graph (wikigr/graph)
     graph_options: GraphOptions = field(default_factory=GraphOptions)
     llm: Any = None  # an LLM for the skeleton's extraction (None: offline, zero LLM calls)
+    # Run the per-document work (fetch, parse, chunk, embed, names) and the graph's extraction on
+    # Ray (wikigr.distributed); None: in this process.
+    ray: RayOptions | None = None
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -97,6 +103,9 @@ class _Prepared:
     chunks: list[dict[str, Any]] = field(default_factory=list)  # section, ord, text
     embeddings: np.ndarray | None = None
     error: str | None = None
+    # Per chunk, its keyword mentions as [name, type, key] (graph.extract.keyword_entities), when
+    # they were found where the chunk was prepared (a Ray worker); None: found at write time.
+    mentions: list[list[list[str]]] | None = None
 
 
 def _key(source: str) -> str:
@@ -218,15 +227,21 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
     """A passage corpus as (id, title, text) triples.
 
     Accepted: a JSON list of objects with ``title`` and ``text`` (and optionally ``id``; the
-    default id is the position in the list), or a JSON object mapping a title to its text or to a
-    list of its sentences (HotpotQA's layout; the id is the title).
+    default id is the position in the list), the same objects one per line (JSON lines, a file
+    named ``*.jsonl``), or a JSON object mapping a title to its text or to a list of its sentences
+    (HotpotQA's layout; the id is the title).
     """
     if not path.is_file():
         raise UsageError(f"no such corpus file: {path}")
     if path.stat().st_size > MAX_CORPUS_BYTES:
         raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
+    data: Any
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"corpus {path} is not JSON: {exc}") from exc
     passages: list[tuple[str, str, str]] = []
@@ -288,14 +303,15 @@ def embedding_text(title: str, section: str, text: str) -> str:
 def _embed_pending(
     pending: list[_Prepared],
     embedder: Embedder,
-    cache: _Cache,
+    cache: _Cache | None,
     progress: ProgressCallback,
     known: Callable[[str], np.ndarray | None] | None = None,
 ) -> int:
     """Embed the chunks of ``pending`` documents in groups of about EMBED_GROUP chunks, caching
     each document as soon as its group is embedded: what an interrupted build or update resumes
-    from. ``known`` gives the vector of a text embedded before (an update's previous store), which
-    is reused instead. Returns the number of chunks embedded."""
+    from (``cache`` None: nothing is cached, as on a Ray worker). ``known`` gives the vector of a
+    text embedded before (an update's previous store), which is reused instead. Returns the number
+    of chunks embedded."""
     work: list[tuple[_Prepared, list[str], list[int]]] = []  # document, texts, rows to embed
     for item in pending:
         texts = [
@@ -326,7 +342,8 @@ def _embed_pending(
             assert item.embeddings is not None
             item.embeddings[missing] = vectors[offset : offset + len(missing)]
             offset += len(missing)
-            cache.save(item)
+            if cache is not None:
+                cache.save(item)
         done += size
         progress(ProgressEvent("embed", done, total))
     return total
@@ -379,6 +396,7 @@ def _write_store(
     categories: dict[str, str] = {}
     in_category: dict[str, list[str]] = {"from": [], "to": []}
     chunk_anchors: list[str] = []  # each chunk's section anchor (where links land)
+    chunk_mentions: list[list[list[str]] | None] = []  # found by a worker, or None
 
     for doc in docs:
         assert doc.embeddings is not None
@@ -420,6 +438,7 @@ def _write_store(
                 chunk_anchors.append(section.get("anchor", "") or "")
                 chunk_vectors.append(doc.embeddings[i])
                 chunk_titles.append(doc.title)
+                chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
                 keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 has_chunk["from"].append(section_id)
                 has_chunk["to"].append(chunk_id)
@@ -465,12 +484,17 @@ def _write_store(
     graph = None
     if options.graph:
         records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
-        extractor = None
+        extractor: Any = None
+        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
         if options.llm is not None:
             from wikigr.graph.claude import ClaudeExtractor
 
             extractor = ClaudeExtractor(options.llm)
-        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+        if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
+            from wikigr.distributed import RayEmbed, RayExtractor
+
+            extractor = extractor or RayExtractor(options.ray)
+            embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
         graph, report = build_graph(
             records,
             np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
@@ -481,6 +505,7 @@ def _write_store(
                 list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
                 [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
             ),
+            mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
         )
         if graph_report is not None:
             graph_report.append(report)
@@ -650,12 +675,14 @@ def build_pack(
     on_progress: ProgressCallback | None = None,
     url_list: str | None = None,
     corpus: Path | None = None,
+    shards: int = 1,
 ) -> BuildReport:
     """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
     from a passage ``corpus`` file (see :func:`read_corpus`).
 
     The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
-    pack's ``urls.txt`` (default: the sources, one per line).
+    pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
+    that many stores (wikigr.pack.shards).
     """
     try:
         check_name(name)
@@ -663,6 +690,10 @@ def build_pack(
         raise UsageError(str(exc)) from exc
     options = options or BuildOptions()
     progress = on_progress or no_progress
+    if shards != 1:
+        from wikigr.pack.shards import check_count
+
+        check_count(shards)
     if not sources and corpus is None:
         raise UsageError("no sources given")
     passages = read_corpus(corpus) if corpus is not None else []
@@ -692,26 +723,36 @@ def build_pack(
             if cached is not None:
                 prepared[source] = cached
         resumed = len(prepared)
-        pending: list[_Prepared] = []
-        for url in [u for u in by_url if u not in prepared]:
-            item = _prepare_passage(by_url[url], options)
-            prepared[url] = item
-            if item.error is None:
-                pending.append(item)
-        to_fetch = [s for s in expanded if s not in prepared]
+        if options.ray is not None:  # the same work, document by document, on the cluster's workers
+            from wikigr.distributed import prepare_on_ray
 
-        t0 = time.perf_counter()
-        results = fetch_sources(to_fetch, options, progress)
-        for result in results:
-            item = _prepare(result, options)
-            prepared[result.url] = item
-            if item.error is None:
-                pending.append(item)
-        seconds["fetch"] = time.perf_counter() - t0
+            to_fetch = [s for s in expanded if s not in prepared and s not in by_url]
+            t0 = time.perf_counter()
+            embedded = prepare_on_ray(
+                [by_url[u] for u in by_url if u not in prepared], to_fetch, options, cache, prepared, progress
+            )
+            seconds["prepare"] = time.perf_counter() - t0
+        else:
+            pending: list[_Prepared] = []
+            for url in [u for u in by_url if u not in prepared]:
+                item = _prepare_passage(by_url[url], options)
+                prepared[url] = item
+                if item.error is None:
+                    pending.append(item)
+            to_fetch = [s for s in expanded if s not in prepared]
 
-        t0 = time.perf_counter()
-        embedded = _embed_pending(pending, embedder, cache, progress)
-        seconds["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            results = fetch_sources(to_fetch, options, progress)
+            for result in results:
+                item = _prepare(result, options)
+                prepared[result.url] = item
+                if item.error is None:
+                    pending.append(item)
+            seconds["fetch"] = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            embedded = _embed_pending(pending, embedder, cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
 
         docs, records, aliases = classify_sources(expanded, prepared)
         failed = [
@@ -724,17 +765,35 @@ def build_pack(
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
-        manifest = write_documents_pack(
-            partial,
-            name,
-            docs,
-            records,
-            embedder,
-            options,
-            options.description or _describe(docs),
-            graph_reports,
-            aliases,
-        )
+        if shards > 1:
+            from wikigr.pack.shards import merge_graph_reports, write_shards
+
+            manifest = write_shards(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                shards,
+                graph_reports,
+                aliases,
+            )
+            graph_reports = [r for r in [merge_graph_reports(graph_reports)] if r is not None]
+        else:
+            shutil.rmtree(partial / "shards", ignore_errors=True)  # of an interrupted build in shards
+            manifest = write_documents_pack(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                graph_reports,
+                aliases,
+            )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)
         if url_list is None:

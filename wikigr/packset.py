@@ -28,6 +28,11 @@ How a question runs over a set of packs:
 
 OpenML packs answer with tools over their runs, not with passages: in a set they are left out
 (the trace says so); a set of only OpenML packs is refused.
+
+A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is a set of its own: its shards
+join the set as packs do (one embedder, so their cosines need no standardising), every source
+names the logical pack, and ``max_packs`` counts logical packs — every shard of a chosen pack
+within reach of the top k runs its profile (the pack's kg_config.json).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
+HOP_SEEDS = 1  # merged passages whose title links lead across shards (1-3 tried on MuSiQue's dev half)
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -86,13 +92,31 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
 
 
 def open_agent(ref: str | Path | Sequence[str | Path], **kwargs: Any) -> KnowledgeGraphAgent | PackSet:
-    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack (so
-    ``all`` with one pack installed is that pack alone), else a :class:`PackSet`. ``kwargs`` are
-    the agent's."""
+    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack in one
+    store (so ``all`` with one pack installed is that pack alone), else a :class:`PackSet` (several
+    packs, or a pack in shards). ``kwargs`` are the agent's."""
     refs = pack_refs(ref)
     if len(refs) == 1:
-        return KnowledgeGraphAgent(refs[0], **kwargs)
+        pack = open_pack(refs[0])
+        if not pack.sharded:
+            return KnowledgeGraphAgent(pack, **kwargs)
     return PackSet.open(refs, **kwargs)
+
+
+def label(agent: KnowledgeGraphAgent) -> str:
+    """The pack an agent answers for: its own name, or for a shard, its pack's."""
+    return agent.pack.shard_of or agent.name
+
+
+def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
+    """Whether a pack's profile took the next hop (the bridge stage) for a question: as a stage
+    of its own, or in the strategy the router chose."""
+    from wikigr.retrieval.stages.router import STRATEGIES
+
+    strategy = state.notes.get("router", {}).get("strategy")
+    if isinstance(strategy, str) and "bridge" in STRATEGIES.get(strategy, []):
+        return True
+    return any(entry["stage"] == "bridge" and not entry.get("skipped") for entry in entries)
 
 
 @dataclass
@@ -103,12 +127,13 @@ class _Probe:
 
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
-    """The packs ``refs`` name, opened (manifests only, duplicates dropped), and those left out of a
-    set with why: OpenML packs answer with tools over their runs, not with passages."""
+    """The packs ``refs`` name, opened (manifests only, duplicates dropped; a pack in shards as its
+    shards), and those left out of a set with why: OpenML packs answer with tools over their runs,
+    not with passages."""
     opened: dict[Path, Pack] = {}
     for ref in refs:
-        pack = open_pack(ref)
-        opened.setdefault(pack.path, pack)
+        for pack in open_pack(ref).shards():
+            opened.setdefault(pack.path, pack)
     left_out = {
         pack.name: "an OpenML pack answers with tools over its runs, not passages: ask it alone"
         for pack in opened.values()
@@ -136,6 +161,7 @@ class PackSet:
         step: float = STEP,
         max_packs: int = MAX_PACKS,
         owns: bool = False,
+        hops: bool = True,
     ) -> None:
         if not agents:
             raise UsageError("a pack set needs at least one pack")
@@ -151,6 +177,7 @@ class PackSet:
         self.step = step
         self.max_packs = max_packs
         self._owns = owns
+        self.hops = hops  # the next hop across the shards of a pack (_cross_shard_hops)
         self._background: dict[str, tuple[float, float]] = {}
         self._vectors: dict[str, np.ndarray] = {}
 
@@ -165,6 +192,7 @@ class PackSet:
         timeout: float | None = None,
         step: float = STEP,
         max_packs: int = MAX_PACKS,
+        hops: bool = True,
         **kwargs: Any,
     ) -> PackSet:
         """Open the packs (in parallel) with one Claude client between them; ``kwargs`` are the
@@ -197,7 +225,7 @@ class PackSet:
             if close_llm is not None:
                 close_llm()
             raise errors[0]
-        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True)
+        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True, hops=hops)
 
     def close(self) -> None:
         if not self._owns:
@@ -216,7 +244,7 @@ class PackSet:
 
     @property
     def name(self) -> str:
-        return ",".join(agent.name for agent in self.agents)
+        return ",".join(dict.fromkeys(label(agent) for agent in self.agents))
 
     def background(self, embedder: str) -> tuple[float, float]:
         """Mean and spread of the cosine between passages of the set's packs built with
@@ -263,6 +291,58 @@ class PackSet:
         self._vectors = vectors
         return sorted(probes, key=lambda p: -p.relevance)
 
+    def _cross_shard_hops(
+        self,
+        merged: list[tuple[Candidate, int]],
+        searched: list[_Probe],
+        runs: list[tuple[QueryState, list[dict[str, Any]]]],
+    ) -> list[tuple[Candidate, int]]:
+        """The next hop across the shards of a pack. Where the pack's profile follows the top
+        passages' title links to the next passage (its ``bridge`` stage ran, or the router chose
+        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack (the first:
+        more hops crowd out the passages ranked second and third) leads to the
+        passage of another shard whose title it names (the bridge stage's title links), the one
+        most similar to the question; it joins right after its seed (merged score ``seed - step
+        / 2``). Inside a shard the profile did that already: this is the hop a boundary cut."""
+        from wikigr.retrieval.stages.bridge import title_index
+
+        hopped: list[tuple[Candidate, int]] = []
+        known = {c.chunk_id for c, _ in merged}
+        for name in dict.fromkeys(label(p.agent) for p in searched):
+            shards = [a for a in self.agents if a.pack.shard_of and label(a) == name]
+            bridged = any(
+                _follows_links(state, entries)
+                for probe, (state, entries) in zip(searched, runs, strict=True)
+                if label(probe.agent) == name
+            )
+            if len(shards) < 2 or not bridged:
+                continue
+            for seed, index in [(c, i) for c, i in merged if c.pack == name][:HOP_SEEDS]:
+                best: tuple[float, KnowledgeGraphAgent, str] | None = None
+                for agent in shards:
+                    titles = title_index(agent.context)
+                    reached = [
+                        c
+                        for c in titles.named_in(seed.text)
+                        if c not in known and titles.article.get(c) != seed.article_id
+                    ]
+                    if not reached:
+                        continue
+                    vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
+                    for chunk_id, sim in agent.context.store.chunk_similarities(reached, vector).items():
+                        if best is None or sim > best[0]:
+                            best = (sim, agent, chunk_id)
+                if best is None:
+                    continue
+                sim, agent, chunk_id = best
+                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step / 2}):
+                    candidate = Candidate.from_hit(hit, "hop", origin="bridge")
+                    candidate.pack = name
+                    candidate.scores["vector"] = sim
+                    hopped.append((candidate, index))
+                    known.add(chunk_id)
+        return hopped
+
     def _why_not(self, probe: _Probe, reach: float) -> str:
         if probe.relevance < reach:
             return "too far below the most relevant pack to reach the top k"
@@ -280,7 +360,9 @@ class PackSet:
         probe_ms = (time.perf_counter() - start) * 1000
         best = probes[0].relevance
         reach = best - self.step * (k - 1)
-        searched = [p for p in probes if p.relevance >= reach][: self.max_packs]
+        reachable = [p for p in probes if p.relevance >= reach]
+        chosen = list(dict.fromkeys(label(p.agent) for p in reachable))[: self.max_packs]
+        searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
 
         def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
             agent = probe.agent
@@ -292,19 +374,20 @@ class PackSet:
 
         with ThreadPoolExecutor(max_workers=min(len(searched), 8)) as pool:
             runs = list(pool.map(retrieve, searched))
-        merged: list[Candidate] = []
-        for probe, (state, _) in zip(searched, runs, strict=True):
+        merged: list[tuple[Candidate, int]] = []  # with the index of the pack it comes from
+        for index, (probe, (state, _)) in enumerate(zip(searched, runs, strict=True)):
             for rank, candidate in enumerate(state.candidates[: state.top_k]):
-                candidate.pack = probe.agent.name
+                candidate.pack = label(probe.agent)
                 candidate.scores["own"] = candidate.score
                 candidate.score = probe.relevance - self.step * rank
-                merged.append(candidate)
-        order = {probe.agent.name: i for i, probe in enumerate(searched)}
-        merged.sort(key=lambda c: (-c.score, order[c.pack], c.chunk_id))
+                merged.append((candidate, index))
+        if self.hops:
+            merged += self._cross_shard_hops(merged, searched, runs)
+        merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
         lead, (lead_state, _) = searched[0], runs[0]
         lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]
         state = lead.agent.new_state(question, max(k, lead_state.top_k), vector=lead_vector)
-        state.candidates = merged
+        state.candidates = [candidate for candidate, _ in merged]
         state.confidence = max(s.confidence for s, _ in runs)
         state.low_confidence = all(s.low_confidence for s, _ in runs)
         state.examples = lead_state.examples

@@ -118,7 +118,7 @@ def default_skills_dir() -> Path:
 
 def is_junk(rel: str) -> bool:
     parts = rel.split("/")
-    return any(p in JUNK_NAMES or p.endswith(JUNK_SUFFIXES) for p in parts) or rel == WAL_FILE
+    return any(p in JUNK_NAMES or p.endswith(JUNK_SUFFIXES) for p in parts) or parts[-1] == WAL_FILE
 
 
 def _sha256_file(path: Path) -> tuple[str, int]:
@@ -200,8 +200,7 @@ def export_pack(ref: str | Path, out: Path, on_progress: ProgressCallback | None
 
     The archive holds one folder named after the pack; its ``manifest.json`` lists the sha256 of
     every other file (``files``). The archive is written beside ``out`` and renamed into place."""
-    from wikigr.pack.store import Store
-    from wikigr.skill import pack_skill
+    from wikigr.skill import skill_text
 
     progress = on_progress or no_progress
     pack = layout.open_pack(ref)
@@ -212,12 +211,11 @@ def export_pack(ref: str | Path, out: Path, on_progress: ProgressCallback | None
         raise UsageError(f"no such folder: {out.parent}")
     if out.resolve().is_relative_to(pack.path):
         raise UsageError("refusing to write the archive inside the pack it exports")
-    checkpointed = checkpoint_store(pack.path)
+    checkpointed = any([checkpoint_store(shard.path) for shard in pack.shards()])
     folders, files = _pack_files(pack.path)
     files = [f for f in files if f != layout.MANIFEST_FILE]
     # The archive's skill names the pack by name: that is how it is queried once installed.
-    with Store.open(pack.store_path, read_only=True) as store:
-        skill = pack_skill(pack.manifest, store).encode("utf-8")
+    skill = skill_text(pack.path, pack.manifest).encode("utf-8")
     hashes: dict[str, str] = {}
     sizes: dict[str, int] = {}
     progress(ProgressEvent("checksum", 0, len(files)))
@@ -893,8 +891,7 @@ def _is_ours(skill_file: Path) -> bool:
 def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
     """Write ``SKILLS_DIR/<pack>/SKILL.md`` for the installed pack ``ref``, generated from its
     content. A skill folder that wikigr did not write is left alone (a :class:`ShareError`)."""
-    from wikigr.pack.store import Store
-    from wikigr.skill import SKILL_FILENAME, pack_skill
+    from wikigr.skill import SKILL_FILENAME, skill_text
 
     pack = layout.open_pack(ref)
     root = (skills_dir or default_skills_dir()).expanduser()
@@ -905,8 +902,7 @@ def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
     if skill_file.exists() and not _is_ours(skill_file):
         raise ShareError(f"skill not registered: {skill_file} exists and was not written by wikigr")
     in_home = pack.path == (layout.packs_home() / pack.name).resolve()
-    with Store.open(pack.store_path, read_only=True) as store:
-        text = pack_skill(pack.manifest, store, None if in_home else str(pack.path))
+    text = skill_text(pack.path, pack.manifest, None if in_home else str(pack.path))
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{SKILL_FILENAME}.{uuid.uuid4().hex[:8]}.tmp"
     tmp.write_text(text, encoding="utf-8")

@@ -345,10 +345,25 @@ def pack_skill(manifest: Manifest, store: Store, query_ref: str | None = None) -
     return render_skill(manifest, digest(store), query_ref)
 
 
+def skill_text(folder: Path, manifest: Manifest, query_ref: str | None = None) -> str:
+    """The ``SKILL.md`` text of the pack in ``folder``: in one store, or in shards (their digests
+    merged: wikigr.pack.shards)."""
+    if manifest.shards:
+        from wikigr.pack.shards import digest as shards_digest
+
+        return render_skill(manifest, shards_digest(folder, manifest), query_ref)
+    with Store.open(folder / "pack.db", read_only=True) as store:
+        return pack_skill(manifest, store, query_ref)
+
+
 def write_skill(folder: Path, manifest: Manifest, store_path: Path, query_ref: str | None = None) -> str:
-    """Generate the skill of the pack whose store is ``store_path`` and write ``folder/skill.md``."""
-    with Store.open(store_path, read_only=True) as store:
-        text = pack_skill(manifest, store, query_ref)
+    """Generate the skill of the pack whose store is ``store_path`` (a pack in shards: of the
+    pack in ``folder``) and write ``folder/skill.md``."""
+    if manifest.shards:
+        text = skill_text(folder, manifest, query_ref)
+    else:
+        with Store.open(store_path, read_only=True) as store:
+            text = pack_skill(manifest, store, query_ref)
     (folder / "skill.md").write_text(text, encoding="utf-8")
     return text
 

@@ -216,22 +216,27 @@ def update_pack(
             previous = {r.url: r for r in old.sources if r.status == "ok"}
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
-            results = fetch_sources(expanded, options, progress)
+            if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
+                from wikigr.distributed import fetch_on_ray
+
+                items = fetch_on_ray(expanded, options, progress)
+            else:
+                items = [_prepare(result, options) for result in fetch_sources(expanded, options, progress)]
             seconds["fetch"] = time.perf_counter() - fetch_t0
             prepared: dict[str, _Prepared] = {}
             fresh: list[_Prepared] = []  # fetched and parsed now
             errors: list[tuple[str, str]] = []
-            for result in results:
-                item = _prepare(result, options)
+            for item in items:
+                url = item.source
                 if item.error is None:
                     fresh.append(item)
                 else:
-                    errors.append((result.url, item.error))
-                    kept = _previous_document(store, previous[result.url]) if result.url in previous else None
+                    errors.append((url, item.error))
+                    kept = _previous_document(store, previous[url]) if url in previous else None
                     if kept is not None:
-                        report.kept.append((result.url, item.error))
+                        report.kept.append((url, item.error))
                         item = kept
-                prepared[result.url] = item
+                prepared[url] = item
         seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
         if not fresh:  # nothing to update from: fail before anything is written
             first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
@@ -247,7 +252,14 @@ def update_pack(
             cached = cache.load(item.source)
             if cached is not None and cached.embeddings is not None:
                 pool.update(zip(_texts(cached), cached.embeddings, strict=True))
-        report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
+        if options.ray is not None:
+            from wikigr.distributed import RayEmbedder
+
+            report.chunks_embedded = _embed_pending(
+                fresh, RayEmbedder(options.ray, embedder.name), cache, progress, pool.get
+            )
+        else:
+            report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
         report.chunks_reused = sum(len(item.chunks) for item in fresh) - report.chunks_embedded
         seconds["embed"] = time.perf_counter() - t0
 

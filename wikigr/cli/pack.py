@@ -105,6 +105,18 @@ def create(
             "or onnx:FOLDER (model.onnx + tokenizer.json). Default: $WIKIGR_EMBEDDER, else built in.",
         ),
     ] = None,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Fetch, parse, chunk, embed and extract on Ray: $RAY_ADDRESS's cluster, else a local "
+            "Ray on all cores (needs the ray extra; docs/scale.md).",
+        ),
+    ] = False,
+    shards: Annotated[
+        int,
+        typer.Option("--shards", min=1, max=1024, help="Write the pack in N stores, queried as one pack."),
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
@@ -117,6 +129,8 @@ def create(
             raise UsageError("give --openml (the REST API) or --openml-export (files), not both")
         if urls is not None or url or corpus is not None:
             raise UsageError("OpenML packs are built from OpenML only, not with --urls/--url/--corpus")
+        if ray or shards != 1:
+            raise UsageError("--ray and --shards are for document packs, not OpenML packs")
         from wikigr.cli.openml import create_openml_pack
 
         api = None
@@ -185,6 +199,11 @@ def create(
     if embedder is not None:
         options.embedder = embedder
     options.graph_options.beta = graph_beta
+    if ray:
+        from wikigr.distributed import RayOptions, require_ray
+
+        require_ray()  # before anything is read or fetched: a one-line error without the extra
+        options.ray = RayOptions()
     llm = None
     if not no_graph:
         from wikigr.llm import AnthropicLLM
@@ -195,7 +214,14 @@ def create(
     try:
         with bars.progress:
             report = build_pack(
-                name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
+                name,
+                sources,
+                out=output,
+                options=options,
+                on_progress=bars,
+                url_list=url_list,
+                corpus=corpus,
+                shards=shards,
             )
     finally:
         if llm is not None:
@@ -207,6 +233,7 @@ def create(
                 "path": str(report.path),
                 "name": manifest.name,
                 "stats": asdict(manifest.stats),
+                "shards": [asdict(shard) for shard in manifest.shards],
                 "failed": [{"url": u, "error": e} for u, e in report.failed],
                 "resumed": report.resumed,
                 "fetched": report.fetched,
@@ -221,7 +248,8 @@ def create(
         styled("Built pack [bold]{}[/] at {}: ", manifest.name, report.path),
         f"{stats.articles} articles, {stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
         f"in {report.seconds['total']:.1f}s"
-        + (f" (resumed {report.resumed} documents)" if report.resumed else ""),
+        + (f" (resumed {report.resumed} documents)" if report.resumed else "")
+        + (f" in {len(manifest.shards)} shards" if manifest.shards else ""),
         sep="",
     )
     if report.graph is not None:

@@ -142,6 +142,17 @@ class OpenMLRecord:
 
 
 @dataclass
+class ShardRecord:
+    """One store of a pack in shards (wikigr.pack.shards): a complete pack folder inside it."""
+
+    path: str  # relative POSIX path of the shard's folder, e.g. "shards/00"
+    name: str  # the name in the shard's own manifest
+    sha256: str  # of the shard's store (pack.db)
+    articles: int = 0
+    chunks: int = 0
+
+
+@dataclass
 class Manifest:
     format_version: int
     name: str
@@ -164,6 +175,8 @@ class Manifest:
     # an archive member whose declared size differs before reading its data.
     sizes: dict[str, int] = field(default_factory=dict)
     openml: OpenMLRecord | None = None
+    # A pack in shards: its stores, each in a pack folder of its own (empty: the pack's pack.db).
+    shards: list[ShardRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -177,6 +190,8 @@ class Manifest:
             data.pop("openml", None)  # document packs carry no OpenML record
         if not data.get("sizes"):
             data.pop("sizes", None)  # only an exported archive's manifest lists sizes
+        if not data.get("shards"):
+            data.pop("shards", None)  # a pack in one store lists no shards
         return data
 
     def dump(self, path: Path) -> None:

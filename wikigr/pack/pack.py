@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +53,30 @@ class Pack:
 
     path: Path
     manifest: Manifest
+    shard_of: str = ""  # a shard opened through its pack (shards()): that pack's name
+    config_from: Path | None = None  # the folder whose kg_config.json applies (None: this one)
 
     @property
     def name(self) -> str:
         return self.manifest.name
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the pack is in shards: several stores, each a pack folder inside this one."""
+        return bool(self.manifest.shards)
+
+    def shards(self) -> list[Pack]:
+        """The shards of a pack in shards, opened (their manifests checked) and named after it;
+        [self] for a pack in one store. A shard answers with the pack's kg_config.json."""
+        if not self.sharded:
+            return [self]
+        from wikigr.pack.shards import shard_folder
+
+        found: list[Pack] = []
+        for record in self.manifest.shards:
+            shard = open_pack(shard_folder(self.path, record))
+            found.append(replace(shard, shard_of=self.name, config_from=self.path))
+        return found
 
     @property
     def store_path(self) -> Path:
@@ -64,13 +84,19 @@ class Pack:
 
     def open_store(self, buffer_pool_size: int = 0) -> Store:
         """Open the store read-only (a pack from someone else is data; it is never written here)."""
+        if self.sharded:
+            first = self.manifest.shards[0].path
+            raise InvalidPackError(
+                f"pack {self.name} is in {len(self.manifest.shards)} shards, not one store: ask it with "
+                f"`wikigr query` (or wikigr.packset.open_agent), or name one shard ({self.path / first})"
+            )
         return Store.open(
             self.store_path, read_only=True, kind=self.manifest.source_kind, buffer_pool_size=buffer_pool_size
         )
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
-        return read_config(self.path)
+        return read_config(self.config_from or self.path)
 
 
 def read_config(folder: Path) -> dict[str, Any]:
@@ -89,7 +115,7 @@ def open_pack(ref: str | Path) -> Pack:
     """Resolve ``ref`` (path or name) and validate the manifest; the store is not opened yet."""
     path = resolve_pack_path(str(ref))
     manifest = load_manifest(path / MANIFEST_FILE)
-    if not (path / STORE_FILE).is_file():
+    if not manifest.shards and not (path / STORE_FILE).is_file():
         raise InvalidPackError(f"pack {path} has no {STORE_FILE}")
     return Pack(path=path, manifest=manifest)
 

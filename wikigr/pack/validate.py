@@ -119,11 +119,11 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:
     """Open the pack as an agent does (read-only, no Claude) and answer one question."""
-    from wikigr.agent import KnowledgeGraphAgent
+    from wikigr.packset import open_agent  # a pack in shards answers as a set of its shards
 
     question = manifest.description.strip() or manifest.name
     try:
-        with KnowledgeGraphAgent(path, llm=None) as agent:
+        with open_agent(path, llm=None) as agent:
             result = agent.query(question[:500])
         report.add("query", True, f"answered with {len(result.sources)} sources (profile {result.profile})")
     except WikigrError as exc:
@@ -167,7 +167,12 @@ def validate_pack(path: Path) -> ValidationReport:
         except WikigrError as exc:
             report.add("embedder", False, exc.message)
 
-    _check_store(path, manifest, report)
+    if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
+        from wikigr.pack.shards import validate_shards
+
+        validate_shards(path, manifest, report)
+    else:
+        _check_store(path, manifest, report)
     if manifest is not None and report.ok:
         _check_query(path, manifest, report)
     return report
