@@ -155,7 +155,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
             "profile": result.profile,
             "confidence": round(result.confidence, 4),
             "low_confidence": result.low_confidence,
-            "results": [{**s.to_json(), "text": s.text} for s in result.sources],
+            "results": [s.to_json() for s in result.sources],
         }
 
     return server, cache

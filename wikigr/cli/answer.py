@@ -25,8 +25,11 @@ def answer(
     trace: bool = False,
     json_out: bool = False,
     timeout: float | None = None,
+    passages: bool = False,
 ) -> None:
-    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``)."""
+    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``):
+    the answer, then the sources as ``[n] title › section  URL`` (with ``passages``, each followed
+    by its whole passage)."""
     from wikigr.errors import UsageError
 
     if not question.strip():
@@ -58,13 +61,15 @@ def answer(
         out.print()
         out.print("[bold]Sources[/]")
         for n, source in enumerate(result.sources, 1):
-            where = f"{source.title} › {source.section}" if source.section else source.title
-            related = " (related)" if source.origin == "multidoc" else ""
-            out.print(
-                f"[{n}] {where}{related} ({source.score:.3f})\n    {source.url}",
-                markup=False,
-                highlight=False,
+            where = (
+                f"{source.title} › {source.section}"
+                if source.section not in ("", source.title)
+                else source.title
             )
+            related = " (related)" if source.origin == "multidoc" else ""
+            out.print(f"[{n}] {where}{related}  {source.url}", markup=False, highlight=False)
+            if passages:
+                out.print(source.text.strip() + "\n", markup=False, highlight=False)
     if trace:
         from rich.table import Table
 
@@ -118,7 +123,7 @@ OPTIONS = {
     "--model": "model",
     "--timeout": "timeout",
 }
-FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out"}
+FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out", "--passages": "passages"}
 MULTIPLE = frozenset({"enable", "disable"})
 TOP_K = range(1, 101)
 _INT = re.compile(r"[1-9][0-9]{0,2}")

@@ -444,6 +444,17 @@ class KeywordIndex:
             ids.append(column)
         return ids
 
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``text`` as this index splits them (its own stopwords)."""
+        return tokenize(text, self._stopwords)
+
+    def document_frequency(self, token: str) -> int:
+        """The number of indexed chunks that hold ``token`` (0 for a token not indexed)."""
+        column = self._vocab.get(token)
+        if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < len(self._indptr) - 1:
+            return 0
+        return int(self._indptr[column + 1] - self._indptr[column])
+
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` best chunks for ``query`` as ``(chunk id, BM25 score)``, best first.
 
