@@ -10,11 +10,11 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 - ``keyword``: the share of the question's words the sentence holds, each weighted by its IDF in
   the pack (from its BM25 index);
 - ``context``: the same share over the passage's title and section, which the sentence's pronouns
-  refer to;
+  refer to; ``joint``: over the sentence and its title together;
 - ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it names
   an entity that two of the top passages share and the question does not (the link of a multi-hop
-  question; the entities of a passage are those of the pack's entity graph, where it has one, and
-  the names and identifiers its text shows);
+  question; the entities of a passage are the names and identifiers its text shows, and those of
+  the pack's entity graph when the retrieval loaded it);
 - ``atype``: whether it holds what the question asks for and does not name itself — a year or a
   month for "when", a number for "how many", else a name;
 - ``novelty``: the share of its words the question does not use (a sentence that only restates
@@ -46,11 +46,24 @@ from wikigr.retrieval.stage import Candidate, QueryState, Skip
 if TYPE_CHECKING:
     from wikigr.pack.keyword import KeywordIndex
 
-FEATURES = ("dense", "keyword", "context", "entity", "bridge", "atype", "novelty", "lead", "rank", "fragment")
+FEATURES = (
+    "dense",
+    "keyword",
+    "joint",
+    "context",
+    "entity",
+    "bridge",
+    "atype",
+    "novelty",
+    "lead",
+    "rank",
+    "fragment",
+)
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {
     "dense": 1.0,
     "keyword": 1.0,
+    "joint": 0.0,
     "context": 0.3,
     "entity": 0.3,
     "bridge": 0.3,
@@ -87,7 +100,9 @@ class AnswerOptions:
     max_sentences: int = 32  # sentences embedded per question, at most
     min_relative: float = 0.5  # sentences below this share of the best score are left out
     same_source: float = 0.0  # lost by a sentence of a passage already quoted
+    follow: float = 0.5  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
+    min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
 
     def __post_init__(self) -> None:
@@ -104,12 +119,25 @@ class AnswerOptions:
 
 
 @dataclass
+class Asked:
+    """What the selection needs to know of the question and the passages."""
+
+    weights: dict[str, float]  # the question's words, by IDF
+    names: set[str]  # the entities the question names
+    specific: dict[str, float]  # how specific each name of the passages is (0-1)
+
+
+@dataclass
 class Scored:
     """A sentence of a passage, with its signals and score."""
 
     unit: Unit
     source: int  # the passage's number in the sources (1-based)
     features: dict[str, float]
+    asked: Asked
+    tokens: frozenset[str] = frozenset()  # its words and its passage's title's
+    names: frozenset[str] = frozenset()  # the entities it (or its passage's title) names
+    passage_names: frozenset[str] = frozenset()  # the entities its passage names
     score: float = 0.0
 
 
@@ -168,13 +196,14 @@ def _named(key: str, text: str) -> bool:
 
 
 def _entities(state: QueryState, passages: list[Candidate]) -> tuple[set[str], list[set[str]]]:
-    """The question's entity keys and each passage's (the pack's entity graph where it has one,
-    and the names and identifiers of the text)."""
-    from wikigr.retrieval.stages.ppr import pack_entity_graph
+    """The question's entity keys and each passage's: the names and identifiers of the text, and
+    the pack's entity graph's where the retrieval loaded it (the graph profiles and, on passage
+    corpora, auto)."""
+    from wikigr.retrieval.stages.ppr import loaded_entity_graph
 
     question = {m.key for m in keyword_entities("", state.question)} - STOP_NAMES
     per_passage = [{m.key for m in keyword_entities(c.article_title, c.text)} for c in passages]
-    graph = pack_entity_graph(state.ctx) if state.ctx.has_entity_graph else None
+    graph = loaded_entity_graph(state.ctx)
     if graph is not None:
         question |= {graph.entity_keys[e] for e in graph.link(state.question, concepts=False)}
         for keys, c in zip(per_passage, passages, strict=True):
@@ -228,11 +257,23 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
     asked = f" {normalize(state.question)} "
     kind = answer_type(state.question)
     question_tokens = set(question_weights)
+    specific = {
+        key: min(
+            1.0, max((vocabulary.idf(t) for t in vocabulary.tokens(key)), default=0.0) / vocabulary.max_idf
+        )
+        for keys in per_passage
+        for key in keys
+        if key not in question_entities
+    }
+    shared = Asked(question_weights, question_entities, specific)
     scored: list[Scored] = []
     seen: set[str] = set()
     for rank, candidate in enumerate(top, 1):
         context = set(vocabulary.tokens(f"{candidate.article_title} {candidate.section_title}"))
         context_share = _share(question_weights, context)
+        passage_names = per_passage[rank - 1]
+        title = f" {normalize(candidate.article_title)} "
+        title_names = {k for k in passage_names if _named(k, title)}
         for unit in split_units(candidate.text):
             if unit.kind not in (TEXT, ITEM) or unit.words < 3:
                 continue
@@ -245,6 +286,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
             features = {
                 "dense": 0.0,
                 "keyword": _share(question_weights, tokens),
+                "joint": _share(question_weights, tokens | context),
                 "context": context_share,
                 "entity": (
                     sum(1 for k in question_entities if _named(k, text)) / len(question_entities)
@@ -258,7 +300,18 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
                 "rank": 1.0 / rank,
                 "fragment": float(unit.fragment),
             }
-            scored.append(Scored(unit, rank, features))
+            names = title_names | {k for k in passage_names if _named(k, text)}
+            scored.append(
+                Scored(
+                    unit,
+                    rank,
+                    features,
+                    shared,
+                    frozenset(tokens | context),
+                    frozenset(names),
+                    frozenset(passage_names),
+                )
+            )
     return scored
 
 
@@ -314,26 +367,45 @@ def _similar(a: str, b: str) -> bool:
     return bool(x and y) and len(x & y) / min(len(x), len(y)) >= 0.8
 
 
+def follow(s: Scored, chosen: list[Scored]) -> float:
+    """How well ``s`` continues the sentences chosen so far (0-1): the share of the question's
+    words they leave unanswered that it holds, and whether it (or its passage's title) names an
+    entity that their passages introduce — the next hop of a multi-hop question."""
+    asked = s.asked
+    covered = frozenset().union(*(c.tokens for c in chosen))
+    residual = {t: w for t, w in asked.weights.items() if t not in covered}
+    links = frozenset().union(*(c.passage_names for c in chosen)) - asked.names
+    link = max((asked.specific.get(n, 0.0) for n in s.names & links), default=0.0)
+    return (_share(residual, set(s.tokens)) + link) / 2
+
+
 def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0) -> list[Scored]:
-    """The best sentences within the word budget (the best one, cut to it if it is longer): a
-    sentence of a passage already quoted loses ``same_source`` (the next hop is in another
-    passage); none scoring below ``min_relative`` of the best is taken. The budget is
-    ``answer_words``, and at most ``max_share`` of the ``passage_words`` the sentences come from."""
+    """The best sentences within the word budget (the best one, cut to it if it is longer). After
+    the first, a sentence gains ``follow`` × :func:`follow` and, if its passage is quoted already,
+    loses ``same_source``; none below ``min_relative`` of the best score is taken. The budget is
+    ``answer_words``, and at most ``max_share`` of the ``passage_words`` the sentences come from
+    (but at least ``min_words``)."""
     chosen: list[Scored] = []
     if not scored:
         return chosen
     budget = options.answer_words
-    if passage_words and options.max_share < 1.0:
-        budget = max(1, min(budget, round(options.max_share * passage_words)))
+    if passage_words:
+        budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
     best = scored[0].score
     floor = options.min_relative * best if best > 0 else float("inf")
     left = list(scored)
     words = 0
     while left:
         used = {c.source for c in chosen}
-        pick = max(left, key=lambda s: s.score - options.same_source * (s.source in used))
+
+        def value(s: Scored, used: set[int] = used) -> float:
+            if not chosen:
+                return s.score
+            return s.score + options.follow * follow(s, chosen) - options.same_source * (s.source in used)
+
+        pick = max(left, key=value)
         left.remove(pick)
-        if chosen and pick.score - options.same_source * (pick.source in used) < floor:
+        if chosen and value(pick) < floor:
             break
         if any(_similar(pick.unit.text, c.unit.text) for c in chosen):
             continue
