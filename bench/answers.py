@@ -12,6 +12,9 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
+Two arms: the default short answer, and the same without its cap of 10% of the passages' length
+(`no_share_cap`: up to 60 words), which shows what the cap costs.
+
 HotpotQA's yes/no questions are left out (a sentence of a passage never says "yes"). On the Python
 docs questions of bench/docqa.py (CoNaLa, gold: a function's anchor such as
 library/stdtypes.html#str.join) over bench/work/pydocs-whole and packs/pydocs: the share whose short
@@ -58,6 +61,11 @@ SHARED = ROOT.parent / "shared" / "data"
 DOCQA = SHARED / "docqa" / "conala_dev_python311doc.json"
 PUBLIC = "https://docs.python.org/3.11/"
 TOP = 5
+# The default short answer, and the same without its cap of 10% of the passages' length (60 words).
+ARMS: list[tuple[str, dict[str, Any] | None]] = [
+    ("default", None),
+    ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
+]
 
 
 def load_multihop(name: str) -> list[dict[str, Any]]:
@@ -113,9 +121,11 @@ def words(text: str) -> int:
 # -- the report: the real path ------------------------------------------------------------------
 
 
-def report_rows(pack: Path, questions: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+def report_rows(
+    pack: Path, questions: list[dict[str, Any]], kind: str, options: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     rows = []
-    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP) as agent:
+    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP, options=options) as agent:
         for q in questions:
             start = time.perf_counter()
             result = agent.query(q["question"])
@@ -391,20 +401,24 @@ def main() -> int:
     for name in chosen:
         pack, kind = packs[name]
         qs = questions[name]
-        rows = report_rows(pack, qs, kind)
-        if name == "hotpotqa":  # halves by the question's place among the 100
-            ids = [q["id"] for q in load_multihop(name)]
-            place = {q["id"]: ids.index(q["id"]) for q in qs}
-            dev_rows = [r for r, q in zip(rows, qs, strict=True) if place[q["id"]] < 50]
-            test_rows = [r for r, q in zip(rows, qs, strict=True) if place[q["id"]] >= 50]
-            parts = {"dev": summarize(dev_rows), "test": summarize(test_rows), "all": summarize(rows)}
-        elif kind == "multihop":
-            parts = {"dev": summarize(rows[:50]), "test": summarize(rows[50:]), "all": summarize(rows)}
-        else:
-            parts = halves(rows)
-        results["datasets"][name] = {"pack": str(pack), "questions": len(qs), **parts}
+        results["datasets"][name] = {"pack": str(pack), "questions": len(qs)}
         if name == "hotpotqa":
             results["datasets"][name]["yes_no_left_out"] = 100 - len(qs)
+        for arm, options in ARMS:
+            rows = report_rows(pack, qs, kind, options)
+            if name == "hotpotqa":  # halves by the question's place among the 100
+                ids = [q["id"] for q in load_multihop(name)]
+                dev = [ids.index(q["id"]) < 50 for q in qs]
+                parts = {
+                    "dev": summarize([r for r, d in zip(rows, dev, strict=True) if d]),
+                    "test": summarize([r for r, d in zip(rows, dev, strict=True) if not d]),
+                    "all": summarize(rows),
+                }
+            elif kind == "multihop":
+                parts = {"dev": summarize(rows[:50]), "test": summarize(rows[50:]), "all": summarize(rows)}
+            else:
+                parts = halves(rows)
+            results["datasets"][name][arm] = parts
     results["load_after"] = [round(x, 2) for x in os.getloadavg()]
     out = args.out or ROOT / "bench" / "results" / "answers.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -417,15 +431,16 @@ def main() -> int:
         "answer_words_mean",
         "synthesize_ms_p50",
     )
-    print(f"{'set':<10}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
+    print(f"{'set':<10}{'arm':<14}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
     for name, data in results["datasets"].items():
-        for part in ("dev", "test", "all"):
-            print(f"{name:<10}{part:<6}" + "".join(f"{data[part].get(c)!s:>19}" for c in columns))
-        if "names_function_%" in data["all"]:
+        for arm, _ in ARMS:
             for part in ("dev", "test", "all"):
-                d = data[part]
-                named, cited = d["names_function_%"], d["cites_page_%"]
-                print(f"{'':<10}{part:<6} names the function {named}%, cites the page {cited}%")
+                cells = "".join(f"{data[arm][part].get(c)!s:>19}" for c in columns)
+                print(f"{name:<10}{arm:<14}{part:<6}" + cells)
+            if "names_function_%" in data[arm]["all"]:
+                for part in ("dev", "test", "all"):
+                    named, cited = data[arm][part]["names_function_%"], data[arm][part]["cites_page_%"]
+                    print(f"{'':<24}{part:<6} names the function {named}%, cites the page {cited}%")
     print(f"load average {results['load_before']} -> {results['load_after']}")
     return 0
 

@@ -246,7 +246,9 @@ def test_query_prints_the_short_answer_then_the_sources(
     answer, sources = out.split("\n\nSources\n")
     assert "settimeout" in answer and citations(answer)
     lines = sources.strip().splitlines()
-    assert re.fullmatch(r"\[1\] socket — Low-level networking interface › Socket Objects  file://\S+", lines[0])
+    assert re.fullmatch(
+        r"\[1\] socket — Low-level networking interface › Socket Objects  file://\S+", lines[0]
+    )
     assert all(re.match(rf"\[{n}\] ", line) for n, line in enumerate(lines, 1))
     with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
         full = agent.query(TIMEOUT).sources[0].text

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from wikigr.embed import Embedder
     from wikigr.llm import LLM, Usage
 
-MAX_WORDS = 80
-F1_THRESHOLD = 0.5
+MAX_WORDS = 70
+F1_THRESHOLD = 0.4
 SIMILARITY_THRESHOLD = 0.75
 MAX_SPANS = 20  # sentences of a long answer compared (its first ones: the rest cannot pass anyway)
 

@@ -11,9 +11,9 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
   the pack (from its BM25 index);
 - ``context``: the same share over the passage's title and section, which the sentence's pronouns
   refer to; ``joint``: over the sentence and its title together;
-- ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it names
-  an entity that two of the top passages share and the question does not (the link of a multi-hop
-  question; the entities of a passage are the names and identifiers its text shows, and those of
+- ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it (or
+  its passage's title, its subject) names an entity that two of the top passages share and the
+  question does not, by how specific the entity is (the link of a multi-hop question; the entities of a passage are the names and identifiers its text shows, and those of
   the pack's entity graph when the retrieval loaded it);
 - ``atype``: whether it holds what the question asks for and does not name itself — a year or a
   month for "when", a number for "how many", else a name;
@@ -60,18 +60,18 @@ FEATURES = (
     "fragment",
 )
 NO_PASSAGE = "No passage in this pack matches the question."
-DEFAULT_WEIGHTS = {
-    "dense": 1.0,
-    "keyword": 1.0,
-    "joint": 0.0,
-    "context": 0.3,
-    "entity": 0.3,
-    "bridge": 0.3,
-    "atype": 0.2,
-    "novelty": 0.0,
-    "lead": 0.0,
-    "rank": 0.3,
-    "fragment": -0.3,
+DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
+    "dense": 2.114,
+    "keyword": -1.172,
+    "joint": 4.717,
+    "context": -1.975,
+    "entity": -0.854,
+    "bridge": 1.921,
+    "atype": 0.761,
+    "novelty": -0.593,
+    "lead": 0.578,
+    "rank": 0.685,
+    "fragment": -0.808,
 }
 EMBED_WORDS = 40  # a sentence's words that are embedded: enough for its meaning, and cheap
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -97,10 +97,12 @@ class AnswerOptions:
     answer_words: int = 60  # the answer's length, about
     item_words: int = 25  # an enumeration item's sentence, at most
     sentence_passages: int = 5  # the top passages whose sentences are considered
-    max_sentences: int = 32  # sentences embedded per question, at most
-    min_relative: float = 0.5  # sentences below this share of the best score are left out
-    same_source: float = 0.0  # lost by a sentence of a passage already quoted
-    follow: float = 0.5  # gained by a sentence that continues those chosen (see follow())
+    max_sentences: int = 16  # sentences embedded per question, at most (32 was no better on the dev halves)
+    min_relative: float = (
+        0.5  # sentences scoring below this share of the way from the worst to the best are left out
+    )
+    same_source: float = 2.0  # lost by a sentence of a passage already quoted
+    follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
@@ -283,6 +285,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
             seen.add(key)
             text = f" {key} "
             tokens = set(vocabulary.tokens(unit.text))
+            names = title_names | {k for k in passage_names if _named(k, text)}
             features = {
                 "dense": 0.0,
                 "keyword": _share(question_weights, tokens),
@@ -293,14 +296,13 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
                     if question_entities
                     else 0.0
                 ),
-                "bridge": max((w for k, w in bridges.items() if _named(k, text)), default=0.0),
+                "bridge": max((bridges.get(k, 0.0) for k in names), default=0.0),
                 "atype": float(_has_type(kind, unit.text, state.question, asked)),
                 "novelty": len(tokens - question_tokens) / len(tokens) if tokens else 0.0,
                 "lead": float(unit.index == 0 and not unit.fragment),
                 "rank": 1.0 / rank,
                 "fragment": float(unit.fragment),
             }
-            names = title_names | {k for k in passage_names if _named(k, text)}
             scored.append(
                 Scored(
                     unit,
@@ -382,7 +384,8 @@ def follow(s: Scored, chosen: list[Scored]) -> float:
 def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0) -> list[Scored]:
     """The best sentences within the word budget (the best one, cut to it if it is longer). After
     the first, a sentence gains ``follow`` × :func:`follow` and, if its passage is quoted already,
-    loses ``same_source``; none below ``min_relative`` of the best score is taken. The budget is
+    loses ``same_source``; none scoring below ``min_relative`` of the way from the lowest score to
+    the best is taken. The budget is
     ``answer_words``, and at most ``max_share`` of the ``passage_words`` the sentences come from
     (but at least ``min_words``)."""
     chosen: list[Scored] = []
@@ -391,8 +394,8 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     budget = options.answer_words
     if passage_words:
         budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
-    best = scored[0].score
-    floor = options.min_relative * best if best > 0 else float("inf")
+    best, lowest = scored[0].score, min(s.score for s in scored)
+    floor = lowest + options.min_relative * (best - lowest)
     left = list(scored)
     words = 0
     while left:
