@@ -13,20 +13,23 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
   refer to; ``joint``: over the sentence and its title together;
 - ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it (or
   its passage's title, its subject) names an entity that two of the top passages share and the
-  question does not, by how specific the entity is (the link of a multi-hop question; the entities of a passage are the names and identifiers its text shows, and those of
-  the pack's entity graph when the retrieval loaded it);
+  question does not, by how specific the entity is — the link of a multi-hop question (the
+  entities of a passage are the names and identifiers its text shows, and those of the pack's
+  entity graph when the retrieval loaded it);
 - ``atype``: whether it holds what the question asks for and does not name itself — a year or a
   month for "when", a number for "how many", else a name;
-- ``novelty``: the share of its words the question does not use (a sentence that only restates
-  the question does not answer it);
-- ``lead``: it opens its passage (a Wikipedia-like passage's first sentence says what its subject is);
-- ``rank``: 1 / the passage's rank; ``fragment`` (a penalty): the sentence is cut by the passage's
-  start.
+- ``novelty``: the share of its words the question does not use;
+- ``lead``: it opens its passage (a Wikipedia-like passage's first sentence says what its subject
+  is);
+- ``rank``: 1 / the passage's rank; ``fragment``: the sentence is cut by the passage's start.
 
-The best sentences are taken until the word budget is spent, skipping repeats and any sentence that
-scores below ``min_relative`` of the best one. An enumeration (a global question) gets one item per
-source page: its best sentence. The weights were chosen on questions 1-50 of MuSiQue, HotpotQA and
-the Python docs questions (bench/answers.py) and reported on 51-100.
+The best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
+continues the answer (the question's words still missing, an entity the quoted passages introduce)
+and loses ``same_source`` if its passage is quoted already; sentences are added while the word
+budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
+question) gets one item per source page: its best sentence. The weights were fitted, and the
+selection's options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs
+questions (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
 """
 
 from __future__ import annotations
@@ -61,17 +64,17 @@ FEATURES = (
 )
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "dense": 2.114,
-    "keyword": -1.172,
-    "joint": 4.717,
-    "context": -1.975,
-    "entity": -0.854,
-    "bridge": 1.921,
-    "atype": 0.761,
-    "novelty": -0.593,
-    "lead": 0.578,
-    "rank": 0.685,
-    "fragment": -0.808,
+    "dense": 2.163,
+    "keyword": -1.545,
+    "joint": 5.071,
+    "context": -2.137,
+    "entity": -0.812,
+    "bridge": 2.09,
+    "atype": 0.824,
+    "novelty": -0.503,
+    "lead": 0.605,
+    "rank": 0.661,
+    "fragment": -0.74,
 }
 EMBED_WORDS = 40  # a sentence's words that are embedded: enough for its meaning, and cheap
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -97,10 +100,8 @@ class AnswerOptions:
     answer_words: int = 60  # the answer's length, about
     item_words: int = 25  # an enumeration item's sentence, at most
     sentence_passages: int = 5  # the top passages whose sentences are considered
-    max_sentences: int = 16  # sentences embedded per question, at most (32 was no better on the dev halves)
-    min_relative: float = (
-        0.5  # sentences scoring below this share of the way from the worst to the best are left out
-    )
+    max_sentences: int = 16  # sentences embedded per question, at most (the most the tuning may pick: speed)
+    min_relative: float = 0.3  # none scoring below this share of the way from the worst to the best
     same_source: float = 2.0  # lost by a sentence of a passage already quoted
     follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
