@@ -19,7 +19,8 @@ HotpotQA's yes/no questions are left out (a sentence of a passage never says "ye
 docs questions of bench/docqa.py (CoNaLa, gold: a function's anchor such as
 library/stdtypes.html#str.join) over bench/work/pydocs-whole and packs/pydocs: the share whose short
 answer names the gold function (``join(`` or ``str.join``), whose short answer cites a source on
-the gold page, either, and the share whose top 5 passages name the function.
+the gold page, either (``in_answer``), and the share whose top 5 passages name the function or
+come from the gold page (``in_passages``).
 
 The sentence-scoring weights are chosen on the first half of each set (MuSiQue and HotpotQA 1-50,
 docs 1-66: `dev`) with --tune — a listwise model fitted to rank first the sentences that hold the
@@ -146,7 +147,8 @@ def report_rows(
                 row["names_function"] = names_function(answer, q["functions"])
                 row["cites_page"] = bool(cited_pages & q["pages"])
                 row["in_answer"] = row["names_function"] or row["cites_page"]
-                row["in_passages"] = names_function(passages, q["functions"])
+                top_pages = {page(s.url) for s in result.sources[:TOP]}
+                row["in_passages"] = names_function(passages, q["functions"]) or bool(top_pages & q["pages"])
             else:
                 row["in_answer"] = contains(answer, q["truths"])
                 row["in_passages"] = contains(passages, q["truths"])

@@ -113,7 +113,7 @@ def citations(answer: str) -> list[int]:
 
 def sentences_of(answer: str) -> list[tuple[str, int]]:
     """Each cited sentence of a short answer with its citation."""
-    return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?)\s\[(\d+)\][.!?…:;]*", answer)]
+    return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?)\s\[(\d+)\][.!?…]*", answer)]
 
 
 def flat(text: str) -> str:
@@ -167,7 +167,11 @@ def test_units_of_documentation() -> None:
 def test_cite_and_clip() -> None:
     assert cite("It sets the timeout.", 2) == "It sets the timeout [2]."
     assert cite('He said "Stop."', 1) == 'He said "Stop [1]."'
-    assert cite("no final stop", 3) == "no final stop [3]"
+    assert cite("no final stop", 3) == "no final stop [3]."
+    assert (
+        cite("Without arguments, dir() lists the names:", 4)
+        == "Without arguments, dir() lists the names [4]."
+    )
     assert clip("one two three four", 2) == "one two …" and clip("one two", 5) == "one two"
     assert cite(clip("one two three four", 2), 1) == "one two … [1]"
     assert strip_citations("Paris [1]. Lyon [2][3].") == "Paris. Lyon."

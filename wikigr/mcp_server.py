@@ -124,9 +124,11 @@ def create_server() -> tuple[MCPServer, AgentCache]:
     @server.tool()
     def query_pack(pack: str, question: str, profile: str | None = None, top_k: int = 5) -> dict[str, Any]:
         """Answer a question from a pack, citing its sources: [n] in the answer is sources[n-1]
-        (title, section, url). ``profile``: auto (default: picks the retrieval for the pack and the
-        question), baseline (fastest), balanced, max, graph (PageRank over the pack's entity graph)
-        or routed (escalates per question).
+        (title, section, url, and the whole passage as text). Without Claude the answer is the
+        passages' sentences that answer the question (answer_mode "extractive"). ``profile``: auto
+        (default: picks the retrieval for the pack and the question), baseline (fastest),
+        balanced, max, graph (PageRank over the pack's entity graph) or routed (escalates per
+        question).
         When low_confidence is true the pack has little grounded context for the question."""
         _check_top_k(top_k)
         try:

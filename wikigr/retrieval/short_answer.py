@@ -90,7 +90,7 @@ _ASKS_NUMBER = re.compile(
     r"|\bwhat (percentage|percent|number|amount|population)\b",
     re.I,
 )
-_END_PUNCT = re.compile(r"([.!?…:;]+)([\"'”’)\]]*)$")
+_END_PUNCT = re.compile(r"([.!?]+)([\"'”’)\]]*)$")
 
 
 @dataclass
@@ -358,11 +358,16 @@ def clip(text: str, words: int) -> str:
 
 
 def cite(text: str, source: int) -> str:
-    """``text`` with ``[source]`` before its final punctuation: "... in seconds [1]."."""
-    match = _END_PUNCT.search(text)
-    if match and not text.endswith("…"):
-        return f"{text[: match.start()]} [{source}]{match.group(0)}"
-    return f"{text} [{source}]"
+    """``text`` as a cited sentence: ``[source]`` before its final stop ("... in seconds [1]."); a
+    sentence that ends without one (a list item, one that introduced code with ":") gets a full
+    stop, one cut with "…" keeps it."""
+    if text.endswith("…"):
+        return f"{text} [{source}]"
+    body = text.rstrip(":;,").rstrip()
+    match = _END_PUNCT.search(body)
+    if match:
+        return f"{body[: match.start()]} [{source}]{match.group(0)}"
+    return f"{body} [{source}]."
 
 
 def _similar(a: str, b: str) -> bool:
