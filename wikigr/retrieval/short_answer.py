@@ -64,17 +64,17 @@ FEATURES = (
 )
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "dense": 2.163,
-    "keyword": -1.545,
-    "joint": 5.071,
-    "context": -2.137,
-    "entity": -0.812,
-    "bridge": 2.09,
-    "atype": 0.824,
-    "novelty": -0.503,
-    "lead": 0.605,
-    "rank": 0.661,
-    "fragment": -0.74,
+    "dense": 1.953,
+    "keyword": -1.415,
+    "joint": 5.12,
+    "context": -2.18,
+    "entity": -0.798,
+    "bridge": 2.108,
+    "atype": 0.831,
+    "novelty": -0.446,
+    "lead": 0.609,
+    "rank": 0.667,
+    "fragment": -0.697,
 }
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -100,9 +100,9 @@ class AnswerOptions:
     answer_words: int = 60  # the answer's length, about
     item_words: int = 25  # an enumeration item's sentence, at most
     sentence_passages: int = 5  # the top passages whose sentences are considered
-    max_sentences: int = 16  # sentences embedded per question, at most (the most the tuning may pick: speed)
-    min_relative: float = 0.3  # none scoring below this share of the way from the worst to the best
-    same_source: float = 2.0  # lost by a sentence of a passage already quoted
+    max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
+    min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
+    same_source: float = 1.0  # lost by a sentence of a passage already quoted
     follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
