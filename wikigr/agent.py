@@ -49,15 +49,22 @@ class Source:
             "url": self.url,
             "score": round(self.score, 4),
             "pack": self.pack,
+            "text": self.text,
         }
 
 
 @dataclass
 class AgentResult:
+    """``answer`` is what a reader gets: Claude's answer, or without Claude the short extractive
+    answer (``answer_mode`` "extractive": a few sentences of the passages, citing them as [n],
+    where n is the source's place in ``sources`` from 1); ``sources[n].text`` holds the whole
+    passages."""
+
     question: str
     answer: str
     sources: list[Source]
     profile: str
+    answer_mode: str = ""
     confidence: float = 0.0
     low_confidence: bool = False
     facts: list[str] = field(default_factory=list)
@@ -66,6 +73,7 @@ class AgentResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
+            "answer_mode": self.answer_mode,
             "sources": [s.to_json() for s in self.sources],
             "profile": self.profile,
             "confidence": round(self.confidence, 4),
@@ -242,6 +250,7 @@ class KnowledgeGraphAgent:
             answer=state.answer if state.answer is not None else "",
             sources=sources,
             profile=self.profile,
+            answer_mode=trace["answer_mode"],
             confidence=state.confidence,
             low_confidence=state.low_confidence,
             facts=state.facts,
