@@ -243,7 +243,7 @@ def answer_json(result: AgentResult) -> dict[str, Any]:
     """``wikigr query --json``'s JSON; each source also carries its chunk id, origin and text."""
     data = result.to_json()
     data["sources"] = [
-        {**source.to_json(), "chunk_id": source.chunk_id, "origin": source.origin, "text": source.text}
+        {**source.to_json(), "chunk_id": source.chunk_id, "origin": source.origin}
         for source in result.sources
     ]
     return data
