@@ -271,3 +271,23 @@ def test_the_agent_cache_of_mcp_and_serve_opens_a_pack_in_shards(sharded: Path) 
             assert isinstance(used, PackSet) and used.query(QUESTIONS[1]).sources[0].title == "Bread"
     finally:
         cache.close()
+
+
+def test_pages_in_shards_keep_their_links(server: Any, tmp_path: Path) -> None:
+    """--urls with --shards: pages that link to each other land in one shard, so no link is cut."""
+    pairs = {"/a.html": "/b.html", "/b.html": "/a.html", "/c.html": "/d.html", "/d.html": "/c.html"}
+    topics = {"/a.html": "kettles", "/b.html": "teapots", "/c.html": "violins", "/d.html": "cellos"}
+    for path, target in pairs.items():
+        body = (
+            f"<title>{topics[path]}</title><h1>{topics[path]}</h1><p>"
+            + (f"All about {topics[path]} and how to care for them. " * 20)
+            + f"See <a href='{target}'>{topics[target]}</a>.</p>"
+        )
+        server.add(path, body)
+    urls = [server.url(p) for p in pairs]
+    whole = build_pack("whole", urls, out=tmp_path / "whole")
+    report = build_pack("paged", urls, out=tmp_path / "paged", shards=2)
+    assert whole.manifest.stats.links == 4
+    assert report.manifest.stats.links == 4  # none crosses a shard boundary
+    assert sorted(s.articles for s in report.manifest.shards) == [2, 2]
+    assert validate_pack(report.path).ok

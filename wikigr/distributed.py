@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from wikigr.build import BuildOptions, _Cache, _Prepared
+    from wikigr.embed import Embedder
     from wikigr.graph.build import GraphReport
     from wikigr.graph.extract import Extraction
     from wikigr.pack.manifest import Manifest, SourceRecord
@@ -61,6 +62,7 @@ BATCH_CHUNKS = 256  # about this many chunks per task (build.py embeds EMBED_GRO
 BATCH_URLS = 16  # URLs per task (their chunk count is unknown before they are fetched)
 EXTRACT_BATCH = 64  # skeleton chunks per spaCy task
 EMBED_BATCH = 512  # entity names per embedding task
+TASKS_PER_CPU = 4  # at least this many tasks per CPU when the batch sizes above would give fewer
 
 
 @dataclass
@@ -72,6 +74,14 @@ class RayOptions:
     batch_chunks: int = BATCH_CHUNKS
     batch_urls: int = BATCH_URLS
     in_flight: int = 2  # tasks submitted ahead per CPU of the cluster (bounds the object store's use)
+
+
+def _dimension(embedder: str) -> int:
+    """The dimension of an embedder's vectors (loading the model only when the registry does not
+    know it: st: and onnx: models)."""
+    from wikigr.embed import embedder_info, get_embedder
+
+    return embedder_info(embedder).dimension or get_embedder(embedder).dimension
 
 
 def _one_line(exc: BaseException) -> str:
@@ -279,20 +289,29 @@ def write_shard_task(
 
 
 def _batches(
-    passages: Sequence[tuple[str, str, str]], urls: Sequence[str], options: BuildOptions, ray: RayOptions
+    passages: Sequence[tuple[str, str, str]],
+    urls: Sequence[str],
+    options: BuildOptions,
+    ray: RayOptions,
+    cpus: int = 1,
 ) -> list[tuple[str, list[Any]]]:
     """The tasks: passages grouped to about ``batch_chunks`` chunks each (estimated from their
-    words), URLs ``batch_urls`` at a time (spellings of one address in one batch, fetched once)."""
+    words), URLs ``batch_urls`` at a time (spellings of one address in one batch, fetched once);
+    smaller batches when that gives fewer than TASKS_PER_CPU tasks per CPU of the cluster (a small
+    build then still keeps every worker busy to the end)."""
     from wikigr.sources.urls import normalize_url
 
     batches: list[tuple[str, list[Any]]] = []
     step = max(1, options.max_words - options.overlap_words)
+    sizes = [max(1, -(-len(p[2].split()) // step)) for p in passages]
+    per_task = max(8, min(ray.batch_chunks, -(-sum(sizes) // (TASKS_PER_CPU * cpus))))
+    urls_per_task = max(1, min(ray.batch_urls, -(-len(urls) // (TASKS_PER_CPU * cpus))))
     current: list[Any] = []
     size = 0
-    for passage in passages:
+    for passage, estimate in zip(passages, sizes, strict=True):
         current.append(list(passage))
-        size += max(1, -(-len(passage[2].split()) // step))
-        if size >= ray.batch_chunks:
+        size += estimate
+        if size >= per_task:
             batches.append(("passages", current))
             current, size = [], 0
     if current:
@@ -304,7 +323,7 @@ def _batches(
     current = []
     for group in groups:
         current.extend(group)
-        if len(current) >= ray.batch_urls:
+        if len(current) >= urls_per_task:
             batches.append(("urls", current))
             current = []
     if current:
@@ -329,9 +348,9 @@ def prepare_on_ray(
     assert options.ray is not None
     ray = connect(options.ray)
     remote = _remote(ray, "prepare")
-    batches = deque(_batches(passages, urls, options, options.ray))
-    shipped = ray.put(replace(options, llm=None, ray=None))  # once in the object store, for every task
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    batches = deque(_batches(passages, urls, options, options.ray, cpus))
+    shipped = ray.put(replace(options, llm=None, ray=None))  # once in the object store, for every task
     window = max(2, options.ray.in_flight * cpus)
     total = len(passages) + len(urls)
     documents = embedded = 0
@@ -422,7 +441,7 @@ def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressC
     ray = connect(options.ray)
     remote = _remote(ray, "prepare")
     shipped = ray.put(replace(options, llm=None, ray=None))
-    batches = _batches([], urls, options, options.ray)
+    batches = _batches([], urls, options, options.ray, max(1, int(ray.cluster_resources().get("CPU", 1))))
     refs = [remote.remote(kind, batch, shipped, False) for kind, batch in batches]
     found: dict[str, _Prepared] = {}
     progress(ProgressEvent("fetch", 0, len(urls)))
@@ -442,24 +461,13 @@ def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressC
     return [found[url] for url in urls]
 
 
-def _dimension(name: str) -> int:
-    """The embedder's dimension: from its name when that says it, else from the loaded model."""
-    from wikigr.embed import embedder_info, get_embedder
-
-    known = embedder_info(name).dimension
-    return known if known is not None else get_embedder(name).dimension
-
-
 class RayEmbedder:
-    """An embedder (wikigr.embed.Embedder) whose ``embed`` runs on the workers, a share of the
+    """``embedder`` (wikigr.embed.Embedder) with its ``embed`` run on the workers, a share of the
     texts per CPU of the cluster."""
 
-    def __init__(self, options: RayOptions, name: str) -> None:
-        from wikigr.embed import get_embedder
-
-        local = get_embedder(name)  # on the driver too: the pack records its dimension and digest
-        self.name, self.dimension, self.backend = local.name, local.dimension, local.backend
-        self.digest = local.digest
+    def __init__(self, options: RayOptions, embedder: Embedder) -> None:
+        self.name, self.dimension, self.backend = embedder.name, embedder.dimension, embedder.backend
+        self.digest = embedder.digest
         self.options = options
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -485,7 +493,9 @@ class RayExtractor:
             return []
         ray = connect(self.options)
         remote = _remote(ray, "extract")
-        refs = [remote.remote(list(texts[i : i + self.batch])) for i in range(0, len(texts), self.batch)]
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        batch = max(8, min(self.batch, -(-len(texts) // (TASKS_PER_CPU * cpus))))
+        refs = [remote.remote(list(texts[i : i + batch])) for i in range(0, len(texts), batch)]
         return [extraction for part in ray.get(refs) for extraction in part]
 
 

@@ -256,7 +256,7 @@ def update_pack(
             from wikigr.distributed import RayEmbedder
 
             report.chunks_embedded = _embed_pending(
-                fresh, RayEmbedder(options.ray, embedder.name), cache, progress, pool.get
+                fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
             )
         else:
             report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
