@@ -1,6 +1,8 @@
-"""OpenML packs: import throughput from local exports and aggregate query latency.
+"""OpenML packs: import throughput from local exports, aggregate query latency, and the routing
+accuracy of the offline rules.
 
     uv run python bench/openml.py            # -> bench/results/openml.json
+    uv run python bench/openml.py --routing  # only the routing section (needs no ../shared data)
 
 Import: builds packs from the real exports in ../shared/data/openml (the AutoML benchmark CSV
 plus OpenML study 1's ARFF: 51,118 runs; and LCDB's 124,029 runs) and reports runs per second
@@ -10,11 +12,20 @@ pack is built cold (no embedding cache) and then rebuilt (the descriptions' vect
 
 Aggregates: ``aggregate_measures`` calls on the 51,118-run pack, each with a fresh tool object
 (dimension tables read again every time), five different questions; p50 and p90 in milliseconds.
+Routing: ``bench/data/openml_routing.jsonl`` is a labelled set of varied questions, each with
+the intent the rules should give it (``aggregate``: a ranking or comparison of measures;
+``count``; ``describe``: a similarity or description question, for ``semantic_search``;
+``cypher``). The rules (wikigr/openml/rules.py) plan each question with the vocabulary of the
+example pack packs/amlb2019 and every family wikigr knows; the share routed to the labelled intent
+is reported for the development half (even lines, 0-based: the rules were chosen looking at it)
+and for the held-out half (odd lines), with the questions routed wrong.
+
 Never a timed unit test: the numbers depend on the machine (recorded with them).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -29,12 +40,16 @@ sys.path.insert(0, str(ROOT))
 
 from wikigr.embed import get_embedder  # noqa: E402
 from wikigr.openml.build import build_openml_pack  # noqa: E402
+from wikigr.openml.families import FAMILIES  # noqa: E402
+from wikigr.openml.rules import Vocabulary, plan  # noqa: E402
 from wikigr.openml.tools import OpenMLTools  # noqa: E402
 from wikigr.pack.pack import open_pack  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "openml"
 WORK = ROOT / "bench" / "work" / "openml"
 RESULTS = ROOT / "bench" / "results" / "openml.json"
+ROUTING = ROOT / "bench" / "data" / "openml_routing.jsonl"
+EXAMPLE = ROOT / "packs" / "amlb2019"
 REPEATS = 30
 
 QUERIES = {
@@ -118,7 +133,65 @@ def aggregates(pack: Path) -> dict[str, object]:
     }
 
 
+def routing() -> dict[str, object]:
+    """The share of the labelled questions the rules route to their intent, per half."""
+    store = open_pack(EXAMPLE).open_store()
+    try:
+        vocab = Vocabulary(
+            datasets=[r[0] for r in store.rows("MATCH (d:Dataset) RETURN d.name")],
+            algorithms=[r[0] for r in store.rows("MATCH (a:Algorithm) RETURN a.name")],
+            families=list(FAMILIES),
+            years=[int(r[0]) for r in store.rows("MATCH (d:Date) RETURN DISTINCT d.year")],
+        )
+    finally:
+        store.close()
+    rows = [json.loads(line) for line in ROUTING.read_text(encoding="utf-8").splitlines() if line.strip()]
+    halves: dict[str, dict[str, object]] = {}
+    for name, parity in (("development", 0), ("held_out", 1)):
+        half = [r for i, r in enumerate(rows) if i % 2 == parity]
+        wrong = []
+        per_intent: dict[str, list[int]] = {}
+        for row in half:
+            got = plan(row["question"], vocab).intent
+            per_intent.setdefault(row["intent"], [0, 0])
+            per_intent[row["intent"]][1] += 1
+            if got == row["intent"]:
+                per_intent[row["intent"]][0] += 1
+            else:
+                wrong.append({"question": row["question"], "expected": row["intent"], "routed": got})
+        halves[name] = {
+            "questions": len(half),
+            "accuracy": round(1 - len(wrong) / len(half), 4),
+            "per_intent": {k: f"{ok}/{n}" for k, (ok, n) in sorted(per_intent.items())},
+            "wrong": wrong,
+        }
+    return {
+        "question_set": str(ROUTING.relative_to(ROOT)),
+        "vocabulary": "packs/amlb2019 + all families",
+        **halves,
+    }
+
+
+def machine() -> dict[str, object]:
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--routing", action="store_true", help="only the routing section")
+    args = parser.parse_args()
+    if args.routing:
+        previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
+        previous["routing"] = routing()
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(previous, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps(previous["routing"], indent=2))
+        return
     if not DATA.is_dir():
         sys.exit(f"needs the OpenML exports in {DATA}")
     WORK.mkdir(parents=True, exist_ok=True)
@@ -131,15 +204,11 @@ def main() -> None:
         "lcdb": build("lcdb", [DATA / "lcdb_final_anchor_runs.csv"], [DATA / "study_14_metafeatures.arff"]),
     }
     result = {
-        "machine": {
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average_1m": round(os.getloadavg()[0], 2),
-        },
+        "machine": machine(),
         "import": imports,
         "aggregate": aggregates(WORK / "amlb-study1"),
         "targets": {"import_runs_per_s": 20000, "aggregate_p50_ms": 50},
+        "routing": routing(),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

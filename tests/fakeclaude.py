@@ -23,6 +23,11 @@ header and the body's required fields (400 ``invalid_request_error``). Every req
 rejected ones too. A message reply with no ``model`` echoes the request's, and with no token
 counts estimates them (about 4 characters a token).
 
+A request with ``"stream": true`` gets a successful message reply as server-sent events, as the
+real API streams it (``message_start``, ``content_block_start``/``_delta``/``_stop`` per block,
+``message_delta``, ``message_stop``): text in pieces of ``Reply.piece`` characters,
+``Reply.pause`` seconds apart. :meth:`Reply.streamed_error` sends some text, then an ``error`` event.
+
 The server speaks HTTP/1.0: one request per connection, so a truncated body ends when it closes.
 """
 
@@ -193,6 +198,9 @@ class Reply:
     delay: float = 0.0
     content_length: int | None = None
     content_type: str = "application/json"
+    piece: int = 8  # characters per text delta, when streamed
+    pause: float = 0.0  # seconds between streamed events
+    stream_error: dict[str, Any] | None = None  # an error event sent after the text, when streamed
 
     # -- successes -----------------------------------------------------------------------------
 
@@ -322,6 +330,16 @@ class Reply:
         return cls(body=partial, content_length=len(partial) + 200)
 
     @classmethod
+    def streamed_error(
+        cls, text: str, error_type: str = "overloaded_error", message: str = "Overloaded"
+    ) -> Reply:
+        """To a streaming request: ``text`` as deltas, then an ``error`` event (the stream breaks
+        after the HTTP 200). To any other request: that text as a whole message."""
+        reply = cls.text(text)
+        reply.stream_error = {"type": "error", "error": {"type": error_type, "message": message}}
+        return reply
+
+    @classmethod
     def slow(cls, delay: float, then: Reply | None = None) -> Reply:
         """``then`` (a short text answer by default), after ``delay`` seconds."""
         reply = then if then is not None else cls.text("late")
@@ -332,6 +350,9 @@ class Reply:
             delay=delay,
             content_length=reply.content_length,
             content_type=reply.content_type,
+            piece=reply.piece,
+            pause=reply.pause,
+            stream_error=reply.stream_error,
         )
 
 
@@ -411,6 +432,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, reply: Reply, request: ClaudeRequest) -> None:
         owner = self.server.owner
+        streamed = request.json.get("stream") is True and reply.status == 200
+        if streamed and isinstance(reply.body, dict) and reply.body.get("type") == "message":
+            self._send_stream(reply, owner._complete_body(reply.body, request))
+            return
         if isinstance(reply.body, dict):
             data = json.dumps(owner._complete_body(reply.body, request)).encode("utf-8")
         else:
@@ -430,6 +455,70 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             return  # the client gave up (timed out), as the test intended
+
+    def _send_stream(self, reply: Reply, message: dict[str, Any]) -> None:
+        """The message as the Messages API streams it (server-sent events); the body ends when
+        the connection closes (HTTP/1.0)."""
+        owner = self.server.owner
+        try:
+            if reply.delay > 0 and owner._stopping.wait(reply.delay):
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("request-id", f"req_fake{next(_ids):06d}")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            for event in _stream_events(message, reply):
+                if reply.pause > 0 and owner._stopping.wait(reply.pause):
+                    return
+                line = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+                self.wfile.write(line.encode("utf-8"))
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
+            return
+
+
+def _stream_events(message: dict[str, Any], reply: Reply) -> Iterator[dict[str, Any]]:
+    """The server-sent events of a streamed message (an ``error`` event ends it early when the
+    reply says so)."""
+    usage = dict(message["usage"])
+    start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+    yield {"type": "message_start", "message": start}
+    piece = max(1, reply.piece)
+    for index, block in enumerate(message["content"]):
+        kind = block.get("type")
+        if kind == "text":
+            yield {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "text", "text": ""},
+            }
+            text = block["text"]
+            for at in range(0, len(text), piece):
+                delta = {"type": "text_delta", "text": text[at : at + piece]}
+                yield {"type": "content_block_delta", "index": index, "delta": delta}
+        elif kind == "tool_use":
+            opening = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+            yield {"type": "content_block_start", "index": index, "content_block": opening}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+        elif kind == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            yield {"type": "content_block_start", "index": index, "content_block": opening}
+            delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+            delta = {"type": "signature_delta", "signature": block.get("signature", "")}
+            yield {"type": "content_block_delta", "index": index, "delta": delta}
+        else:
+            yield {"type": "content_block_start", "index": index, "content_block": block}
+        if reply.stream_error is not None:
+            yield reply.stream_error
+            return
+        yield {"type": "content_block_stop", "index": index}
+    delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}
+    yield {"type": "message_delta", "delta": delta, "usage": {"output_tokens": usage["output_tokens"]}}
+    yield {"type": "message_stop"}
 
 
 class FakeClaude(LoopbackServer):

@@ -224,8 +224,9 @@ def test_router_rules(question: str, kind: str) -> None:
 
 
 def test_router_escalates_and_keeps_the_best_attempt(graph_pack: Path) -> None:
-    # An unreachable threshold: every rung of the simple ladder is tried, the best one is kept.
-    options = {"router": {"score": "similarity", "threshold": 1.01, "max_attempts": 4}}
+    # An unreachable threshold: every rung of the simple ladder is tried, the best one is kept (a
+    # time budget the slowest machine cannot exhaust: the budget has its own test below).
+    options = {"router": {"score": "similarity", "threshold": 1.01, "max_attempts": 4, "budget_ms": 1e9}}
     with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, options=options) as agent:
         result = agent.query("When was the American Physical Society founded?")
     [entry] = [s for s in result.trace["stages"] if s["stage"] == "router"]
@@ -245,8 +246,10 @@ def test_router_escalates_and_keeps_the_best_attempt(graph_pack: Path) -> None:
 
 
 def test_router_scores_attempts_by_how_much_of_the_question_they_cover(graph_pack: Path) -> None:
-    # The default score: the share of the question's content words found in the top passages.
-    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None) as agent:
+    # The default score: the share of the question's content words found in the top passages
+    # (and a time budget a loaded machine cannot exhaust).
+    options = {"router": {"budget_ms": 1e9}}
+    with KnowledgeGraphAgent(graph_pack, profile="routed", llm=None, options=options) as agent:
         covered = agent.query("When was the American Physical Society founded?")
         uncovered = agent.query("When was the American Physical Society founded in Atlantis?")
     [entry] = [s for s in covered.trace["stages"] if s["stage"] == "router"]

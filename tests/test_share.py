@@ -85,6 +85,16 @@ def replace_data(members: list[Member], suffix: str, data: bytes) -> list[Member
     return out
 
 
+def flip_a_byte(members: list[Member], suffix: str) -> list[Member]:
+    """The member's data with its first byte changed: same size, another sha256."""
+    out: list[Member] = []
+    for info, data in members:
+        if info.name.endswith(suffix) and data:
+            data = bytes([data[0] ^ 1]) + data[1:]
+        out.append((info, data))
+    return out
+
+
 def packs_home_entries(home: Path) -> list[str]:
     packs = home / "packs"
     return sorted(p.name for p in packs.iterdir() if not p.name.endswith(".lock")) if packs.exists() else []
@@ -253,9 +263,10 @@ CRAFTED: dict[str, tuple[Callable[[list[Member]], list[Member]], str]] = {
     "newer-format": (lambda ms: edit_manifest(ms, _newer), "upgrade wikigr"),
     "missing-field": (lambda ms: edit_manifest(ms, _no_embedder), "embedder: missing"),
     "no-checksums": (lambda ms: edit_manifest(ms, _no_files), "lists no file checksums"),
-    "checksum-mismatch": (
+    "checksum-mismatch": (lambda ms: flip_a_byte(ms, "/urls.txt"), "checksum mismatch for urls.txt"),
+    "size-differs-from-manifest": (
         lambda ms: replace_data(ms, "/urls.txt", b"https://evil.example/\n"),
-        "checksum mismatch for urls.txt",
+        "urls.txt is 22 bytes but the manifest says",
     ),
     "unlisted-file": (
         lambda ms: [*ms, file_member("fixture/extra.sh", b"rm -rf ~\n")],
@@ -312,21 +323,22 @@ def test_install_refuses_over_the_total_cap(
     bad = write_archive(tmp_path / "total.tar.gz", members)
     code, _, err = cli(capsys, "pack", "install", str(bad), "--max-mb", "1")
     assert code == 1
-    assert_one_error(err, "add up to more than 1.0 MiB")
+    assert_one_error(err, "its manifest declares 1.8 MiB, over the cap of 1.0 MiB")
     assert packs_home_entries(wikigr_home) == []
 
 
-def test_tar_bomb_of_many_members_is_refused_early(tmp_path: Path, wikigr_home: Path) -> None:
+def test_tar_bomb_of_many_members_is_refused_early(archive: Path, tmp_path: Path, wikigr_home: Path) -> None:
     bomb = tmp_path / "bomb.tar.gz"
     with tarfile.open(bomb, "w:gz") as tar:
-        top = tarfile.TarInfo("fixture")
-        top.type = tarfile.DIRTYPE
-        tar.addfile(top)
-        for i in range(5000):
-            tar.addfile(tarfile.TarInfo(f"fixture/f{i}"), io.BytesIO(b""))
+        for info, data in read_members(archive)[:2]:  # the top folder and the manifest
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+        for i in range(5000):  # folders: a manifest does not list them
+            folder = tarfile.TarInfo(f"fixture/f{i}")
+            folder.type = tarfile.DIRTYPE
+            tar.addfile(folder)
     from wikigr.errors import ShareError
 
-    with pytest.raises(ShareError, match="more than 100 members"):
+    with pytest.raises(ShareError, match="more than 100 files and folders"):
         install_pack(bomb, limits=InstallLimits(max_members=100), register_skill=False)
     assert packs_home_entries(wikigr_home) == []
 

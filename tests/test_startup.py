@@ -381,7 +381,6 @@ LEFT_TO_TYPER = [
     ["query", "pk", "q", "--model", "-x"],
     ["query", "pk", "q", "--no-such-flag"],
     ["query", "pk", "q", "--json=1"],
-    ["query", "pk", "q\udcff"],
     ["--version"],
 ]
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from wikigr.embed import embedder_info, get_embedder
-from wikigr.errors import EmbedderUnavailableError, UsageError
+from wikigr.embed import check_record, pack_embedder
+from wikigr.errors import UsageError
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.pack.store import query_buffer_pool_size
 from wikigr.retrieval.pipeline import run_stages
@@ -26,6 +26,8 @@ from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve
 from wikigr.retrieval.stage import Context, QueryState, Skip
 
 if TYPE_CHECKING:  # the SDK is imported only when an API key is set
+    import numpy as np
+
     from wikigr.llm import LLM
 
 
@@ -37,6 +39,8 @@ class Source:
     score: float
     text: str = ""
     origin: str = "vector"
+    pack: str = ""  # the name of the pack it comes from
+    chunk_id: str = ""  # the passage's id in its pack's store
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +48,7 @@ class Source:
             "section": self.section,
             "url": self.url,
             "score": round(self.score, 4),
+            "pack": self.pack,
             "text": self.text,
         }
 
@@ -76,17 +81,6 @@ class AgentResult:
             "facts": self.facts,
             "trace": self.trace,
         }
-
-
-def check_embedder(pack: Pack) -> None:
-    """Refuse a pack whose recorded embedder is not available (or disagrees with ours)."""
-    record = pack.manifest.embedder
-    info = embedder_info(record.name)
-    if info.dimension != record.dimension:
-        raise EmbedderUnavailableError(
-            f"pack {pack.name} records embedder {record.name} with dimension {record.dimension}, "
-            f"but it has dimension {info.dimension} here"
-        )
 
 
 class KnowledgeGraphAgent:
@@ -131,13 +125,15 @@ class KnowledgeGraphAgent:
             )
         self.llm = llm
         self.fallback = fallback
-        check_embedder(self.pack)
+        check_record(self.pack.manifest.embedder, f"pack {self.pack.name}")  # before anything loads
         # Loading the model and opening the store are independent: do both at once. Only a pack of
         # passages embeds every question; another (OpenML) loads the model on first use.
         embedder = None
         with ThreadPoolExecutor(max_workers=2) as pool:
-            name = self.pack.manifest.embedder.name
-            embedder_future = pool.submit(get_embedder, name) if self.pack.manifest.stats.chunks else None
+            record, pack_name = self.pack.manifest.embedder, f"pack {self.pack.name}"
+            embedder_future = (
+                pool.submit(pack_embedder, record, pack_name) if self.pack.manifest.stats.chunks else None
+            )
             store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
             try:
                 embedder = embedder_future.result() if embedder_future else None
@@ -170,6 +166,20 @@ class KnowledgeGraphAgent:
         return [s.name for s in self.stages]
 
     def query(self, question: str, top_k: int | None = None, question_id: str | None = None) -> AgentResult:
+        state = self.new_state(question, top_k, question_id)
+        start = time.perf_counter()
+        with self.budget():
+            stages = run_stages(self.stages, state)
+        return self.result(state, stages, (time.perf_counter() - start) * 1000)
+
+    def new_state(
+        self,
+        question: str,
+        top_k: int | None = None,
+        question_id: str | None = None,
+        vector: np.ndarray | None = None,
+    ) -> QueryState:
+        """The state a query starts from (``vector``: the question's embedding, when known)."""
         question = question.strip()
         if not question:
             raise UsageError("the question is empty")
@@ -189,15 +199,31 @@ class KnowledgeGraphAgent:
             usage=usage,
             fallback=self.fallback,
         )
-        start = time.perf_counter()
-        within = getattr(self.llm, "within", None)  # one time budget for all of Claude's calls
-        with within() if within is not None else contextlib.nullcontext():
-            stages = run_stages(self.stages, state)
-        total_ms = (time.perf_counter() - start) * 1000
+        if vector is not None:
+            state.set_vector(question, vector)
+        return state
+
+    def budget(self) -> contextlib.AbstractContextManager[object]:
+        """One time budget for all of Claude's calls over an answer."""
+        within = getattr(self.llm, "within", None)
+        return within() if within is not None else contextlib.nullcontext()
+
+    def result(self, state: QueryState, stages: list[dict[str, Any]], total_ms: float) -> AgentResult:
+        """The answer, sources and trace of a query that has run its stages."""
         k = state.top_k  # a stage may widen it (the router, for an enumeration)
         passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]
+        own = self.name  # the source's pack, unless several packs answer together
         sources = [
-            Source(c.article_title, c.section_title, c.citation_url, c.score, c.text, c.origin)
+            Source(
+                c.article_title,
+                c.section_title,
+                c.citation_url,
+                c.score,
+                c.text,
+                c.origin,
+                c.pack or own,
+                c.chunk_id,
+            )
             for c in passages
         ]
         synth_ms = sum(s["ms"] for s in stages if s["stage"] == "synthesize")
@@ -211,7 +237,8 @@ class KnowledgeGraphAgent:
             "retrieval_ms": round(total_ms - synth_ms, 2),
             "total_ms": round(total_ms, 2),
         }
-        if usage is not None:
+        if state.usage is not None:
+            usage = state.usage
             trace["usage"] = {
                 "calls": usage.calls,
                 "input_tokens": usage.input_tokens,
@@ -219,7 +246,7 @@ class KnowledgeGraphAgent:
                 "cost_usd": round(usage.cost_usd, 6),
             }
         return AgentResult(
-            question=question,
+            question=state.question,
             answer=state.answer if state.answer is not None else "",
             sources=sources,
             profile=self.profile,
@@ -229,6 +256,10 @@ class KnowledgeGraphAgent:
             facts=state.facts,
             trace=trace,
         )
+
+    @property
+    def name(self) -> str:
+        return self.pack.name
 
 
 def query_pack(

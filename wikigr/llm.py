@@ -8,6 +8,10 @@ an :class:`LLMError` (a :class:`~wikigr.errors.WikigrError`, exit code 1) with a
 Configuration comes from the environment (:meth:`AnthropicLLM.from_env`): ``ANTHROPIC_API_KEY``
 (none means offline: ``from_env`` returns None), ``ANTHROPIC_BASE_URL`` and ``WIKIGR_MODEL``.
 
+Streaming: inside :meth:`AnthropicLLM.streaming`, the calls a thread makes stream the answer
+(server-sent events from the API): a callback gets each piece of text as it arrives, and the call
+still returns the whole :class:`Completion`, after the same retries and checks.
+
 Sampling: ``temperature`` defaults to None, which sends no temperature at all. Current models
 (Sonnet 5 and later, Opus 4.7 and later) answer a non-default temperature with HTTP 400, and the
 SDK no longer has a ``temperature`` argument; a number, when given, is sent as an extra body field.
@@ -95,6 +99,23 @@ class LLMRequestError(LLMError):
 
 class LLMResponseError(LLMError):
     """The API answered 2xx with something that is not a Messages API response."""
+
+
+class _StreamBroken(Exception):
+    """A streamed response broke off after its HTTP 200: an ``error`` event, or the connection."""
+
+    def __init__(self, failure: str, transient: bool) -> None:
+        super().__init__(failure)
+        self.transient = transient
+
+
+class _SinkError(Exception):
+    """The receiver of a streamed answer's pieces raised (its exception is the cause)."""
+
+
+#: What gets the pieces of a streamed answer: ``on_text(piece)``, and ``on_restart()`` before a
+#: retry starts the answer over (the pieces sent so far are void).
+TextSink = tuple[Callable[[str], None], Callable[[], None] | None]
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -474,15 +495,35 @@ class AnthropicLLM:
     @contextmanager
     def within(self, budget: float | None = None) -> Iterator[None]:
         """One time budget (``budget`` seconds, default :attr:`budget`) for every call made inside:
-        the calls of one answer (a classification, rephrasings, the answer itself) share it. Nested
-        uses keep the outer deadline."""
+        the calls of one answer (a classification, rephrasings, the answer itself) share it. A
+        nested use keeps the outer deadline, or with its own ``budget`` ends sooner (a part of the
+        answer, like the router's classification, takes only a share of it)."""
         outer = getattr(self._local, "deadline", None)
+        own = time.monotonic() + (budget or self.budget)
         if outer is None:
-            self._local.deadline = time.monotonic() + (budget or self.budget)
+            self._local.deadline = own
+        elif budget is not None:
+            self._local.deadline = min(outer, own)
         try:
             yield
         finally:
             self._local.deadline = outer
+
+    @contextmanager
+    def streaming(
+        self, on_text: Callable[[str], None], on_restart: Callable[[], None] | None = None
+    ) -> Iterator[None]:
+        """Stream the calls this thread makes inside: ``on_text`` gets each piece of an answer's
+        text as it arrives (``complete`` still returns the whole :class:`Completion`). When a
+        stream breaks after some text and the call is retried, ``on_restart`` is called before
+        the new attempt's first piece: what was sent is void. Calls made by other threads
+        (another request, a pool's workers) do not stream."""
+        outer = getattr(self._local, "sink", None)
+        self._local.sink = (on_text, on_restart)
+        try:
+            yield
+        finally:
+            self._local.sink = outer
 
     def complete(
         self,
@@ -492,7 +533,8 @@ class AnthropicLLM:
         temperature: float | None = None,
         tools: list[dict[str, Any]] | None = None,
     ) -> Completion:
-        """One Messages API call, retried on transient failures. Raises an :class:`LLMError`."""
+        """One Messages API call, retried on transient failures. Raises an :class:`LLMError`.
+        Inside :meth:`streaming`, the response streams."""
         import anthropic
 
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
@@ -504,6 +546,8 @@ class AnthropicLLM:
             kwargs["extra_body"] = {"temperature": temperature}
 
         deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
+        sink: TextSink | None = getattr(self._local, "sink", None)
+        sent = [False]  # whether an attempt has sent text to the sink
         attempts = 0
         last_failure = "no attempt made"
         last_status: int | None = None
@@ -516,7 +560,16 @@ class AnthropicLLM:
             read = min(self.timeout, remaining)
             kwargs["timeout"] = anthropic.Timeout(read, connect=min(self.connect_timeout, remaining))
             try:
-                raw = self._client.messages.with_raw_response.create(**kwargs)
+                if sink is None:
+                    raw = self._client.messages.with_raw_response.create(**kwargs)
+                    status, content = raw.http_response.status_code, raw.http_response.content
+                else:
+                    status, content = 200, self._stream(kwargs, sink, sent)
+            except _StreamBroken as err:
+                last_status = None
+                last_failure = str(err)
+                if not err.transient:
+                    raise LLMRequestError(f"Claude API rejected the request: {last_failure}") from err
             except anthropic.APIStatusError as err:
                 status = err.status_code
                 last_status = status
@@ -545,7 +598,7 @@ class AnthropicLLM:
             except anthropic.AnthropicError as err:  # credentials, client-side validation...
                 raise LLMRequestError(f"Claude request failed: {_shorten(str(err))}") from err
             else:
-                completion = self._parse(raw.http_response.status_code, raw.http_response.content)
+                completion = self._parse(status, content)
                 with self._lock:
                     self.usage.add(completion)
                 return completion
@@ -561,6 +614,46 @@ class AnthropicLLM:
             self._sleep(delay)
 
     # -- internals -----------------------------------------------------------------------------
+
+    def _stream(self, kwargs: dict[str, Any], sink: TextSink, sent: list[bool]) -> bytes:
+        """One streamed attempt: its text pieces go to the sink; returns the final message as the
+        JSON body a non-streamed call would have had. A failure before the HTTP 200 raises the
+        SDK's error (handled as for a plain call); a break after it, :class:`_StreamBroken`."""
+        import anthropic
+
+        on_text, on_restart = sink
+        if sent[0] and on_restart is not None:
+            on_restart()
+        sent[0] = False
+        try:
+            with self._client.messages.stream(**kwargs) as stream:
+                for piece in stream.text_stream:
+                    sent[0] = True
+                    try:
+                        on_text(piece)
+                    except Exception as exc:
+                        raise _SinkError from exc
+                message = stream.get_final_message()
+        except _SinkError as err:  # the receiver's failure is not Claude's: it is not retried
+            raise err.__cause__ or err from None
+        except anthropic.APIStatusError as err:
+            if err.status_code != 200:
+                raise
+            kind, text = _error_fields(err.body)
+            label = _STATUS_LABELS.get(kind or "", kind or "error")
+            detail = f" ({_shorten(text)})" if text else ""
+            raise _StreamBroken(f"the stream broke off: {label}{detail}", kind in _STATUS_LABELS) from err
+        except anthropic.AnthropicError:
+            raise
+        except Exception as err:  # the SDK's transport failed mid-stream (its httpx's errors)
+            detail = f"{type(err).__name__}: {_shorten(str(err))}"
+            raise _StreamBroken(f"the stream broke off ({detail})", transient=True) from err
+        data = message.to_dict(mode="json", exclude_none=True)
+        blocks = data.get("content")
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict):
+                block.pop("parsed_output", None)
+        return json.dumps(data).encode("utf-8")
 
     def _over_budget(self, attempts: int, last_failure: str, status: int | None) -> LLMUnavailableError:
         tried = f" after {_plural(attempts, 'attempt')} ({last_failure})" if attempts else ""

@@ -4,82 +4,52 @@ Tools:
 
 - ``list_packs()`` — the packs in the packs home;
 - ``pack_info(pack)`` — a pack's manifest, statistics and what it covers;
-- ``query_pack(pack, question, profile=None, top_k=5)`` — an answer with cited sources, as
-  ``wikigr query --json`` prints it;
-- ``search(pack, query, top_k=5, profile=None)`` — retrieval only, no synthesis: the passages
+- ``query_pack(pack, question, profile=None, top_k=None)`` — an answer with cited sources, as
+  ``wikigr query --json`` prints it (``top_k``: the pack's kg_config.json value, else 5);
+  ``pack`` is a name, a list of names or ``all`` (several packs answer together:
+  wikigr/packset.py);
+- ``search(pack, query, top_k=None, profile=None)`` — retrieval only, no synthesis: the passages
   with their text and citations.
 
-Agents are opened once per pack (and profile) and kept for the life of the server process; when
-a pack is updated or replaced on disk, the next call reopens it. Calls are serialised: one store
-connection is never used by two threads at once. Errors come back as tool errors of one line.
+Agents are opened once per pack (and profile) and kept for the life of the server process
+(:class:`wikigr.agent_cache.AgentCache`); when a pack is updated or replaced on disk, the next call
+reopens it. Calls are serialised: one store connection is never used by two threads at once.
+Errors come back as tool errors of one line, ``Error: ...`` as the CLI prints them; a message the
+transport cannot read (not JSON, or JSON holding a lone surrogate such as ``"\\udcff"``, which is
+not Unicode text) gets a JSON-RPC error reply instead of silence.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-from pathlib import Path
+import json
+from types import TracebackType
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+import mcp_types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from wikigr import __version__
-from wikigr.agent import KnowledgeGraphAgent
+from wikigr.agent_cache import AgentCache
 from wikigr.errors import WikigrError
-from wikigr.pack.pack import open_pack, pack_rows, packs_home
+from wikigr.pack.pack import pack_rows, packs_home
 
 INSTRUCTIONS = (
     "Local knowledge packs built by wikigr. Call list_packs to see them, pack_info for what one "
     "covers, query_pack for an answer citing its sources ([n] is sources[n-1]; say so when "
-    "low_confidence is true), search for the raw passages with their text."
+    "low_confidence is true), search for the raw passages with their text. Their pack argument is "
+    'a pack name, a list of names, or "all" for every pack; each source names its pack.'
 )
-
-
-class AgentCache:
-    """Open agents by (pack folder, profile, mode); reopened when the pack changes on disk."""
-
-    def __init__(self) -> None:
-        self._agents: dict[tuple[str, str | None, str], tuple[tuple[int, int, int], KnowledgeGraphAgent]] = {}
-        self.lock = threading.Lock()
-
-    @staticmethod
-    def _stamp(path: Path) -> tuple[int, int, int]:
-        folder = os.stat(path)
-        manifest = os.stat(path / "manifest.json")
-        return (folder.st_ino, manifest.st_ino, manifest.st_mtime_ns)
-
-    def get(self, ref: str, profile: str | None, mode: str) -> KnowledgeGraphAgent:
-        pack = open_pack(ref)
-        key = (str(pack.path), profile, mode)
-        stamp = self._stamp(pack.path)
-        cached = self._agents.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        if cached is not None:
-            cached[1].close()
-            del self._agents[key]
-        if mode == "search":
-            # Retrieval only: no synthesis, no examples for it, never Claude.
-            agent = KnowledgeGraphAgent(pack, profile=profile, llm=None)
-            drop = {"synthesize", "few_shot", "multi_query"}
-            agent.stages = [s for s in agent.stages if s.name not in drop]
-        else:
-            agent = KnowledgeGraphAgent(pack, profile=profile)
-        self._agents[key] = (stamp, agent)
-        return agent
-
-    def close(self) -> None:
-        for _, agent in self._agents.values():
-            agent.close()
-        self._agents.clear()
-
 
 MAX_TOP_K = 100
 
 
-def _check_top_k(top_k: int) -> None:
-    if not 1 <= top_k <= MAX_TOP_K:
+def _check_top_k(top_k: int | None) -> None:
+    if top_k is not None and not 1 <= top_k <= MAX_TOP_K:
         raise ToolError(f"Error: top_k must be between 1 and {MAX_TOP_K}, not {top_k}")
 
 
@@ -87,8 +57,138 @@ def _fail(exc: WikigrError) -> ToolError:
     return ToolError(f"Error: {exc.message}")
 
 
+def _one_line_error(tool: str, exc: ToolError) -> str:
+    """The text of a failed call: ours (``Error: ...``) as raised, the SDK's own (arguments that
+    do not fit the schema, an unknown tool) as one ``Error: ...`` line, without the SDK's
+    ``Error executing tool NAME:`` prefix or pydantic's multi-line report."""
+    cause = exc.__cause__
+    if isinstance(cause, ToolError):  # one of ours, wrapped by the SDK
+        return str(cause)
+    if isinstance(cause, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}"
+            for error in cause.errors()
+        )
+        return f"Error: invalid arguments for {tool}: {problems}"
+    text = " ".join(str(exc).split())
+    return text if text.startswith("Error: ") else f"Error: {text}"
+
+
+def _reply_to_unreadable(exc: Exception) -> mcp_types.JSONRPCError | None:
+    """The JSON-RPC error reply to a line the transport could not read (it hands the parse
+    error to the server, which would drop it): for a request whose id can still be read, with
+    that id; for a line that is not JSON at all, with id null (JSON-RPC 2.0, "Parse error").
+    None for a notification (no reply is due) or anything else."""
+    if not isinstance(exc, ValidationError):
+        return None
+    line = next((e["input"] for e in exc.errors() if isinstance(e.get("input"), str | bytes)), None)
+    try:
+        message = json.loads(line) if line is not None else None
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        if line is None:
+            return None
+        return _error(None, mcp_types.PARSE_ERROR, "Error: the message is not JSON")
+    if "method" not in message or "id" not in message:
+        return None  # a notification or a response: nothing to answer
+    request_id = message["id"]
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not _is_text(str(request_id)):
+        request_id = None  # JSON-RPC: null when the id cannot be made out
+    if not _is_text(json.dumps(message, ensure_ascii=False)):
+        return _error(
+            request_id,
+            mcp_types.INVALID_PARAMS,
+            "Error: the request holds a lone surrogate (such as \\udcff), which is not Unicode text",
+        )
+    return _error(request_id, mcp_types.INVALID_REQUEST, "Error: not a valid JSON-RPC request")
+
+
+def _is_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> mcp_types.JSONRPCError:
+    return mcp_types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(code=code, message=message)
+    )
+
+
+class _AnsweringUnreadable:
+    """The stdio transport's read stream, minus the lines it could not read: each of those is
+    answered on the write stream (:func:`_reply_to_unreadable`) and skipped."""
+
+    def __init__(
+        self, read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    ) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:  # the sender context the SDK reads off a context stream
+        return getattr(self._read, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return item
+            reply = _reply_to_unreadable(item)
+            if reply is not None:
+                await self._write.send(SessionMessage(reply))
+
+    def __aiter__(self) -> _AnsweringUnreadable:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    async def __aenter__(self) -> _AnsweringUnreadable:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class _Server(MCPServer):
+    """The SDK's server with wikigr's error replies (one ``Error: ...`` line; an answer to every
+    request, readable or not)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK logs it and tells the client only the tool's name
+        except ToolError as exc:
+            raise ToolError(_one_line_error(name, exc)) from exc.__cause__
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                _AnsweringUnreadable(read_stream, write_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
+
+
 def create_server() -> tuple[MCPServer, AgentCache]:
-    server = MCPServer("wikigr", version=__version__, instructions=INSTRUCTIONS)
+    server = _Server("wikigr", version=__version__, instructions=INSTRUCTIONS)
     cache = AgentCache()
 
     @server.tool()
@@ -105,7 +205,7 @@ def create_server() -> tuple[MCPServer, AgentCache]:
 
         try:
             with cache.lock:
-                agent = cache.get(pack, None, "query")
+                agent = cache.one(pack, None, "query")
                 info = digest(agent.context.store)
                 manifest = agent.pack.manifest
                 data = {k: v for k, v in manifest.to_dict().items() if k not in ("sources", "files")}
@@ -122,13 +222,16 @@ def create_server() -> tuple[MCPServer, AgentCache]:
             raise _fail(exc) from exc
 
     @server.tool()
-    def query_pack(pack: str, question: str, profile: str | None = None, top_k: int = 5) -> dict[str, Any]:
+    def query_pack(
+        pack: str | list[str], question: str, profile: str | None = None, top_k: int | None = None
+    ) -> dict[str, Any]:
         """Answer a question from a pack, citing its sources: [n] in the answer is sources[n-1]
-        (title, section, url, and the whole passage as text). Without Claude the answer is the
-        passages' sentences that answer the question (answer_mode "extractive"). ``profile``: auto
-        (default: picks the retrieval for the pack and the question), baseline (fastest),
-        balanced, max, graph (PageRank over the pack's entity graph) or routed (escalates per
-        question).
+        (title, section, url, pack, and the whole passage as text). Without Claude the answer is
+        the passages' sentences that answer the question (answer_mode "extractive"). ``pack``: a
+        name, a list of names (or "a,b"), or "all" for every pack; several packs are searched
+        together and their passages merged. ``profile``: auto (default: picks the retrieval for
+        the pack and the question), baseline (fastest), balanced, max, graph (PageRank over the
+        pack's entity graph) or routed (escalates per question).
         When low_confidence is true the pack has little grounded context for the question."""
         _check_top_k(top_k)
         try:
@@ -138,14 +241,19 @@ def create_server() -> tuple[MCPServer, AgentCache]:
             raise _fail(exc) from exc
         data = result.to_json()
         data["trace"] = {
-            k: data["trace"].get(k) for k in ("profile", "vector_path", "answer_mode", "total_ms")
+            k: data["trace"].get(k)
+            for k in ("profile", "vector_path", "answer_mode", "total_ms", "packs")
+            if k in data["trace"]
         }
         return data
 
     @server.tool()
-    def search(pack: str, query: str, top_k: int = 5, profile: str | None = None) -> dict[str, Any]:
+    def search(
+        pack: str | list[str], query: str, top_k: int | None = None, profile: str | None = None
+    ) -> dict[str, Any]:
         """Retrieval only (no synthesis): the passages of a pack most relevant to ``query``, best
-        first, each with its text and citation (title, section, url, score)."""
+        first, each with its text and citation (title, section, url, score, pack). ``pack``: a
+        name, a list of names, or "all"."""
         _check_top_k(top_k)
         try:
             with cache.lock:

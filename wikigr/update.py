@@ -12,7 +12,9 @@ folder beside it (``.NAME.partial``) with build.py's pipeline:
   cached in the partial folder, so an interrupted update resumes without embedding it again;
 - documents no longer listed are dropped with their sections, chunks and links (the store is
   written anew); a document that was in the pack but cannot be fetched now is *kept* as it was
-  (taken from the previous store) and reported, so a network hiccup loses nothing;
+  (taken from the previous store) and reported, so a network hiccup loses nothing; when no
+  source at all can be fetched and parsed, the update fails (BuildError) before writing anything
+  and the pack stays as it was, byte for byte;
 - statistics, the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
   ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames.
 
@@ -32,11 +34,11 @@ from typing import Any
 import numpy as np
 
 from wikigr.build import (
-    EMBED_GROUP,
     BuildOptions,
     _build_lock,
     _Cache,
     _describe,
+    _embed_pending,
     _keep_user_files,
     _prepare,
     _Prepared,
@@ -48,7 +50,7 @@ from wikigr.build import (
     fetch_sources,
     write_documents_pack,
 )
-from wikigr.embed import get_embedder
+from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, SourceRecord
@@ -199,7 +201,7 @@ def update_pack(
         url_list = (pack.path / layout.URLS_FILE).read_text(encoding="utf-8")
     options = options or BuildOptions()
     options.embedder = old.embedder.name
-    embedder = get_embedder(old.embedder.name)
+    embedder = pack_embedder(old.embedder, f"pack {old.name}")
     target = pack.path
     seconds: dict[str, float] = {}
     report = UpdateReport(path=target, manifest=old)
@@ -214,59 +216,55 @@ def update_pack(
             previous = {r.url: r for r in old.sources if r.status == "ok"}
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
-            results = fetch_sources(expanded, options, progress)
+            if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
+                from wikigr.distributed import fetch_on_ray
+
+                items = fetch_on_ray(expanded, options, progress)
+            else:
+                items = [_prepare(result, options) for result in fetch_sources(expanded, options, progress)]
             seconds["fetch"] = time.perf_counter() - fetch_t0
             prepared: dict[str, _Prepared] = {}
-            for result in results:
-                item = _prepare(result, options)
-                if item.error is not None and result.url in previous:
-                    kept = _previous_document(store, previous[result.url])
+            fresh: list[_Prepared] = []  # fetched and parsed now
+            errors: list[tuple[str, str]] = []
+            for item in items:
+                url = item.source
+                if item.error is None:
+                    fresh.append(item)
+                else:
+                    errors.append((url, item.error))
+                    kept = _previous_document(store, previous[url]) if url in previous else None
                     if kept is not None:
-                        report.kept.append((result.url, item.error))
+                        report.kept.append((url, item.error))
                         item = kept
-                prepared[result.url] = item
+                prepared[url] = item
         seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
+        if not fresh:  # nothing to update from: fail before anything is written
+            first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
+            raise BuildError(f"no source could be fetched and parsed: the pack is unchanged{first}")
 
+        # Embeddings: a chunk whose embedded text is in the previous store or in the cache of an
+        # interrupted update is not embedded again; the rest is embedded by the build's pipeline,
+        # which caches each document as it is done (so this update, interrupted, resumes too).
         partial = target.parent / f".{target.name}.partial"
         cache = _Cache.for_build(partial, embedder, options)
-
-        # Embeddings: from the previous store, else from an interrupted update's cache, else new.
         t0 = time.perf_counter()
-        missing: list[tuple[_Prepared, int, str]] = []
-        for item in prepared.values():
-            if item.error is not None or item.embeddings is not None:
-                continue
-            texts = _texts(item)
+        for item in fresh:
             cached = cache.load(item.source)
-            if cached is not None and _texts(cached) == texts and cached.embeddings is not None:
-                item.embeddings = cached.embeddings
-                report.chunks_reused += len(texts)
-                continue
-            item.embeddings = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-            for i, text in enumerate(texts):
-                vector = pool.get(text)
-                if vector is None:
-                    missing.append((item, i, text))
-                else:
-                    item.embeddings[i] = vector
-                    report.chunks_reused += 1
-        progress(ProgressEvent("embed", 0, len(missing)))
-        touched: dict[str, _Prepared] = {}
-        for start in range(0, len(missing), EMBED_GROUP):
-            group = missing[start : start + EMBED_GROUP]
-            vectors = embedder.embed([text for _, _, text in group])
-            for (item, i, _), vector in zip(group, vectors, strict=True):
-                assert item.embeddings is not None
-                item.embeddings[i] = vector
-                touched[item.source] = item
-            progress(ProgressEvent("embed", start + len(group), len(missing)))
-        for item in touched.values():
-            cache.save(item)
-        report.chunks_embedded = len(missing)
+            if cached is not None and cached.embeddings is not None:
+                pool.update(zip(_texts(cached), cached.embeddings, strict=True))
+        if options.ray is not None:
+            from wikigr.distributed import RayEmbedder
+
+            report.chunks_embedded = _embed_pending(
+                fresh, RayEmbedder(options.ray, embedder.name), cache, progress, pool.get
+            )
+        else:
+            report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
+        report.chunks_reused = sum(len(item.chunks) for item in fresh) - report.chunks_embedded
         seconds["embed"] = time.perf_counter() - t0
 
-        # Classify and collect the documents, one article per final URL (as a build does).
-        docs, records = classify_sources(expanded, prepared)
+        # Classify and collect the documents, one article per document (as a build does).
+        docs, records, aliases = classify_sources(expanded, prepared)
         kept_urls = {u for u, _ in report.kept}
         for record in records:
             if record.status != "ok":
@@ -281,9 +279,6 @@ def update_pack(
             else:
                 report.unchanged.append(record.url)
         report.removed = [u for u in previous if u not in prepared]
-        if not docs:
-            first = f" (first: {report.failed[0][0]}: {report.failed[0][1]})" if report.failed else ""
-            raise BuildError(f"no document could be fetched and parsed: the pack is unchanged{first}")
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
@@ -298,6 +293,7 @@ def update_pack(
             embedder,
             options,
             description,
+            aliases=aliases,
             version=old.version,
             eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
         )

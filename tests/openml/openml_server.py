@@ -11,7 +11,9 @@ task, and one evaluation whose value is not a number.
 Misbehaviours, per path prefix: ``fail[prefix] = n`` answers 503 to the next n requests,
 ``truncate[prefix] = n`` cuts the next n bodies short (the Content-Length promises more), and
 ``broken`` prefixes answer 500 until removed. Listings past their end answer 412 "No results";
-``/data/qualities/20`` answers 412 "No qualities found", like OpenML for a dataset without them.
+``/data/qualities/20`` answers 412 "No qualities found", like OpenML for a dataset without them;
+a study other than 146 answers 412 "Unknown study" (code 601, as OpenML does). ``xml_errors``
+sends errors as OpenML's XML error body.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ class OpenMLServer(LocalServer):
         self.fail: dict[str, int] = {}
         self.truncate: dict[str, int] = {}
         self.broken: set[str] = set()
+        self.xml_errors = False  # answer errors with OpenML's XML error body instead of JSON
         self._knobs = threading.Lock()
 
     def api_hits(self, fragment: str) -> int:
@@ -136,8 +139,13 @@ class OpenMLServer(LocalServer):
             )
         return Reply(body=data, content_type="application/json")
 
-    @staticmethod
-    def _error(code: str, message: str, status: int = 412) -> Reply:
+    def _error(self, code: str, message: str, status: int = 412) -> Reply:
+        if self.xml_errors:  # the body OpenML's XML API sends (the shape of its real error files)
+            xml = (
+                '<oml:error xmlns:oml="http://openml.org/openml">\n'
+                f"  <oml:code>{code}</oml:code>\n  <oml:message>{message}</oml:message>\n</oml:error>\n"
+            )
+            return Reply(status=status, body=xml.encode("utf-8"), content_type="text/xml; charset=utf-8")
         body = json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
         return Reply(status=status, body=body, content_type="application/json")
 

@@ -109,6 +109,19 @@ VOCAB = Vocabulary(
         ),
         ("MATCH (a:Algorithm) RETURN a.name", "graph_query", {"query": "MATCH (a:Algorithm) RETURN a.name"}),
         ("Tell me about the Albert dataset", "semantic_search", {"text": "Tell me about the Albert dataset"}),
+        # issue 13: naming algorithms or learners is not asking for a ranking
+        (
+            "algorithms similar to random forest",
+            "semantic_search",
+            {"tables": ["Algorithm", "AlgorithmFamily"]},
+        ),
+        ("instance-based lazy learners", "semantic_search", {"tables": ["Algorithm", "AlgorithmFamily"]}),
+        ("datasets like credit-g", "semantic_search", {"tables": ["Dataset"]}),
+        ("Which algorithm is most similar to TPOT?", "semantic_search", {"k": 5}),
+        ("Which algorithms are tree ensembles?", "semantic_search", {"k": 5}),
+        ("Does TPOT beat autosklearn on kc1?", "aggregate_measures", {"group_by": ["Algorithm.name"]}),
+        ("What accuracy does TPOT get?", "aggregate_measures", {"measure": "accuracy"}),
+        ("What is the estimation procedure of the kc1 task?", "semantic_search", {"tables": ["Task"]}),
     ],
 )
 def test_rules_pick_tools_and_arguments(question: str, tool: str, expected: dict[str, Any]) -> None:
@@ -148,7 +161,8 @@ def test_offline_answer_is_computed_grounded_and_cited(pack: Path) -> None:
     assert trace["grounding"]["ungrounded_numbers"] == []
     assert cited(result.answer) and max(cited(result.answer)) <= len(result.sources)
     assert result.sources[0].title == f"Algorithm.family = {top['group']['Algorithm.family']}"
-    assert result.sources[0].url.startswith("file://") and "#line=" in result.sources[0].url
+    # the best run of an export row has no OpenML run id: its task's (or dataset's) public page
+    assert re.fullmatch(r"https://www\.openml\.org/[td]/\d+", result.sources[0].url)
     assert result.facts and not result.low_confidence
     # one router over the one seam: the passage stages of the auto profile do not apply
     [router] = trace["stages"]
@@ -166,6 +180,60 @@ def test_offline_counts_and_semantic_answers(pack: Path) -> None:
     assert described.trace["tool_calls"][0]["tool"] == "semantic_search"
     assert described.sources[0].title == "Dataset credit-g"
     assert described.trace["grounding"]["ungrounded_numbers"] == []
+
+
+CITED = [
+    QUESTION,
+    "Compare TPOT and autosklearn on credit-g by AUC",
+    "Which dataset is the hardest?",
+    "How many runs are there on credit-g?",
+    "Tell me about the credit-g dataset",
+    "algorithms similar to random forest",
+    "MATCH (a:Algorithm) RETURN a.name, a.id LIMIT 3",
+]
+
+
+def assert_no_local_path(text: str, *roots: Path) -> None:
+    assert "file:" not in text
+    for root in roots:
+        assert str(root) not in text
+
+
+def test_citations_never_name_the_builders_machine(
+    capsys: pytest.CaptureFixture[str], pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """A pack travels: its citations are public OpenML pages (a task's page for a run of an
+    export that has task ids) or the export file's name and line, never a file:// URL or a path."""
+    from tests.openml.conftest import AMLB
+
+    # an export without any OpenML id: the file's name and line are all there is to cite
+    bare = tmp_path / "exports" / "bare_runs.csv"
+    bare.parent.mkdir()
+    rows = [r for r in amlb() if r["acc"]][:40]
+    bare.write_text(
+        "dataset_name,framework,acc\n"
+        + "".join(f"{r['dataset_name']},{r['framework']},{r['acc']}\n" for r in rows)
+    )
+    code, _, err = cli(capsys, "pack", "create", "bare", "--openml-export", str(bare))
+    assert code == 0, err
+    for target, roots in ((pack, (AMLB.parent,)), (wikigr_home / "packs" / "bare", (bare.parent,))):
+        roots = (*roots, target)
+        for name in ("manifest.json", "urls.txt", "skill.md"):
+            assert_no_local_path((target / name).read_text(), *roots)
+        for question in CITED:
+            code, out, err = cli(capsys, "query", str(target), question, "--json")
+            assert code == 0, err
+            data = json.loads(out)
+            assert_no_local_path(out, *roots)
+            for source in data["sources"]:
+                url = source["url"]
+                assert not url.startswith("/"), url
+                assert url == "" or re.fullmatch(
+                    r"https://www\.openml\.org/[rtfd]/\d+|\w+\.csv#line=\d+", url
+                ), url
+    code, out, _ = cli(capsys, "query", "bare", "Which framework has the highest median accuracy?", "--json")
+    assert code == 0
+    assert json.loads(out)["sources"][0]["url"].startswith("bare_runs.csv#line=")
 
 
 def test_cli_query_on_an_openml_pack(capsys: pytest.CaptureFixture[str], pack: Path) -> None:
@@ -283,6 +351,44 @@ def test_an_answer_with_an_invented_number_is_replaced(pack: Path, fake_claude: 
     assert result.answer.startswith("For all runs, the Algorithm.family with the highest median accuracy")
 
 
+def test_an_answer_without_a_tool_call_is_replaced_by_the_rules_answer(
+    capsys: pytest.CaptureFixture[str], pack: Path, claude_env: FakeClaude
+) -> None:
+    """Claude answering from its own knowledge is not an answer from the pack: the rules' answer
+    (tools run, every number cited) is printed instead, and the trace keeps Claude's text."""
+    claude_env.script(Reply.text("Random forests usually win, around 0.85 accuracy [1]."))
+    code, out, err = cli(capsys, "query", str(pack), QUESTION, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    trace = data["trace"]
+    assert len(claude_env.messages_requests) == 1
+    assert trace["answer_mode"] == "rules (Claude called no tool)" != "claude"
+    assert trace["claude_answer"].startswith("Random forests usually win")
+    assert "Claude answered without calling a tool" in trace["claude"]
+    assert "Random forests usually" not in data["answer"] and "0.85" not in data["answer"]
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        offline = agent.query(QUESTION)
+    assert data["answer"] == offline.answer
+    assert cited(data["answer"]) and len(data["sources"]) >= max(cited(data["answer"]))
+    assert trace["grounding"]["ungrounded_numbers"] == [] and not data["low_confidence"]
+    assert [c["tool"] for c in trace["tool_calls"]] == ["aggregate_measures"]
+
+
+def test_an_answer_that_cites_no_tool_result_is_composed(pack: Path, fake_claude: FakeClaude) -> None:
+    fake_claude.script(
+        Reply.tool_use("aggregate_measures", {"group_by": ["family"]}),
+        Reply.text("automl is clearly the best family."),
+    )
+    with make_llm(fake_claude) as llm, KnowledgeGraphAgent(pack, llm=llm) as agent:
+        result = agent.query(QUESTION)
+    trace = result.trace
+    assert trace["answer_mode"] == "claude tools, composed answer"
+    assert trace["claude_answer"] == "automl is clearly the best family."
+    assert "cited no tool result" in trace["claude"]
+    assert result.answer.startswith("For all runs, the Algorithm.family with the highest median accuracy")
+    assert cited(result.answer)
+
+
 def test_the_tool_call_budget_is_kept(pack: Path, fake_claude: FakeClaude) -> None:
     config = pack / "kg_config.json"
     config.write_text(json.dumps({"max_tool_calls": 2}))
@@ -326,6 +432,22 @@ def test_claude_failure_is_an_error_or_a_fallback(
     assert "Warning: Claude failed" in err
 
 
+def test_a_hanging_claude_leaves_the_rules_to_answer_within_the_budget(
+    capsys: pytest.CaptureFixture[str], pack: Path, claude_env: FakeClaude
+) -> None:
+    claude_env.script(*[Reply.slow(8)] * 4)  # accepted, never answered in time
+    code, out, err = cli(capsys, "query", str(pack), QUESTION, "--fallback", "--json", "--timeout", "2")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["trace"]["answer_mode"] == "rules (Claude failed)"
+    assert data["trace"]["total_ms"] < 2000 + 1000  # the budget, not 4 attempts x the read timeout
+    assert "within the time budget of 2s" in err and cited(data["answer"])
+    claude_env.script(*[Reply.slow(8)] * 4)
+    code, _, err = cli(capsys, "query", str(pack), QUESTION, "--timeout", "2")
+    assert code == 1
+    assert_one_error(err, "no answer from Claude within the time budget of 2s")
+
+
 def test_the_example_pack_answers_from_its_data() -> None:
     example = Path(__file__).resolve().parents[2] / "packs" / "amlb2019"
     from wikigr.pack.validate import validate_pack
@@ -336,3 +458,7 @@ def test_the_example_pack_answers_from_its_data() -> None:
     top = result.trace["tool_calls"][0]["output"]["groups"][0]
     assert top["group"] == {"Algorithm.family": "automl"} and top["count"] == 4674
     assert result.trace["grounding"]["ungrounded_numbers"] == []
+    # the shipped pack cites the public task pages of its runs, not the CSV on the builder's disk
+    assert all(re.fullmatch(r"https://www\.openml\.org/t/\d+", s.url) for s in result.sources)
+    for name in ("manifest.json", "urls.txt", "skill.md"):
+        assert_no_local_path((example / name).read_text(), Path("/work"), Path.home())

@@ -164,6 +164,26 @@ def test_a_failed_build_resumes_from_the_cache(openml_server: OpenMLServer, tmp_
     assert not (tmp_path / ".resume.partial").exists()
 
 
+@pytest.mark.parametrize("xml", [False, True], ids=["json-error", "xml-error"])
+def test_an_unknown_study_is_one_clear_line(
+    capsys: pytest.CaptureFixture[str], openml_server: OpenMLServer, wikigr_home: Path, xml: bool
+) -> None:
+    """OpenML answers an unknown study with HTTP 412, code 601 "Unknown study": that is the
+    error, not a failure to retry or resume; nothing is left behind to resume from."""
+    openml_server.xml_errors = xml
+    url = openml_server.base_url
+    code, out, err = cli(capsys, "pack", "create", "s999", "--openml", "--study", "999", "--openml-url", url)
+    assert code == 1, err
+    assert_one_error(err, f"OpenML has no study 999 (Unknown study, code 601) at {url}")
+    assert "resume" not in err and out == ""
+    assert openml_server.api_hits("/study/999") == 1  # a 412 is not retried
+    # Neither the pack nor a .partial folder (the build lock file stays, as after any build).
+    assert [p.name for p in wikigr_home.rglob("*s999*")] == [".s999.lock"]
+    # A known study still builds through the same path.
+    code, out, err = cli(capsys, "pack", "create", "s146", "--openml", "--study", "146", "--openml-url", url)
+    assert code == 0, err
+
+
 def test_selection_is_checked() -> None:
     with pytest.raises(UsageError, match="say what to fetch"):
         ApiSelection()

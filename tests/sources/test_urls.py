@@ -100,7 +100,9 @@ def test_normalize_source_turns_paths_into_file_urls(tmp_path: Path, monkeypatch
     write(tmp_path / "docs" / "a b.md", "# A\n")
     assert normalize_source("docs") == (tmp_path / "docs").resolve().as_uri()
     assert normalize_source("./docs/a b.md") == (tmp_path / "docs" / "a b.md").resolve().as_uri()
-    assert normalize_source(str(tmp_path / "missing.md")) == (tmp_path / "missing.md").as_uri()
+    with pytest.raises(UsageError, match="not a URL or an existing path"):  # a typo is not a source
+        normalize_source(str(tmp_path / "missing.md"))
+    assert normalize_source((tmp_path / "missing.md").as_uri()) == (tmp_path / "missing.md").as_uri()
     monkeypatch.setenv("HOME", str(tmp_path))
     assert normalize_source("~/docs") == (tmp_path / "docs").resolve().as_uri()
 

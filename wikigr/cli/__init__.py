@@ -21,11 +21,39 @@ if TYPE_CHECKING:
     import typer
 
 
+#: The exit code of an interrupted command (Ctrl-C), as shells report a SIGINT death.
+INTERRUPTED = 130
+
+
 def _fail(message: str, code: int) -> int:
     from wikigr.cli.output import err
 
     err.print(f"Error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
     return code
+
+
+def _exit_code(code: int) -> int:
+    """The one place an exit code leaves the CLI: an interruption says so (one line on stderr)."""
+    return _fail("interrupted", INTERRUPTED) if code == INTERRUPTED else code
+
+
+def _check_text(args: list[str]) -> None:
+    """Every argument must be text: bytes that are not UTF-8 (which Python keeps in argv as lone
+    surrogates) are a usage error naming the argument (as clap, Rust's argument parser, does for
+    text arguments), not a failure somewhere downstream."""
+    from wikigr.errors import UsageError
+
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            try:  # the bytes as given, \xff for an undecodable one
+                shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:  # a surrogate that stands for no byte (run() called directly)
+                shown = arg.encode("utf-8", "backslashreplace").decode("utf-8")
+            if len(shown) > 80:
+                shown = shown[:79] + "…"
+            raise UsageError(f"argument '{shown}' is not valid UTF-8 text") from None
 
 
 _answered_without_typer = False
@@ -36,6 +64,7 @@ def run(argv: list[str] | None = None) -> int:
     global _answered_without_typer
     args = list(sys.argv[1:] if argv is None else argv)
     try:
+        _check_text(args)
         from wikigr.cli.answer import fast_query
 
         query = fast_query(args)
@@ -46,7 +75,7 @@ def run(argv: list[str] | None = None) -> int:
     except WikigrError as exc:
         return _fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
-        return _fail("interrupted", 130)
+        return _exit_code(INTERRUPTED)
     except BrokenPipeError:
         return 0
     except Exception as exc:
@@ -57,48 +86,59 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def _run_app(args: list[str]) -> int:
-    """Run the typer application; its own exceptions become exit codes here, the others go up."""
+    """Run the typer application; its own exceptions become exit codes here, the others go up.
+
+    Without standalone mode, typer *returns* the code of a ``typer.Exit`` (``raise typer.Exit(1)``
+    in a command; Ctrl-C, which it turns into ``Exit(130)``) instead of raising it; a command that
+    ends normally returns None."""
     import typer
     from typer._click.exceptions import NoArgsIsHelpError
 
     from wikigr.cli.typer_app import app
 
     try:
-        app(args=args, prog_name="wikigr", standalone_mode=False)
+        returned = app(args=args, prog_name="wikigr", standalone_mode=False)
     except NoArgsIsHelpError as exc:
         print(exc.format_message())
         return 0
     except typer.Exit as exc:
-        return int(exc.exit_code or 0)
+        returned = exc.exit_code
     except typer.Abort:
-        return _fail("interrupted", 130)
+        returned = INTERRUPTED
     except typer.TyperException as exc:  # usage errors (exit 2) and other click-style errors
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
         return _fail(message, int(getattr(exc, "exit_code", 1)))
-    return 0
+    code = returned if isinstance(returned, int) and not isinstance(returned, bool) else 0
+    return _exit_code(code)
 
 
 def main() -> None:
     code = run()
+    if code == INTERRUPTED:
+        _exit_now(code, wait_for_threads=False)
     if _answered_without_typer:
         _exit_now(code)
     sys.exit(code)
 
 
-def _exit_now(code: int) -> None:
+def _exit_now(code: int, wait_for_threads: bool = True) -> None:
     """End the process without tearing down the interpreter: the output is flushed, other threads
     are waited for and exit handlers run, as at a normal exit, but the objects still alive (the
     model's session, the tokenizer, the modules) are not freed one by one (~0.08 s); the OS takes
-    the memory back. Only after a query, whose store is closed by then."""
+    the memory back. After a query, whose store is closed by then; and after an interruption,
+    without waiting for the other threads: a worker blocked in a network read (a fetch waiting on
+    a slow server) would otherwise hold the exit until its timeout. By then the command has
+    unwound (staging folders removed, the previous pack untouched); the workers only read."""
     import atexit
     import threading
 
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # e.g. a closed pipe: nothing more can be said
             stream.flush()
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    if wait_for_threads:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     os._exit(code)
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from wikigr.cli.output import err, out, print_json
+from wikigr.cli.output import err, out, print_json, styled
 
 
 def answer(
@@ -19,7 +19,7 @@ def answer(
     profile: str | None = None,
     enable: list[str] | None = None,
     disable: list[str] | None = None,
-    top_k: int = 5,
+    top_k: int | None = None,
     model: str | None = None,
     fallback: bool = False,
     trace: bool = False,
@@ -29,15 +29,19 @@ def answer(
 ) -> None:
     """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``):
     the answer, then the sources as ``[n] title › section  URL`` (with ``passages``, each followed
-    by its whole passage)."""
+    by its whole passage).
+
+    ``top_k`` None: the pack's (kg_config.json), else 5. When no stage answers (``--disable
+    synthesize``), the text output says so in place of the answer; the JSON has ``answer`` ""
+    and ``trace.answer_mode`` "none"."""
     from wikigr.errors import UsageError
 
     if not question.strip():
         raise UsageError("the question is empty")
     _load_model_meanwhile()
-    from wikigr.agent import KnowledgeGraphAgent
+    from wikigr.packset import open_agent
 
-    with KnowledgeGraphAgent(
+    with open_agent(
         pack,
         profile=profile,
         enable=enable,
@@ -57,9 +61,13 @@ def answer(
     if json_out:
         print_json(result.to_json())
     else:
-        out.print(result.answer, markup=False, highlight=False)
+        if result.trace.get("answer_mode") == "none":
+            out.print(f"No answer: {_why_no_answer(disable)}; the sources are the passages retrieved.")
+        else:
+            out.print(result.answer, highlight=False)
         out.print()
-        out.print("[bold]Sources[/]")
+        out.print(styled("[bold]Sources[/]"))
+        several = "packs" in result.trace  # several packs answered: name each source's
         for n, source in enumerate(result.sources, 1):
             where = (
                 f"{source.title} › {source.section}"
@@ -67,7 +75,8 @@ def answer(
                 else source.title
             )
             related = " (related)" if source.origin == "multidoc" else ""
-            out.print(f"[{n}] {where}{related}  {source.url}", markup=False, highlight=False)
+            pack_name = f"{source.pack}: " if several else ""
+            out.print(f"[{n}] {pack_name}{where}{related}  {source.url}", markup=False, highlight=False)
             if passages:
                 out.print(source.text.strip() + "\n", markup=False, highlight=False)
     if trace:
@@ -94,6 +103,12 @@ def answer(
                 f"{usage['output_tokens']} out tokens, ~${usage['cost_usd']:.4f}",
                 markup=False,
             )
+
+
+def _why_no_answer(disable: list[str] | None) -> str:
+    if "synthesize" in (disable or []):
+        return "synthesize was disabled"
+    return "no stage of the profile answers"
 
 
 def _load_model_meanwhile() -> None:
@@ -130,14 +145,6 @@ _INT = re.compile(r"[1-9][0-9]{0,2}")
 _SECONDS = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
-def _plain(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes in argv: let typer decide
-        return False
-    return True
-
-
 def fast_query(args: list[str]) -> Callable[[], None] | None:
     """For a plainly valid ``query PACK QUESTION [options]`` (long options as ``--name VALUE`` or
     ``--name=VALUE``, short ones as ``-p VALUE``, each at most once but ``--enable``/``--disable``;
@@ -149,8 +156,6 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
     positional: list[str] = []
     rest = iter(args[1:])
     for token in rest:
-        if not _plain(token):
-            return None
         if not token.startswith("-"):
             positional.append(token)
             continue
@@ -161,7 +166,7 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
         elif name in OPTIONS and (not equals or name.startswith("--")):
             key = OPTIONS[name]
             value = inline if equals else next(rest, None)
-            if value is None or value.startswith("-") or not _plain(value):
+            if value is None or value.startswith("-"):
                 return None
         else:
             return None  # --help, --, -k5, an unknown option...

@@ -52,6 +52,10 @@ def run(
     judge: Annotated[str, typer.Option("--judge", help="none, offline or claude.")] = "none",
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N questions.")] = None,
     fresh: Annotated[bool, typer.Option("--fresh", help="Ignore an interrupted run's progress.")] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds Claude may take per answer and per judgement (default 30)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     """Run the pack's questions through a profile (or all) and score retrieval and answers."""
@@ -70,6 +74,7 @@ def run(
         limit=limit,
         questions=questions,
         fresh=fresh,
+        timeout=timeout,
     )
     from wikigr.cli.progress import ProgressBars
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wikigr.cli.output import err, out, print_json
+from wikigr.cli.output import err, out, print_json, styled
 
 OPENML_STATS = ("runs", "algorithms", "families", "datasets", "tasks", "dates")
 
@@ -22,11 +22,14 @@ def create_openml_pack(
     fresh: bool = False,
     json_out: bool = False,
     api: Any = None,
+    embedder: str | None = None,
 ) -> None:
     from wikigr.cli.progress import ProgressBars
     from wikigr.openml.build import OpenMLBuildOptions, build_openml_pack
 
     options = OpenMLBuildOptions(description=description, measure=measure, licence=licence, fresh=fresh)
+    if embedder is not None:
+        options.embedder = embedder
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
     with bars.progress:
         report = build_openml_pack(
@@ -60,13 +63,15 @@ def create_openml_pack(
         )
         return
     out.print(
-        f"Built OpenML pack [bold]{manifest.name}[/] at {report.path}: {stats['runs']} runs, "
-        f"{stats['algorithms']} algorithms ({stats['families']} families), {stats['datasets']} datasets, "
+        styled("Built OpenML pack [bold]{}[/] at {}: ", manifest.name, report.path),
+        f"{stats['runs']} runs, {stats['algorithms']} algorithms ({stats['families']} families), "
+        f"{stats['datasets']} datasets, "
         f"{stats['tasks']} tasks in {report.seconds['total']:.1f}s"
-        + (f" ({report.cached} responses from the cache)" if report.cached else "")
+        + (f" ({report.cached} responses from the cache)" if report.cached else ""),
+        sep="",
     )
     if record.malformed_rows:
-        out.print(f"[yellow]{record.malformed_rows} malformed row(s) not imported; first:[/]")
+        out.print(styled("[yellow]{} malformed row(s) not imported; first:[/]", record.malformed_rows))
         for example in record.malformed_examples:
             out.print(f"  {example}", markup=False)
     for note in record.notes:

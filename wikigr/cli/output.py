@@ -1,7 +1,10 @@
 """Consoles and shared output helpers for the CLI.
 
 ``out`` and ``err`` are rich consoles made on first use, so that a command that prints plain JSON
-(``wikigr query ... --json``) never imports rich."""
+(``wikigr query ... --json``) never imports rich. They print text verbatim: rich's markup
+(``[bold]``) and emoji codes (``:x:``) are off, so data (a pack's titles, a passage holding
+``root:x:0:0``) is never restyled or rewritten; a message that wants style says so with
+:func:`styled`."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.text import Text
 
 
 @functools.cache
@@ -18,10 +22,19 @@ def console(stderr: bool = False) -> Console:
     """The rich console of stdout (or stderr), made once."""
     from rich.console import Console
 
-    made = Console(stderr=stderr, soft_wrap=True)
+    made = Console(stderr=stderr, soft_wrap=True, markup=False, emoji=False)
     if not made.is_terminal and made.width < 160:
         made.width = 160  # piped or captured: tables keep their columns
     return made
+
+
+def styled(markup: str, *values: object) -> Text:
+    """``markup`` (rich markup, with ``{}`` fields) with ``values`` put in verbatim:
+    ``styled("Built pack [bold]{}[/]", name)`` makes the name bold, whatever it holds."""
+    from rich.markup import escape
+    from rich.text import Text
+
+    return Text.from_markup(markup.format(*(escape(str(v)) for v in values)), emoji=False)
 
 
 class _LazyConsole:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import err, out, print_json
+from wikigr.cli.output import err, out, print_json, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
@@ -21,7 +21,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="Pack name (lowercase letters, digits, . _ -).")],
+    name: Annotated[
+        str, typer.Argument(help="Pack name: lowercase letters, digits, single hyphens (e.g. my-docs).")
+    ],
     urls: Annotated[
         Path | None, typer.Option("--urls", help="A urls.txt file: one URL per line, # comments.")
     ] = None,
@@ -93,6 +95,28 @@ def create(
             "--graph-beta", min=0.0, max=1.0, help="Share of chunks (skeleton) that get the full extraction."
         ),
     ] = 0.25,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            metavar="NAME",
+            help="Embedding model: all-MiniLM-L6-v2-int8 (built in, the default), st:MODEL "
+            "(sentence-transformers: a Hugging Face name or a local folder; the models extra) "
+            "or onnx:FOLDER (model.onnx + tokenizer.json). Default: $WIKIGR_EMBEDDER, else built in.",
+        ),
+    ] = None,
+    ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray",
+            help="Fetch, parse, chunk, embed and extract on Ray: $RAY_ADDRESS's cluster, else a local "
+            "Ray on all cores (needs the ray extra; docs/scale.md).",
+        ),
+    ] = False,
+    shards: Annotated[
+        int,
+        typer.Option("--shards", min=1, max=1024, help="Write the pack in N stores, queried as one pack."),
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
@@ -105,6 +129,8 @@ def create(
             raise UsageError("give --openml (the REST API) or --openml-export (files), not both")
         if urls is not None or url or corpus is not None:
             raise UsageError("OpenML packs are built from OpenML only, not with --urls/--url/--corpus")
+        if ray or shards != 1:
+            raise UsageError("--ray and --shards are for document packs, not OpenML packs")
         from wikigr.cli.openml import create_openml_pack
 
         api = None
@@ -133,6 +159,7 @@ def create(
             licence=licence,
             fresh=fresh,
             json_out=json_out,
+            embedder=embedder,
         )
         return
     if measure is not None or licence:
@@ -169,7 +196,14 @@ def create(
         fresh=fresh,
         graph=not no_graph,
     )
+    if embedder is not None:
+        options.embedder = embedder
     options.graph_options.beta = graph_beta
+    if ray:
+        from wikigr.distributed import RayOptions, require_ray
+
+        require_ray()  # before anything is read or fetched: a one-line error without the extra
+        options.ray = RayOptions()
     llm = None
     if not no_graph:
         from wikigr.llm import AnthropicLLM
@@ -180,7 +214,14 @@ def create(
     try:
         with bars.progress:
             report = build_pack(
-                name, sources, out=output, options=options, on_progress=bars, url_list=url_list, corpus=corpus
+                name,
+                sources,
+                out=output,
+                options=options,
+                on_progress=bars,
+                url_list=url_list,
+                corpus=corpus,
+                shards=shards,
             )
     finally:
         if llm is not None:
@@ -192,6 +233,7 @@ def create(
                 "path": str(report.path),
                 "name": manifest.name,
                 "stats": asdict(manifest.stats),
+                "shards": [asdict(shard) for shard in manifest.shards],
                 "failed": [{"url": u, "error": e} for u, e in report.failed],
                 "resumed": report.resumed,
                 "fetched": report.fetched,
@@ -203,10 +245,12 @@ def create(
         return
     stats = manifest.stats
     out.print(
-        f"Built pack [bold]{manifest.name}[/] at {report.path}: {stats.articles} articles, "
-        f"{stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
+        styled("Built pack [bold]{}[/] at {}: ", manifest.name, report.path),
+        f"{stats.articles} articles, {stats.sections} sections, {stats.chunks} chunks, {stats.links} links "
         f"in {report.seconds['total']:.1f}s"
         + (f" (resumed {report.resumed} documents)" if report.resumed else "")
+        + (f" in {len(manifest.shards)} shards" if manifest.shards else ""),
+        sep="",
     )
     if report.graph is not None:
         g = report.graph
@@ -217,7 +261,7 @@ def create(
             markup=False,
         )
     if report.failed:
-        out.print(f"[yellow]{len(report.failed)} source(s) failed:[/]")
+        out.print(styled("[yellow]{} source(s) failed:[/]", len(report.failed)))
         for failed_url, error in report.failed:
             out.print(f"  {failed_url}: {error}", markup=False)
 
@@ -240,7 +284,7 @@ def list_(json_out: JsonOpt = False) -> None:
             cells = [row["name"], row["source_kind"], row["size"], row["created_at"], row["description"]]
             table.add_row(*(str(c) for c in cells))
         else:
-            table.add_row(str(row["name"]), "-", "-", "-", f"[red]broken: {row['error']}[/]")
+            table.add_row(str(row["name"]), "-", "-", "-", styled("[red]broken: {}[/]", row["error"]))
     out.print(table)
 
 
@@ -280,6 +324,7 @@ def info(
         ("format / schema", f"{m.format_version} / {m.schema_version}"),
         ("source kind", m.source_kind),
         ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
+        ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
         ("articles", str(stats["articles"])),
         ("sections", str(stats["sections"])),
@@ -292,11 +337,11 @@ def info(
     if m.source_kind == "openml":  # the star's counts instead of the document graph's
         from wikigr.cli.openml import OPENML_STATS
 
-        rows = rows[:8] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
+        rows = rows[:9] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
         if m.openml is not None and m.openml.malformed_rows:
             rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:
-        table.add_row(f"[bold]{key}[/]", value)
+        table.add_row(styled("[bold]{}[/]", key), value)
     out.print(table)
 
 
@@ -314,8 +359,8 @@ def validate(
         print_json(report.to_json())
     else:
         for check in report.checks:
-            mark = "[green]ok[/]  " if check.ok else "[red]FAIL[/]"
-            out.print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail else ""))
+            mark = styled("[green]ok[/]  " if check.ok else "[red]FAIL[/]")
+            out.print(mark, f"{check.name}" + (f": {check.detail}" if check.detail else ""))
         out.print(f"{path}: {'valid' if report.ok else 'INVALID'}", markup=False)
     if not report.ok:
         first = next(c for c in report.checks if not c.ok)

@@ -12,7 +12,9 @@ from wikigr.cli.answer import answer
 def register(app: typer.Typer) -> None:
     @app.command("query")
     def query(
-        pack: Annotated[str, typer.Argument(help="Pack name or path.")],
+        pack: Annotated[
+            str, typer.Argument(help="Pack name or path; several as a,b; every installed pack as all.")
+        ],
         question: Annotated[str, typer.Argument(help="The question.")],
         profile: Annotated[
             str | None,
@@ -28,7 +30,16 @@ def register(app: typer.Typer) -> None:
         disable: Annotated[
             list[str] | None, typer.Option("--disable", help="Remove a stage (repeatable).")
         ] = None,
-        top_k: Annotated[int, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to return.")] = 5,
+        top_k: Annotated[
+            int | None,
+            typer.Option(
+                "--top-k",
+                "-k",
+                min=1,
+                max=100,
+                help="Passages to return (default: the pack's kg_config.json top_k, else 5).",
+            ),
+        ] = None,
         model: Annotated[
             str | None, typer.Option("--model", help="Claude model (default: $WIKIGR_MODEL).")
         ] = None,

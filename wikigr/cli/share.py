@@ -59,7 +59,9 @@ def register(app: typer.Typer) -> None:
         max_mb: Annotated[
             float, typer.Option("--max-mb", min=1, help="Cap on the download and on the unpacked size, MiB.")
         ] = 8192.0,
-        timeout: Annotated[float, typer.Option(min=0.1, help="Network timeout of a URL install, s.")] = 60.0,
+        timeout: Annotated[
+            float, typer.Option(min=0.1, help="Deadline of a URL install's whole download, s.")
+        ] = 600.0,
         json_out: JsonOpt = False,
     ) -> None:
         """Install a pack into the packs home, checking it first; register its Claude Code skill."""
@@ -142,6 +144,10 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--max-mb", min=0.001, help="Size cap per document, MiB.")
         ] = 10.0,
         skills_dir: SkillsDirOpt = None,
+        ray: Annotated[
+            bool,
+            typer.Option("--ray", help="Fetch, parse and embed on Ray (needs the ray extra; docs/scale.md)."),
+        ] = False,
         json_out: JsonOpt = False,
     ) -> None:
         """Re-fetch a pack's sources and embed only new and changed documents (atomic swap)."""
@@ -155,6 +161,11 @@ def register(app: typer.Typer) -> None:
                 workers=workers, timeout=timeout, retries=retries, max_bytes=int(max_mb * 1024 * 1024)
             )
         )
+        if ray:
+            from wikigr.distributed import RayOptions, require_ray
+
+            require_ray()
+            options.ray = RayOptions()
         bars = ProgressBars(enabled=err.is_terminal and not json_out)
         with bars.progress:
             report = update_pack(

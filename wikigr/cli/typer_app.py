@@ -9,6 +9,7 @@ from wikigr.cli import eval as eval_commands
 from wikigr.cli import mcp as mcp_commands
 from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
+from wikigr.cli import serve as serve_commands
 from wikigr.cli import share as share_commands
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app.add_typer(eval_commands.app, name="eval")
 query_commands.register(app)
 mcp_commands.register(app)
 cypher_commands.register(app)
+serve_commands.register(app)
 
 
 def _print_version(value: bool) -> None:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from wikigr.embed import get_embedder
+from wikigr.embed import pack_embedder
 from wikigr.errors import UsageError
 from wikigr.eval.questions import Question, load_questions, write_questions
 from wikigr.pack import pack as layout
@@ -53,7 +53,7 @@ def generate_questions(ref: str | Path, n: int = 50, seed: int = 0) -> dict[str,
         raise UsageError(f"pack {pack.name} has no section long enough to ask about")
     rng = random.Random(seed)
     sample = rng.sample(sections, min(len(sections), n * 2))  # spares for duplicates and bad replies
-    embedder = get_embedder(pack.manifest.embedder.name)
+    embedder = pack_embedder(pack.manifest.embedder, f"pack {pack.name}")
     known_text = {_norm(q.question) for q in existing}
     known_vectors = list(embedder.embed([q.question for q in existing])) if existing else []
     taken = {q.id for q in existing}

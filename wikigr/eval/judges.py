@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +134,11 @@ class ClaudeJudge:
             f"Question: {question}\n\nReference answer: {' | '.join(truths) or '(none)'}\n\n"
             f"Answer:\n{answer}\n\nPassages:\n{passages}\n\nTool results:\n{tool_text}"
         )
-        completion = self.llm.complete(JUDGE_SYSTEM, [{"role": "user", "content": prompt}], max_tokens=300)
+        # One time budget per judged answer (--timeout / WIKIGR_TIMEOUT), like an answer's own.
+        within = getattr(self.llm, "within", None)
+        with within() if within is not None else nullcontext():
+            messages = [{"role": "user", "content": prompt}]
+            completion = self.llm.complete(JUDGE_SYSTEM, messages, max_tokens=300)
         if self.usage is not None:
             self.usage.add(completion)
         match = _JSON.search(completion.text)

@@ -2,9 +2,10 @@
 
 Results go to ``eval/results/<timestamp>-<profile>.json`` (every question: retrieved sources,
 ranks, answer, metrics, latency, tokens; and a summary); the manifest's ``eval_scores`` records the
-latest run. Progress is appended to ``eval/results/.<profile>.partial.jsonl`` as questions finish,
-so an interrupted evaluation resumes where it stopped (same questions and settings). Evaluating
-never writes the pack's store: it is opened read-only.
+latest run of each profile, with its date. Progress is appended to
+``eval/results/.<profile>.partial.jsonl`` as questions finish, so an interrupted evaluation
+resumes where it stopped (same questions and settings). Evaluating never writes the pack's
+store: it is opened read-only.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class EvalOptions:
     limit: int | None = None
     questions: Path | None = None  # default: the pack's eval/questions.jsonl
     fresh: bool = False  # ignore an interrupted run's progress
+    timeout: float | None = None  # Claude's time budget per answer and per judgement (WIKIGR_TIMEOUT)
 
 
 @dataclass
@@ -193,7 +195,9 @@ class Evaluator:
         return None
 
     def _run_profile(self, profile: str | None) -> ProfileReport:
-        with KnowledgeGraphAgent(self.pack, profile=profile, top_k=max(self.options.ks)) as agent:
+        with KnowledgeGraphAgent(
+            self.pack, profile=profile, top_k=max(self.options.ks), timeout=self.options.timeout
+        ) as agent:
             articles = "MATCH (a:Article) RETURN a.id, a.url, a.title"
             has_articles = self.pack.manifest.stats.articles > 0  # an OpenML pack has none
             gold_index = GoldIndex(agent.context.store.rows(articles) if has_articles else [])
@@ -240,9 +244,10 @@ class Evaluator:
             return ProfileReport(agent.profile, summary, results_file, resumed)
 
     def _record(self, profile: str, summary: dict[str, Any], results_file: Path) -> None:
-        """The manifest keeps one figure per pack: the latest run."""
+        """The manifest keeps the latest run of each profile (with its date): this run replaces
+        only the entry of its own profile."""
         manifest = open_pack(self.pack.path).manifest
-        manifest.eval_scores = EvalScores(
+        latest = EvalScores(
             date=now_iso(),
             profile=profile,
             questions=summary["questions"],
@@ -253,6 +258,8 @@ class Evaluator:
                 if isinstance(v, int | float) and not isinstance(v, bool) and v is not None
             },
         )
+        others = [s for s in manifest.eval_scores or [] if s.profile != profile]
+        manifest.eval_scores = sorted([*others, latest], key=lambda s: s.profile)
         manifest.dump(self.pack.path / layout.MANIFEST_FILE)
 
     def _evaluate_one(
@@ -321,9 +328,18 @@ class Evaluator:
             m["exact_match"] = metrics.exact_match(result.answer, truths)
             m["f1"] = round(metrics.f1_score(result.answer, truths), 4)
         if judge is not None and truths:
-            verdict: Verdict = judge.judge(
-                question.question, result.answer, truths, [s.text for s in result.sources], result.facts
-            )
+            from wikigr.llm import LLMError
+
+            try:
+                verdict: Verdict = judge.judge(
+                    question.question, result.answer, truths, [s.text for s in result.sources], result.facts
+                )
+            except LLMError as exc:  # within the judgement's time budget: stop, keep what is done
+                raise LLMError(
+                    f"the Claude judge failed on question {question.id}: {exc} (the questions judged so "
+                    "far are kept: run the same command again to resume)",
+                    status=exc.status,
+                ) from exc
             m["judge_correct"] = verdict.correct
             m.update(verdict.scores)
             if verdict.rationale:

@@ -172,6 +172,7 @@ def build_graph(
     options: GraphOptions | None = None,
     extractor: Extractor | None = None,
     links: Sequence[tuple[int, int, str]] = (),
+    mentions: Sequence[Sequence[Sequence[str]] | None] | None = None,
 ) -> tuple[GraphTables, GraphReport]:
     """The graph tables of ``chunks`` (with their embeddings ``vectors``).
 
@@ -181,12 +182,18 @@ def build_graph(
     ``embed`` embeds the names of the *linkable* entities — named (not noun phrases) and either
     an article's title, or mentioned by two chunks or more (the ones a walk can go through or end
     at), or among the ``max_synonym_entities`` most frequent — for the ppr stage's embedding match
-    and for synonym edges (None: neither).
+    and for synonym edges (None: neither). ``mentions``: per chunk, its keyword mentions as (name,
+    type, key), when they were found before (on the workers of a distributed build; None for a
+    chunk, or for all, finds them here): the merge below is the same either way.
     """
     options = options or GraphOptions()
     report = GraphReport()
     t0 = time.perf_counter()
-    per_chunk: list[list[Mention]] = [keyword_entities(c.title, c.text) for c in chunks]
+    found = mentions if mentions is not None else [None] * len(chunks)
+    per_chunk: list[list[Mention]] = [
+        keyword_entities(c.title, c.text) if m is None else [Mention(*row) for row in m]
+        for c, m in zip(chunks, found, strict=True)
+    ]
     common = _common_words(chunks, per_chunk)
     per_chunk = [[m for m in mentions if m.key not in common] for mentions in per_chunk]
     title_keys = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}

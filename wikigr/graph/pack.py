@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from wikigr.embed import get_embedder
+from wikigr.embed import pack_embedder
 from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import GraphStats, load_manifest
@@ -40,7 +40,7 @@ def copy_graph(store: Store, graph: GraphTables, dim: int) -> None:
 def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = None) -> GraphReport:
     """Replace the entity graph of the pack folder ``path``; return the build's report."""
     manifest = load_manifest(path / layout.MANIFEST_FILE)
-    embedder = get_embedder(manifest.embedder.name)
+    embedder = pack_embedder(manifest.embedder, f"pack {manifest.name}")
     extractor = None
     if llm is not None:
         from wikigr.graph.claude import ClaudeExtractor

@@ -4,9 +4,11 @@ answer comes from a tool result and is cited.
 Offline the rules of :mod:`wikigr.openml.rules` pick the tools and compose the answer. With
 Claude (``ANTHROPIC_API_KEY``), Claude picks the tools by tool use within a budget of tool calls
 (``max_tool_calls`` in ``kg_config.json``, default 6) and writes the answer citing ``[n]``, the
-n-th tool result; an answer with a number no tool result holds is replaced by the composed one
-(the trace says so). The ``openml_tools`` stage runs :func:`answer`: the router's strategy for
-OpenML packs (:mod:`wikigr.retrieval.stages.router`).
+n-th tool result; an answer with a number no tool result holds, or that cites none, is replaced
+by the one composed from the results, and an answer given without calling any tool (Claude's own
+knowledge, not the pack's runs) by the rules' answer (the trace keeps Claude's text and says
+why). The ``openml_tools`` stage runs :func:`answer`: the router's strategy for OpenML packs
+(:mod:`wikigr.retrieval.stages.router`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ the knowledge pack "{name}": {description}
 
 Use the tools to get the numbers: aggregate_measures for comparisons and rankings (it returns \
 count, mean, median, p25, p75, min, max per group), graph_query for other questions (read-only \
-Cypher), semantic_search to find which datasets, algorithms or families a question means. Each \
+Cypher), semantic_search to find which datasets, algorithms or families a question means and to \
+answer similarity or description questions ("algorithms similar to random forest"). Each \
 tool result starts with its number, like [1]. Every number you state must come from a tool \
 result, followed by the citation of that result, like [1]. Say what the data does not cover. Be \
 brief: a few sentences.
@@ -47,16 +50,21 @@ class OpenMLPack:
     tools: OpenMLTools
     vocab: Vocabulary
     site: str  # where runs and entities with OpenML ids are looked at
-    files: dict[str, str]  # export file name -> its URL
 
     def url(self, kind: str, record: dict[str, Any]) -> str:
-        """Where a cited run or entity can be looked at."""
+        """Where a cited run or entity can be looked at: its public OpenML page where the data
+        has its id (a run ``/r/ID``; a run of an export, its task ``/t/ID`` or else its dataset
+        ``/d/ID``; ``/f/``, ``/d/``, ``/t/`` for flows, datasets and tasks), else the export
+        file's name and line — never a path of the machine that built the pack."""
         if kind == "Run":
             if record.get("openml_run_id") is not None:
                 return f"{self.site}/r/{record['openml_run_id']}"
+            for key, page in (("openml_task_id", "t"), ("openml_data_id", "d")):
+                if record.get(key) is not None:
+                    return f"{self.site}/{page}/{record[key]}"
             file, _, line = str(record.get("source", "")).rpartition(":")
-            base = self.files.get(file)
-            return f"{base}#line={line}" if base and line.isdigit() else ""
+            name = Path(file).name
+            return f"{name}#line={line}" if name and line.isdigit() else ""
         prefix = {"Dataset": ("data:", "d"), "Task": ("task:", "t"), "Algorithm": ("flow:", "f")}.get(kind)
         ident = str(record.get("id", ""))
         if prefix and ident.startswith(prefix[0]) and ident[len(prefix[0]) :].isdigit():
@@ -85,8 +93,7 @@ def openml_pack(ctx: Context) -> OpenMLPack:
             measure=measure,
         )
         site = record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
-        files = {Path(s.url).name: s.url for s in manifest.sources if s.url.startswith("file:")}
-        loaded = OpenMLPack(OpenMLTools(ctx.store, lambda: ctx.embedder), vocab, site, files)
+        loaded = OpenMLPack(OpenMLTools(ctx.store, lambda: ctx.embedder), vocab, site)
         ctx.cache["openml"] = loaded
     assert isinstance(loaded, OpenMLPack)
     return loaded
@@ -111,6 +118,11 @@ def answer(state: QueryState, max_tool_calls: int) -> None:
         try:
             results, text, citations, facts, mode = _claude(state, om, llm, max_tool_calls, state.usage)
             why = "Claude picked the tools and wrote the answer"
+            if not results:  # an answer from Claude's own knowledge, not from the pack's runs
+                trace["claude_answer"] = text
+                trace["claude"] = "Claude answered without calling a tool: replaced by the rules' answer"
+                results, text, citations, facts = _rules(state, om, max_tool_calls)
+                mode, why = "rules (Claude called no tool)", trace["claude"]
         except LLMError as exc:
             if not state.fallback:
                 raise
@@ -185,6 +197,8 @@ def _claude(
                     body = body[:MAX_RESULT_CHARS] + " ...(truncated)"
                 blocks.append(tool_result(call.id, f"[{n}] {body}"))
         messages.append({"role": "user", "content": blocks})
+    if not results:  # nothing from the pack to ground or cite: answer() replaces it
+        return results, text, [], [], "claude"
     citations = [_call_citation(i + 1, r, om.url) for i, r in enumerate(results)]
     # A citation that matches no tool result is removed: a source is never invented.
     valid = {str(i + 1) for i, r in enumerate(results) if r.error is None}
@@ -194,6 +208,11 @@ def _claude(
     _, _, facts = compose(question, results, om.url)
     if not finished or not text:
         trace["claude"] = "no final answer within the tool-call budget: the answer is composed"
+        text, citations, facts = compose(question, results, om.url)
+        return results, text, citations, facts, "claude tools, composed answer"
+    if results and not re.search(r"\[\d{1,3}\]", text):
+        trace["claude_answer"] = text
+        trace["claude"] = "the answer cited no tool result: replaced by the answer composed from them"
         text, citations, facts = compose(question, results, om.url)
         return results, text, citations, facts, "claude tools, composed answer"
     missing = ungrounded_numbers(text, results)

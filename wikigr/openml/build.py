@@ -332,13 +332,19 @@ def build_openml_pack(
         partial = target.parent / f".{target.name}.partial"
         if options.fresh and partial.exists():
             shutil.rmtree(partial)
+        resuming = partial.exists()
         partial.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         sources: list[SourceRecord] = []
         if api is not None:
-            from wikigr.openml.client import fetch_star
+            from wikigr.openml.client import FetchError, fetch_star
 
-            fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)
+            try:
+                fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)
+            except FetchError as exc:
+                if not resuming and not exc.resumable:
+                    shutil.rmtree(partial, ignore_errors=True)  # nothing worth resuming from
+                raise
             star, imported = fetched.star, fetched.report
             requests, cached = fetched.requests, fetched.cached
             measure = api.measure
@@ -354,16 +360,15 @@ def build_openml_pack(
             star, imported = import_exports(paths, extra, measure=options.measure)
             progress(ProgressEvent("read", len(paths) + len(extra), len(paths) + len(extra)))
             measure = options.measure or next((t.measure for t in star.tasks.values()), "")
-            listing = "# OpenML result exports\n" + "".join(
-                f"{p.resolve().as_uri()}\n" for p in paths + extra
-            )
+            # Export files are named, not located: a pack never carries the builder's paths.
+            listing = "# OpenML result exports\n" + "".join(f"{p.name}\n" for p in paths + extra)
             origin = ", ".join(p.name for p in paths + extra)
             for path in paths + extra:
                 sources.append(
                     SourceRecord(
-                        url=path.resolve().as_uri(),
+                        url=path.name,
                         status="ok",
-                        final_url=path.resolve().as_uri(),
+                        final_url=path.name,
                         sha256=_sha256(path),
                         fetched_at=now_iso(),
                         content_type="text/x-arff" if path.suffix.lower() == ".arff" else "text/csv",
@@ -392,9 +397,7 @@ def build_openml_pack(
             created_at=now_iso(),
             wikigr_version=__version__,
             source_kind="openml",
-            embedder=EmbedderRecord(
-                name=embedder.name, dimension=embedder.dimension, backend=embedder.backend
-            ),
+            embedder=EmbedderRecord(embedder.name, embedder.dimension, embedder.backend, embedder.digest),
             schema_version=OPENML_SCHEMA_VERSION,
             vector_index="exact",
             stats=GraphStats(**stats),

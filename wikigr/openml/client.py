@@ -66,12 +66,60 @@ QUALITY_NAMES = (
 
 
 class OpenMLError(WikigrError):
-    """OpenML answered with an error (``code`` and ``message`` from its error JSON)."""
+    """OpenML answered with an error (``code`` and ``message`` from its error JSON or XML), or
+    stayed unreachable through the retries (``status`` None, or 429 / 5xx)."""
 
-    def __init__(self, message: str, status: int | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        code: str | None = None,
+        detail: str = "",
+        *,
+        resumable: bool | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.detail = detail  # OpenML's own message ("Unknown study")
+        # Whether running the build again may get further: a failure of the network or the
+        # server, not an answer that the request itself is wrong (an unknown study, a 404).
+        self.resumable = (
+            resumable if resumable is not None else status is None or status == 429 or status >= 500
+        )
+
+
+def error_fields(content: bytes) -> tuple[str | None, str]:
+    """``(code, message)`` of an OpenML error body: the JSON API's ``{"error": {"code", "message"}}``
+    or the XML API's ``<oml:error><oml:code/><oml:message/></oml:error>`` (some errors come as
+    XML even from the JSON API)."""
+    try:
+        data = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        code = error.get("code")
+        return (str(code) if code is not None else None), str(error.get("message") or "")
+    import xml.etree.ElementTree as ET  # only for an error body
+
+    try:
+        root = ET.fromstring(content)
+    except ET.ParseError:
+        return None, ""
+    if root.tag.rsplit("}", 1)[-1] != "error":
+        return None, ""
+    fields = {child.tag.rsplit("}", 1)[-1]: (child.text or "").strip() for child in root}
+    return fields.get("code") or None, fields.get("message", "")
+
+
+class FetchError(BuildError):
+    """The fetch of a star failed; ``resumable``: the cache of the responses so far is worth
+    keeping, as running the build again may get further."""
+
+    def __init__(self, message: str, *, resumable: bool) -> None:
+        super().__init__(message)
+        self.resumable = resumable
 
 
 @dataclass
@@ -253,9 +301,7 @@ class OpenMLClient:
             if not parsed or data is None:
                 return "the response is not JSON (cut short?)", None
             return None, data
-        error = data.get("error") if parsed and isinstance(data, dict) else None
-        code = str(error.get("code")) if isinstance(error, dict) and error.get("code") is not None else None
-        message = str(error.get("message")) if isinstance(error, dict) and error.get("message") else ""
+        code, message = error_fields(content)
         if status == 412 and message.strip().lower() == NO_RESULTS:
             return None, None
         if status == 429 or status >= 500:
@@ -266,7 +312,7 @@ class OpenMLClient:
                 wait = None
             return f"HTTP {status}", wait
         detail = f" (code {code}: {message})" if message else ""
-        return OpenMLError(f"OpenML answered HTTP {status}{detail} for {url}", status, code), None
+        return OpenMLError(f"OpenML answered HTTP {status}{detail} for {url}", status, code, message), None
 
     def get_many(self, paths: Sequence[str], on_done: Callable[[], None] | None = None) -> list[Any]:
         """GET several paths, at most ``workers`` at a time; results in order (errors raised)."""
@@ -359,14 +405,22 @@ def paged(client: OpenMLClient, base: str, page_size: int, cap: int | None = Non
 
 
 def _tasks_of_study(client: OpenMLClient, study: int) -> list[int]:
-    body = client.get(f"/study/{study}")
+    try:
+        body = client.get(f"/study/{study}")
+    except OpenMLError as exc:
+        if exc.status not in (404, 412):
+            raise
+        said = f" ({exc.detail}, code {exc.code})" if exc.detail and exc.code else ""
+        raise OpenMLError(
+            f"OpenML has no study {study}{said} at {client.base_url}", exc.status, exc.code, exc.detail
+        ) from exc
     if body is None or not isinstance(body.get("study"), dict):
-        raise OpenMLError(f"OpenML study {study}: not found")
+        raise OpenMLError(f"OpenML has no study {study} at {client.base_url}", 404)
     tasks = body["study"].get("tasks")
     ids = [_int(t) for t in as_list(tasks.get("task_id") if isinstance(tasks, dict) else None)]
     found = [t for t in ids if t is not None]
     if not found:
-        raise OpenMLError(f"OpenML study {study} lists no tasks")
+        raise OpenMLError(f"OpenML study {study} lists no tasks", resumable=False)
     return found
 
 
@@ -472,7 +526,9 @@ def fetch_star(
         try:
             _fetch(client, selection, star, report, progress)
         except OpenMLError as exc:
-            raise BuildError(f"{exc} (run the same command again to resume)") from exc
+            if not exc.resumable:  # the request itself is wrong: running it again cannot help
+                raise FetchError(str(exc), resumable=False) from exc
+            raise FetchError(f"{exc} (run the same command again to resume)", resumable=True) from exc
         return Fetched(star=star, report=report, requests=client.requests, cached=client.cached)
 
 
@@ -494,7 +550,7 @@ def _fetch(
     if selection.max_datasets is not None:
         tasks = tasks[: selection.max_datasets]
     if not tasks:
-        raise OpenMLError("OpenML returned no task to fetch")
+        raise OpenMLError("OpenML returned no task to fetch", resumable=False)
 
     listing = FileReport(path="OpenML API", kind="runs")
     report.files.append(listing)

@@ -5,14 +5,18 @@ The rules read the question for
 
 - Cypher (a question that starts with ``MATCH``, ``CALL``, ``RETURN``...) -> ``graph_query`` as is;
 - a count ("how many runs / datasets / algorithms / tasks") -> ``graph_query`` with a count;
-- a comparison or ranking ("which ... best", "highest median", "compare", "how does X do") ->
+- a comparison or ranking ("which ... best", "highest median", "compare", "how does X do", or a
+  measure named) ->
   ``aggregate_measures``: the measure (accuracy unless AUC, F1, log-loss or runtime is named),
   the statistic (median unless mean/average, or best/maximum, is asked), what is ranked (algorithm
   family, algorithm, dataset, library, task type, year...) and filters (classification /
   regression, imbalanced / balanced, small / large, high- / low-dimensional, binary /
   multiclass, and the datasets, algorithms, families and years the question names);
-- anything else -> ``semantic_search`` over the dimension descriptions (plus the facts of a
-  dataset or algorithm the question names).
+- a similarity ("similar to", "like", "resembles", "alternatives to"...), or a question that
+  asks for no measure, ranking or comparison (naming algorithms or datasets is not enough:
+  "which algorithms are tree ensembles?", "instance-based lazy learners") -> ``semantic_search``
+  over the descriptions of the tables it names (datasets, algorithms and families, tasks), plus
+  the facts of a dataset or algorithm it names.
 
 :func:`compose` writes the answer from the results: each number comes from a tool result and is
 followed by the citation ``[n]`` of its source. :func:`ungrounded_numbers` checks that of any
@@ -32,7 +36,7 @@ from wikigr.openml.tools import ToolResult
 CYPHER_START = re.compile(r"^\s*(MATCH|OPTIONAL\s+MATCH|CALL|RETURN|WITH|UNWIND)\b", re.IGNORECASE)
 
 MEASURE_WORDS: tuple[tuple[str, str], ...] = (
-    (r"\bauc\b|area under|roc", "auc"),
+    (r"\bauc\b|area under|\broc\b", "auc"),
     (r"\bf1\b|f-measure|f measure|f-score", "f1"),
     (r"log[- ]?loss|cross[- ]entropy", "log_loss"),
     (
@@ -113,10 +117,30 @@ COUNT_TABLES = {
 RANKING = re.compile(
     r"\bbest\b|\bworst\b|highest|lowest|\btop\b|\bmost\b|\bleast\b|compare|comparison|\bversus\b|\bvs\.?\b"
     r"|better|\bwins?\b|outperform|rank|median|\bmean\b|average|\bhow (well|good|does|do)\b|perform"
-    r"|hardest|easiest|fastest|slowest|accura",
+    r"|hardest|easiest|fastest|slowest|accura|\bbeat(s|en)?\b|\bstrong(er|est)?\b|\bweak(er|est)?\b"
+    r"|\bpoor(er|est|ly)?\b|\bgood\b|\bwell\b|\bscor(e|es|ed|ing)\b",
     re.IGNORECASE,
 )
 
+
+# A similarity or description question is answered by semantic search, whatever else it holds:
+# "algorithms similar to random forest", "datasets like credit-g", "alternatives to TPOT".
+SIMILAR = re.compile(
+    r"similar|\blike\b|\bresembl|related to|comparable to|\balternatives?\b|\bakin\b|analogous"
+    r"|same (family|kind|type) as|close to",
+    re.IGNORECASE,
+)
+# What a description question asks for: the tables semantic search looks in.
+SEARCH_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"\bdata ?sets?\b|\bdata\b", ("Dataset",)),
+    (r"\btasks?\b", ("Task",)),
+    (r"\bfamil(y|ies)\b", ("AlgorithmFamily",)),
+    (
+        r"algorithms?\b|frameworks?\b|flows?\b|learners?\b|models?\b|systems?\b|classifiers?\b"
+        r"|methods?\b|automl tools?",
+        ("Algorithm", "AlgorithmFamily"),
+    ),
+)
 
 WORST = re.compile(r"\bworst\b|hardest|most difficult|\bleast\b|\bweakest\b|lowest (median |mean )?accura")
 
@@ -198,7 +222,15 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
         reasons.append(f"'{count.group(0)}' -> count {table}")
         return Plan("count", [("graph_query", {"query": count_query(table, filters)})], reasons)
 
-    measure = next((m for pattern, m in MEASURE_WORDS if re.search(pattern, lower)), vocab.measure)
+    named = next((m for pattern, m in MEASURE_WORDS if re.search(pattern, lower)), None)
+    similar = SIMILAR.search(lower)
+    if similar or not (named or RANKING.search(q)):
+        # Naming algorithms or datasets is not asking to rank them: without a measure, a ranking
+        # or a comparison, or with a similarity asked, the question is about what things are.
+        why = f"'{similar.group(0)}': similarity" if similar else "no measure, ranking or count asked"
+        return _describe(q, lower, datasets, algorithms, top_k, [*reasons, why])
+
+    measure = named or vocab.measure
     reasons.append(f"measure {measure}")
     if re.search(r"\bmean\b|average", lower):
         statistic = "mean"
@@ -210,27 +242,8 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
         statistic = "median"
 
     group = next((attr for pattern, attr in GROUP_WORDS if re.search(pattern, lower)), None)
-    if group is None and (algorithms or families) and RANKING.search(q):
-        group = "Algorithm.name" if algorithms else "Algorithm.family"
-    if group is None and RANKING.search(q):
-        group = "Algorithm.family"
     if group is None:
-        calls: list[tuple[str, dict[str, Any]]] = [("semantic_search", {"text": q, "k": top_k})]
-        entity: str | None = (datasets or algorithms or [None])[0]  # type: ignore[list-item]
-        if entity is not None:
-            table, attr = ("Dataset", "name") if datasets else ("Algorithm", "name")
-            calls.append(
-                (
-                    "graph_query",
-                    {
-                        "query": f"MATCH (n:{table}) WHERE n.{attr} = {_literal(entity)} RETURN n",
-                        "max_rows": 5,
-                    },
-                )
-            )
-            reasons.append(f"names {table.lower()} {entity!r}: its facts")
-        reasons.append("no ranking or count asked: semantic search of the descriptions")
-        return Plan("describe", calls, reasons)
+        group = "Algorithm.name" if algorithms else "Algorithm.family"
     if algorithms:
         filters["Algorithm.name"] = algorithms
     if families:
@@ -246,6 +259,31 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
         "limit": max(top_k, 3),
     }
     return Plan("aggregate", [("aggregate_measures", arguments)], reasons)
+
+
+def _describe(
+    q: str, lower: str, datasets: list[str], algorithms: list[str], top_k: int, reasons: list[str]
+) -> Plan:
+    """A semantic search of the descriptions (in the tables the question names), plus the facts
+    of a dataset or algorithm it names."""
+    search: dict[str, Any] = {"text": q, "k": top_k}
+    tables = [t for pattern, found in SEARCH_WORDS if re.search(pattern, lower) for t in found]
+    if tables:
+        search["tables"] = list(dict.fromkeys(tables))
+        reasons.append(f"searches {', '.join(search['tables'])}")
+    calls: list[tuple[str, dict[str, Any]]] = [("semantic_search", search)]
+    entity: str | None = (datasets or algorithms or [None])[0]  # type: ignore[list-item]
+    if entity is not None:
+        table = "Dataset" if datasets else "Algorithm"
+        calls.append(
+            (
+                "graph_query",
+                {"query": f"MATCH (n:{table}) WHERE n.name = {_literal(entity)} RETURN n", "max_rows": 5},
+            )
+        )
+        reasons.append(f"names {table.lower()} {entity!r}: its facts")
+    reasons.append("semantic search of the descriptions")
+    return Plan("describe", calls, reasons)
 
 
 def _literal(value: Any) -> str:
@@ -436,7 +474,9 @@ def compose(
                         origin="semantic_search",
                     )
                 )
-                shown.append(f"{hit['description'] or hit['name']} {mark}")
+                name, description = str(hit["name"] or ""), str(hit["description"] or "")
+                label = description if name in description else f"{name}: {description}"
+                shown.append(f"{label.rstrip(': ') or hit['id']} {mark}")
             lines.append("Closest in the pack: " + "; ".join(shown) + ".")
     return "\n".join(lines), citations, facts
 

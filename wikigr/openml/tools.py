@@ -515,7 +515,9 @@ class OpenMLTools:
             {
                 int(r[0]): r[1:]
                 for r in self.store.rows(
-                    "MATCH (r:Run) WHERE r.key IN $keys RETURN r.key, r.id, r.source, r.run_id",
+                    "MATCH (r:Run) WHERE r.key IN $keys OPTIONAL MATCH (r)-[:FOR_TASK]->(t:Task) "
+                    "OPTIONAL MATCH (r)-[:ON_DATASET]->(d:Dataset) "
+                    "RETURN r.key, r.id, r.source, r.run_id, t.task_id, d.data_id",
                     {"keys": [g["_best"] for g in kept]},
                 )
             }
@@ -525,11 +527,13 @@ class OpenMLTools:
         for g in out_groups:
             key = g.pop("_best")
             if key in best:
-                run_id, source, openml_id = best[key]
+                run_id, source, openml_id, task_id, data_id = best[key]
                 g["best_run"] = {
                     "id": run_id,
                     "source": source,
                     "openml_run_id": openml_id,
+                    "openml_task_id": task_id,
+                    "openml_data_id": data_id,
                     measure: g["min" if ascending else "max"],
                 }
         return {

@@ -432,6 +432,18 @@ class KeywordIndex:
         """The number of indexed chunks."""
         return len(self._chunk_ids)
 
+    def tokens(self, text: str) -> list[str]:
+        """The tokens of ``text`` as this index reads them (its own stopwords)."""
+        return tokenize(text, self._stopwords)
+
+    def idf(self, tokens: Sequence[str]) -> dict[str, float]:
+        """A smoothed inverse document frequency of each token, ``ln((N + 1) / (df + 1)) + 0.5``
+        (a token the index never saw counts as the rarest)."""
+        total = len(self._chunk_ids)
+        return {
+            token: float(np.log((total + 1) / (self.document_frequency(token) + 1))) + 0.5 for token in tokens
+        }
+
     def _token_ids(self, query: str) -> list[int]:
         columns = len(self._indptr) - 1
         ids: list[int] = []
@@ -443,10 +455,6 @@ class KeywordIndex:
                 raise InvalidPackError(f"corrupt keyword index: bad vocabulary entry for {token!r}")
             ids.append(column)
         return ids
-
-    def tokens(self, text: str) -> list[str]:
-        """The tokens of ``text`` as this index splits them (its own stopwords)."""
-        return tokenize(text, self._stopwords)
 
     def document_frequency(self, token: str) -> int:
         """The number of indexed chunks that hold ``token`` (0 for a token not indexed)."""

@@ -15,20 +15,54 @@ from wikigr.errors import InvalidPackError
 
 FORMAT_VERSION = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+MAX_NAME = 64
+#: The one name rule, for every way a name comes in (``pack create``, a manifest being installed
+#: or opened, ``pack remove``): the Agent Skills rule for skill names (Claude Code's), since an
+#: installed pack's folder, its skill folder and its skill's ``name`` are all this name —
+#: lowercase letters and digits in words joined by single hyphens, at most 64 characters.
+NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+RESERVED_NAMES = frozenset({"all"})  # `wikigr query all` names every installed pack
 
 
 def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def suggest_name(name: str) -> str | None:
+    """A valid name close to ``name`` (``my_pack.v2`` -> ``my-pack-v2``), or None."""
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    suggestion = "-".join(words)[:MAX_NAME].strip("-")
+    return suggestion if suggestion and suggestion != name else None
+
+
 def check_name(name: str) -> str:
-    if not NAME_RE.match(name):
-        raise ValueError(
-            f"invalid pack name {name!r}: use 1-64 lowercase letters, digits, '.', '_' or '-', "
-            "starting with a letter or digit"
-        )
-    return name
+    """``name`` if it follows the name rule, else a ValueError of one line suggesting one that does."""
+    if name in RESERVED_NAMES:
+        raise ValueError(f"the pack name {name!r} is reserved: `wikigr query all` asks every installed pack")
+    if isinstance(name, str) and len(name) <= MAX_NAME and NAME_RE.fullmatch(name):
+        return name
+    suggestion = suggest_name(name) if isinstance(name, str) else None
+    hint = f"; try {suggestion!r}" if suggestion else ""
+    raise ValueError(
+        f"invalid pack name {name!r}: a pack's name is also its skill's, so it follows Claude "
+        f"Code's rule: lowercase letters, digits and single hyphens (none first or last), at most "
+        f"{MAX_NAME} characters{hint}"
+    )
+
+
+def read_json(path: Path, max_bytes: int, label: str) -> Any:
+    """An untrusted JSON file; every failure is an :class:`InvalidPackError` of one line naming
+    ``label``: too large, not UTF-8, not JSON, or nested too deeply for the parser."""
+    try:
+        if path.stat().st_size > max_bytes:
+            raise InvalidPackError(f"{label} is too large (over {max_bytes:,} bytes)")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidPackError(f"corrupt {label}: {exc}") from exc
+    except RecursionError as exc:
+        raise InvalidPackError(f"corrupt {label}: nested too deeply") from exc
+    except OSError as exc:
+        raise InvalidPackError(f"cannot read {label}: {exc.strerror or exc}") from exc
 
 
 @dataclass
@@ -36,6 +70,7 @@ class EmbedderRecord:
     name: str
     dimension: int
     backend: str
+    digest: str = ""  # sha256 of the weights (wikigr/embed.py); "" in packs built before it was recorded
 
     def __post_init__(self) -> None:
         if self.dimension <= 0:
@@ -80,7 +115,8 @@ class SourceRecord:
 
 @dataclass
 class EvalScores:
-    """The latest evaluation: one figure per pack (``wikigr eval`` rewrites it)."""
+    """The latest evaluation of one profile (``wikigr eval`` replaces it when it evaluates that
+    profile again; the other profiles' entries stay)."""
 
     date: str
     profile: str
@@ -106,6 +142,17 @@ class OpenMLRecord:
 
 
 @dataclass
+class ShardRecord:
+    """One store of a pack in shards (wikigr.pack.shards): a complete pack folder inside it."""
+
+    path: str  # relative POSIX path of the shard's folder, e.g. "shards/00"
+    name: str  # the name in the shard's own manifest
+    sha256: str  # of the shard's store (pack.db)
+    articles: int = 0
+    chunks: int = 0
+
+
+@dataclass
 class Manifest:
     format_version: int
     name: str
@@ -119,19 +166,32 @@ class Manifest:
     description: str = ""
     vector_index: Literal["exact", "hnsw"] = "exact"
     sources: list[SourceRecord] = field(default_factory=list)
-    eval_scores: EvalScores | None = None
+    # The latest evaluation of each profile evaluated, one entry per profile, by profile name.
+    eval_scores: list[EvalScores] | None = None
     # Relative path -> sha256 of every other file of the pack; written by `pack export`, checked by
     # `pack install`. Empty for a pack as built.
     files: dict[str, str] = field(default_factory=dict)
+    # Relative path -> size in bytes of the same files (written with ``files``): an install refuses
+    # an archive member whose declared size differs before reading its data.
+    sizes: dict[str, int] = field(default_factory=dict)
     openml: OpenMLRecord | None = None
+    # A pack in shards: its stores, each in a pack folder of its own (empty: the pack's pack.db).
+    shards: list[ShardRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         check_name(self.name)
+        for rel, size in self.sizes.items():
+            if size < 0:
+                raise ValueError(f"sizes.{rel} must not be negative")
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = schema.dump(self)
         if data.get("openml") is None:
             data.pop("openml", None)  # document packs carry no OpenML record
+        if not data.get("sizes"):
+            data.pop("sizes", None)  # only an exported archive's manifest lists sizes
+        if not data.get("shards"):
+            data.pop("shards", None)  # a pack in one store lists no shards
         return data
 
     def dump(self, path: Path) -> None:
@@ -145,12 +205,7 @@ def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; every failure is an :class:`InvalidPackError` of one line."""
     if not path.is_file():
         raise InvalidPackError(f"not a pack: {path.parent} has no manifest.json")
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise InvalidPackError(f"manifest too large: {path}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidPackError(f"corrupt manifest {path}: {exc}") from exc
+    data = read_json(path, MAX_MANIFEST_BYTES, f"manifest {path}")
     if not isinstance(data, dict):
         raise InvalidPackError(f"corrupt manifest {path}: not a JSON object")
     version = data.get("format_version")
@@ -163,6 +218,8 @@ def load_manifest(path: Path) -> Manifest:
         )
     if version < 1:
         raise InvalidPackError(f"corrupt manifest {path}: format_version {version}")
+    if isinstance(data.get("eval_scores"), dict):  # written before one was kept per profile
+        data["eval_scores"] = [data["eval_scores"]]
     try:
         return schema.load(Manifest, data)
     except schema.SchemaError as exc:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
-from wikigr.pack.manifest import Manifest, load_manifest
+from wikigr.pack.manifest import Manifest, load_manifest, read_json
 from wikigr.pack.store import Store
 
 STORE_FILE = "pack.db"
@@ -54,10 +53,30 @@ class Pack:
 
     path: Path
     manifest: Manifest
+    shard_of: str = ""  # a shard opened through its pack (shards()): that pack's name
+    config_from: Path | None = None  # the folder whose kg_config.json applies (None: this one)
 
     @property
     def name(self) -> str:
         return self.manifest.name
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the pack is in shards: several stores, each a pack folder inside this one."""
+        return bool(self.manifest.shards)
+
+    def shards(self) -> list[Pack]:
+        """The shards of a pack in shards, opened (their manifests checked) and named after it;
+        [self] for a pack in one store. A shard answers with the pack's kg_config.json."""
+        if not self.sharded:
+            return [self]
+        from wikigr.pack.shards import shard_folder
+
+        found: list[Pack] = []
+        for record in self.manifest.shards:
+            shard = open_pack(shard_folder(self.path, record))
+            found.append(replace(shard, shard_of=self.name, config_from=self.path))
+        return found
 
     @property
     def store_path(self) -> Path:
@@ -65,31 +84,38 @@ class Pack:
 
     def open_store(self, buffer_pool_size: int = 0) -> Store:
         """Open the store read-only (a pack from someone else is data; it is never written here)."""
+        if self.sharded:
+            first = self.manifest.shards[0].path
+            raise InvalidPackError(
+                f"pack {self.name} is in {len(self.manifest.shards)} shards, not one store: ask it with "
+                f"`wikigr query` (or wikigr.packset.open_agent), or name one shard ({self.path / first})"
+            )
         return Store.open(
             self.store_path, read_only=True, kind=self.manifest.source_kind, buffer_pool_size=buffer_pool_size
         )
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
-        path = self.path / CONFIG_FILE
-        if not path.is_file():
-            return {}
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            raise InvalidPackError(f"{path} is too large")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InvalidPackError(f"corrupt {path}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise InvalidPackError(f"corrupt {path}: not a JSON object")
-        return data
+        return read_config(self.config_from or self.path)
+
+
+def read_config(folder: Path) -> dict[str, Any]:
+    """The ``kg_config.json`` of the pack folder ``folder`` as a dict ({} when absent); its
+    content is checked by :func:`wikigr.retrieval.profiles.load_pack_config`."""
+    path = folder / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    data = read_json(path, MAX_CONFIG_BYTES, str(path))
+    if not isinstance(data, dict):
+        raise InvalidPackError(f"corrupt {path}: not a JSON object")
+    return data
 
 
 def open_pack(ref: str | Path) -> Pack:
     """Resolve ``ref`` (path or name) and validate the manifest; the store is not opened yet."""
     path = resolve_pack_path(str(ref))
     manifest = load_manifest(path / MANIFEST_FILE)
-    if not (path / STORE_FILE).is_file():
+    if not manifest.shards and not (path / STORE_FILE).is_file():
         raise InvalidPackError(f"pack {path} has no {STORE_FILE}")
     return Pack(path=path, manifest=manifest)
 
@@ -116,22 +142,25 @@ def pack_rows(home: Path | None = None) -> list[dict[str, Any]]:
     for item in list_packs(home):
         if isinstance(item, tuple):
             rows.append({"name": item[0].name, "path": str(item[0]), "ok": False, "error": item[1]})
-            continue
-        m = item.manifest
-        rows.append(
-            {
-                "name": m.name,
-                "path": str(item.path),
-                "ok": True,
-                "source_kind": m.source_kind,
-                "description": m.description,
-                "articles": m.stats.articles,
-                "chunks": m.stats.chunks,
-                "runs": m.stats.runs,
-                "size": f"{m.stats.runs:,} runs"
-                if m.source_kind == "openml"
-                else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
-                "created_at": m.created_at,
-            }
-        )
+        else:
+            rows.append(pack_row(item))
     return rows
+
+
+def pack_row(pack: Pack) -> dict[str, Any]:
+    """A pack's summary row (see :func:`pack_rows`)."""
+    m = pack.manifest
+    return {
+        "name": m.name,
+        "path": str(pack.path),
+        "ok": True,
+        "source_kind": m.source_kind,
+        "description": m.description,
+        "articles": m.stats.articles,
+        "chunks": m.stats.chunks,
+        "runs": m.stats.runs,
+        "size": f"{m.stats.runs:,} runs"
+        if m.source_kind == "openml"
+        else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
+        "created_at": m.created_at,
+    }

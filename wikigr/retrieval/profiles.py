@@ -94,6 +94,8 @@ def load_pack_config(data: dict[str, Any], where: str = "kg_config.json") -> Pac
         config = schema.load(PackConfig, data)
     except schema.SchemaError as exc:
         raise InvalidPackError(f"{where}: {exc}") from exc
+    if config.top_k is not None and config.top_k < 1:
+        raise InvalidPackError(f"{where}: top_k must be a positive integer")
     if config.profile is not None and config.profile not in PROFILES:
         raise InvalidPackError(f"{where}: profile: unknown profile {config.profile!r}")
     if config.max_tool_calls is not None:

@@ -44,6 +44,7 @@ class Candidate:
     score: float  # the current ranking score (higher is better)
     scores: dict[str, float] = field(default_factory=dict)  # by signal: vector, keyword, ...
     origin: str = "vector"  # the stage that brought it in
+    pack: str = ""  # the pack it comes from, when several packs answer together
 
     @classmethod
     def from_hit(cls, hit: ChunkHit, signal: str, origin: str | None = None) -> Candidate:
@@ -92,9 +93,9 @@ class Context:
     def embedder(self) -> Embedder:
         """The pack's embedder, loaded on first use unless the agent loaded it with the store."""
         if self.loaded_embedder is None:
-            from wikigr.embed import get_embedder
+            from wikigr.embed import pack_embedder
 
-            self.loaded_embedder = get_embedder(self.pack.manifest.embedder.name)
+            self.loaded_embedder = pack_embedder(self.pack.manifest.embedder, f"pack {self.pack.name}")
         return self.loaded_embedder
 
     @property
@@ -150,8 +151,13 @@ class QueryState:
         """The embedding of ``text`` (default: the question), computed once."""
         key = self.question if text is None else text
         if key not in self._vectors:
-            self._vectors[key] = self.ctx.embedder.embed([key])[0]
+            embed = getattr(self.ctx.embedder, "embed_queries", self.ctx.embedder.embed)  # st: prompts
+            self._vectors[key] = embed([key])[0]
         return self._vectors[key]
+
+    def set_vector(self, text: str, vector: np.ndarray) -> None:
+        """Give the embedding of ``text`` when it is already known (several packs, one embedder)."""
+        self._vectors[text] = vector
 
     def sort(self) -> None:
         self.candidates.sort(key=lambda c: (-c.score, c.chunk_id))

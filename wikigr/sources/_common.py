@@ -6,6 +6,8 @@ import re
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
+from wikigr.sources.urls import normalize_url
+
 _LINK_SCHEMES = ("http", "https", "file")
 _BACKTICK_RUN_RE = re.compile(r"^[ \t]*(`{3,})", re.M)
 _BLANK_RUNS_RE = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
@@ -56,7 +58,7 @@ class LinkCollector:
 
     def __init__(self, base_url: str, page_url: str) -> None:
         self.base_url = base_url
-        self._self = urldefrag(page_url)[0]
+        self._self = normalize_url(page_url)
         self._seen: set[str] = set()
         self.links: list[str] = []
         self.anchors: list[tuple[str, str]] = []
@@ -69,11 +71,12 @@ class LinkCollector:
         if not href or href.startswith("#"):
             return
         try:
-            full = urljoin(self.base_url, href)
-            absolute = urldefrag(full)[0]
-            scheme = urlsplit(absolute).scheme.lower()
+            joined, fragment = urldefrag(urljoin(self.base_url, href))
+            scheme = urlsplit(joined).scheme.lower()
         except ValueError:
             return
+        absolute = normalize_url(joined)  # the identity articles are stored under
+        full = f"{absolute}#{fragment}" if fragment else absolute
         if scheme not in _LINK_SCHEMES or absolute == self._self:
             return
         if absolute not in self._seen:

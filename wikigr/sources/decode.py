@@ -5,7 +5,9 @@ from __future__ import annotations
 import codecs
 import re
 
-__all__ = ["decode_bytes", "meta_charset"]
+from wikigr.errors import SourceError
+
+__all__ = ["binary_reason", "decode_bytes", "decode_text", "meta_charset"]
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF8, "utf-8"),
@@ -185,3 +187,40 @@ def decode_bytes(content: bytes, declared: str | None = None, *, html: bool = Fa
     if utf8 is not None:
         return utf8.replace("\x00", "")
     return _detect(content).replace("\x00", "")
+
+
+# Binary content served under a text type (random bytes as text/html, a gzip body without its
+# Content-Encoding), judged as git and file(1) judge it: git calls a file binary when its first
+# 8000 bytes hold a NUL; file(1) when it holds bytes no text has (control characters other than
+# tab, line and page breaks, escape). Decoding turns such bytes into control characters, or into
+# U+FFFD where they are not valid in the encoding, so their share of the decoded text is the
+# test: above 2% it is data (random bytes give 10-50%; real text next to none).
+_NUL_WINDOW = 8000
+_SAMPLE_CHARS = 65536
+MAX_CONTROL_SHARE = 0.02
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f-\x9f\ufffd]")
+
+
+def binary_reason(content: bytes, text: str = "") -> str | None:
+    """Why ``content`` (decoded as ``text``, when given) is binary data rather than text, or None."""
+    utf16 = content.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+    if not utf16 and b"\x00" in content[:_NUL_WINDOW]:
+        return "binary content, not text (NUL bytes)"
+    sample = text[:_SAMPLE_CHARS]
+    odd = len(_CONTROL_RE.findall(sample))
+    if sample and odd > MAX_CONTROL_SHARE * len(sample):
+        share = 100 * odd / len(sample)
+        return f"binary content, not text ({share:.0f}% control or undecodable characters)"
+    return None
+
+
+def decode_text(content: bytes, declared: str | None = None, *, html: bool = False) -> str:
+    """:func:`decode_bytes` for a document: raises SourceError for binary data (see
+    :func:`binary_reason`; the NUL test runs before decoding)."""
+    reason = binary_reason(content)
+    if reason is None:
+        text = decode_bytes(content, declared, html=html)
+        reason = binary_reason(content, text)
+    if reason is not None:
+        raise SourceError(reason)
+    return text

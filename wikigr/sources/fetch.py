@@ -11,19 +11,20 @@ import errno
 import mimetypes
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
-from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx
 
 from wikigr.documents import FetchResult
 from wikigr.errors import UsageError
-from wikigr.sources.urls import file_url_to_path
+from wikigr.sources.urls import file_url_to_path, normalize_url
 
 __all__ = [
     "ACCEPTED_CONTENT_TYPES",
@@ -344,18 +345,13 @@ def _attempt_with_retries(
     return outcome
 
 
-def _strip_fragment(url: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, parts.query, ""))
-
-
 def _fetch_http(
     client: httpx.Client,
     url: str,
     options: FetchOptions,
     sleep: Callable[[float], None],
 ) -> FetchResult:
-    current = _strip_fragment(url)
+    current = normalize_url(url)
     seen = {current}
     redirects = 0
     while True:
@@ -371,7 +367,7 @@ def _fetch_http(
             )
         if isinstance(outcome, _Failure):
             return _failed(url, current, outcome.reason)
-        target = _strip_fragment(urljoin(current, outcome.location))
+        target = normalize_url(urljoin(current, outcome.location))
         if urlsplit(target).scheme.lower() not in ("http", "https"):
             return _failed(url, current, "redirect to a non-http URL")
         if target in seen:
@@ -399,37 +395,38 @@ def _failed(url: str, final_url: str, reason: str) -> FetchResult:
 # Files
 
 
-def _fetch_file(url: str, options: FetchOptions) -> FetchResult:
+def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
+    url = normalize_url(source)  # the file's address with its "." and ".." resolved
     try:
         path = file_url_to_path(url)
     except UsageError as exc:
-        return _failed(url, url, exc.message)
+        return _failed(source, url, exc.message)
     try:
         if path.is_dir():
-            return _failed(url, url, "is a directory")
+            return _failed(source, url, "is a directory")
         size = path.stat().st_size
         if size > options.max_bytes:
-            return _failed(url, url, _too_large(options))
+            return _failed(source, url, _too_large(options))
         with path.open("rb") as handle:
             content = handle.read(options.max_bytes + 1)
     except FileNotFoundError:
-        return _failed(url, url, "file not found")
+        return _failed(source, url, "file not found")
     except PermissionError:
-        return _failed(url, url, "permission denied")
+        return _failed(source, url, "permission denied")
     except OSError as exc:
-        return _failed(url, url, _one_line(exc.strerror or str(exc)) or "cannot read file")
+        return _failed(source, url, _one_line(exc.strerror or str(exc)) or "cannot read file")
     if len(content) > options.max_bytes:
-        return _failed(url, url, _too_large(options))
+        return _failed(source, url, _too_large(options))
     media = guess_content_type(url)
     if not media:
         guessed, _ = mimetypes.guess_type(os.fspath(path))
         if guessed and not guessed.startswith("text/") and guessed not in ACCEPTED_CONTENT_TYPES:
-            return _failed(url, url, f"unsupported content type {guessed}")
+            return _failed(source, url, f"unsupported content type {guessed}")
         media = sniff_content_type(content)
         if not media:
-            return _failed(url, url, "unsupported content type (binary data)")
+            return _failed(source, url, "unsupported content type (binary data)")
     return FetchResult(
-        url=url,
+        url=source,
         final_url=url,
         content=content,
         content_type=media,
@@ -475,6 +472,11 @@ def _make_client(options: FetchOptions) -> httpx.Client:
     )
 
 
+def _close_when_done(futures: list[Future[FetchResult]], client: httpx.Client) -> None:
+    wait(futures)
+    client.close()
+
+
 def fetch_all(
     urls: list[str],
     options: FetchOptions,
@@ -483,24 +485,37 @@ def fetch_all(
     """Fetch every URL with at most ``options.workers`` at a time; results in input order.
 
     ``on_progress`` is called once per URL as it finishes, in completion order, always from the
-    calling thread. A failure of one URL never raises: its result has ``error`` set.
+    calling thread. A failure of one URL never raises: its result has ``error`` set. Spellings of
+    one address (``/p.html``, ``/./p.html``, ``/x/../p.html``: see ``normalize_url``) are fetched
+    once; each gets the result under its own ``url``.
     """
     if not urls:
         return []
+    spellings: dict[str, list[int]] = {}
+    for i, url in enumerate(urls):
+        spellings.setdefault(normalize_url(url), []).append(i)
     results: list[FetchResult | None] = [None] * len(urls)
-    workers = min(options.workers, len(urls))
-    with _make_client(options) as client, ThreadPoolExecutor(max_workers=workers) as pool:
-        futures: dict[Future[FetchResult], int] = {
-            pool.submit(fetch_one, url, options, client): i for i, url in enumerate(urls)
-        }
-        try:
-            for future in as_completed(futures):
-                result = future.result()
-                results[futures[future]] = result
+    workers = min(options.workers, len(spellings))
+    client = _make_client(options)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wikigr-fetch")
+    futures: dict[Future[FetchResult], list[int]] = {
+        pool.submit(fetch_one, urls[where[0]], options, client): where for where in spellings.values()
+    }
+    try:
+        for future in as_completed(futures):
+            fetched = future.result()
+            for i in futures[future]:
+                result = fetched if urls[i] == fetched.url else replace(fetched, url=urls[i])
+                results[i] = result
                 if on_progress is not None:
                     on_progress(result)
-        except BaseException:
-            for pending in futures:
-                pending.cancel()
-            raise
+    except BaseException:
+        # Interrupted (Ctrl-C) or on_progress raised: drop the queued fetches and do not wait for
+        # the running ones, which may be blocked in a read for up to the timeout (a slow server).
+        # Their results are not wanted; a daemon thread closes the client once they are done.
+        pool.shutdown(wait=False, cancel_futures=True)
+        threading.Thread(target=_close_when_done, args=(list(futures), client), daemon=True).start()
+        raise
+    pool.shutdown()
+    client.close()
     return [r for r in results if r is not None]

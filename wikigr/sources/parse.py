@@ -13,7 +13,7 @@ from typing import Any
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.errors import SourceError
 from wikigr.sources._common import LinkCollector, file_name, one_line, tidy_blank_lines, truncate
-from wikigr.sources.decode import decode_bytes
+from wikigr.sources.decode import decode_text
 from wikigr.sources.fetch import guess_content_type, sniff_content_type
 from wikigr.sources.html_parser import parse_html
 from wikigr.sources.markdown_parser import parse_markdown
@@ -28,8 +28,9 @@ _TITLE_LIMIT = 120
 
 
 def parse(result: FetchResult) -> Document:
-    """Parse a successful fetch. Raises SourceError for a failed fetch, an unsupported type or
-    content with no text (an empty page, a PDF without a text layer)."""
+    """Parse a successful fetch. Raises SourceError for a failed fetch, an unsupported type,
+    binary data under a text type, or content with no text (an empty page, a PDF without a text
+    layer)."""
     if not result.ok:
         raise SourceError(f"cannot parse a failed fetch: {result.error}")
     url = result.final_url or result.url
@@ -41,15 +42,15 @@ def parse(result: FetchResult) -> Document:
         if not media:
             raise SourceError("unsupported content type (binary data)")
     if media in _HTML_TYPES:
-        text = decode_bytes(result.content, result.charset, html=True)
+        text = decode_text(result.content, result.charset, html=True)
         document = parse_html(text, url)
         if media != "text/html":
             document = dataclasses.replace(document, content_type=media)
         return document
     if media in _MARKDOWN_TYPES:
-        return parse_markdown(decode_bytes(result.content, result.charset), url)
+        return parse_markdown(decode_text(result.content, result.charset), url)
     if media == "text/plain":
-        return parse_text(decode_bytes(result.content, result.charset), url)
+        return parse_text(decode_text(result.content, result.charset), url)
     if media == "application/pdf":
         return parse_pdf(result.content, url)
     raise SourceError(f"unsupported content type {media}")

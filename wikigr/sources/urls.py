@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import string
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -14,6 +15,7 @@ __all__ = [
     "expand_sources",
     "file_url_to_path",
     "normalize_source",
+    "normalize_url",
     "read_url_list",
     "validate_url",
 ]
@@ -24,6 +26,65 @@ DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".html", ".htm", ".md", ".markd
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _TRAILING_COMMENT_RE = re.compile(r"\s#.*$")
 _DOMAIN_LIKE_RE = re.compile(r"^(localhost|[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+)(:\d+)?(/|$)")
+_PERCENT_RE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(string.ascii_letters + string.digits + "-._~")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _normalize_percent(text: str) -> str:
+    """RFC 3986 6.2.2.1-2: upper-case percent-escapes; decode the ones of unreserved characters."""
+
+    def fix(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        return char if char in _UNRESERVED else "%" + m.group(1).upper()
+
+    return _PERCENT_RE.sub(fix, text)
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4 for an absolute path: ``/a/./b/../c`` -> ``/a/c`` (``..`` stops at the root)."""
+    segments = path.split("/")
+    out: list[str] = []
+    for segment in segments[1:]:
+        if segment == "..":
+            if out:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    if segments[-1] in (".", ".."):
+        out.append("")  # "/a/b/.." is the folder "/a/"
+    return "/" + "/".join(out)
+
+
+def normalize_url(url: str) -> str:
+    """The identity of an http(s) or file URL: two spellings of one address give the same string.
+
+    RFC 3986 section 6 normalisation: lower-case scheme and host, the scheme's default port
+    dropped, percent-escapes upper-cased (and decoded for unreserved characters), dot segments
+    removed, ``/`` for an empty path, the fragment dropped. File URLs become
+    ``file:///absolute/path`` with their ``.`` and ``..`` resolved. Anything else (another scheme,
+    a URL that does not parse) is returned without its fragment but otherwise unchanged.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        scheme = parts.scheme.lower()
+        if scheme == "file":
+            if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
+                return str(urlunsplit(parts._replace(fragment="")))
+            return Path(remove_dot_segments(unquote(parts.path))).as_uri()
+        if scheme not in _DEFAULT_PORTS:
+            return str(urlunsplit(parts._replace(fragment="")))
+        port = parts.port
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        return url.split("#", 1)[0]
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    if "@" in parts.netloc:
+        netloc = parts.netloc.rsplit("@", 1)[0] + "@" + netloc
+    path = remove_dot_segments(_normalize_percent(parts.path or "/"))
+    return str(urlunsplit((scheme, netloc, path, _normalize_percent(parts.query), "")))
 
 
 def _short(s: str, limit: int = 80) -> str:
@@ -78,12 +139,14 @@ def validate_url(url: str) -> str:
 
 
 def normalize_source(s: str) -> str:
-    """Accept an http(s) URL, a file URL or a local path; return a normalised URL.
+    """Accept an http(s) URL, a file URL or an existing local path; return a normalised URL.
 
     A local path (absolute or relative to the working directory, ``~`` expanded) becomes a
-    ``file://`` URL with an absolute path. It need not exist (the fetcher reports that), unless it
-    looks like a host name without a scheme (``example.com/docs``) or contains whitespace.
-    Raises UsageError for other schemes, missing hosts, whitespace inside URLs and the like.
+    ``file://`` URL with an absolute path; it must exist. A string that is neither a URL with a
+    known scheme nor an existing path (``ht!tp://x``, a typo'd file name) is a usage error, as pip
+    treats a requirement that is neither a valid name nor an existing path. Raises UsageError for
+    other schemes, missing hosts, whitespace inside URLs and the like. (A ``file://`` URL need not
+    exist: the fetcher reports it as a failed source.)
     """
     text = s.strip()
     if not text:
@@ -92,15 +155,18 @@ def normalize_source(s: str) -> str:
     # "C:" style drive letters are not URL schemes; everything else with a scheme is a URL.
     if m is not None and not (len(m.group(1)) == 1 and os.name == "nt"):
         return _check_url(text)
-    path = Path(text).expanduser()
-    exists = path.exists()
-    if not exists:
-        if any(ch.isspace() for ch in text):
-            raise UsageError(f"not a URL or an existing path: {_short(text)}")
-        if _DOMAIN_LIKE_RE.match(text) and not text.startswith(("./", "../")):
-            raise UsageError(f"not a URL or an existing path: {_short(text)} (did you mean https://{text}?)")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise UsageError(f"path contains control characters: {_short(text)}")
+    path = Path(text).expanduser()
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, an embedded NUL
+        exists = False
+    if not exists:
+        hint = ""
+        if _DOMAIN_LIKE_RE.match(text) and not text.startswith(("./", "../")):
+            hint = f" (did you mean https://{text}?)"
+        raise UsageError(f"not a URL or an existing path: {_short(text)}{hint}")
     return path.resolve().as_uri()
 
 

@@ -13,6 +13,7 @@ from wikigr.retrieval.stages import (  # noqa: F401
     multidoc,
     openml_tools,
     page_score,
+    pair,
     ppr,
     quality,
     router,

@@ -1,60 +1,61 @@
 """cross_encoder: rescore the top candidates with a sentence-transformers CrossEncoder.
 
-The model must be available offline (a local folder, or already in the Hugging Face cache); it is
-never downloaded. Where sentence-transformers or the model is missing, the stage is skipped and
-the trace says why. torch is imported only when this stage actually runs.
+The model is configured, never assumed: ``stages.cross_encoder.model`` in kg_config.json, the
+``options`` of :class:`~wikigr.KnowledgeGraphAgent`, or ``WIKIGR_CROSS_ENCODER`` — a Hugging Face
+name (taken from the Hugging Face cache, else downloaded: the user asked for it) or a local folder.
+It needs the optional ``models`` extra (sentence-transformers + torch); torch is imported only when
+this stage runs with a model. Where no model is configured, sentence-transformers is missing or
+the model cannot be loaded, the stage is skipped and the trace says why; when it runs, the trace
+names the model.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
+from wikigr.errors import WikigrError
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 
-_MODELS: dict[str, Any] = {}
+ENV_MODEL = "WIKIGR_CROSS_ENCODER"
 
 
 @dataclass
 class CrossEncoderOptions:
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    # e.g. "cross-encoder/ms-marco-MiniLM-L-6-v2" or a folder; "" (default): $WIKIGR_CROSS_ENCODER
+    model: str = field(default_factory=lambda: os.environ.get(ENV_MODEL, ""))
     top_n: int = 20
-
-
-def _load(name: str) -> Any:
-    if name in _MODELS:
-        return _MODELS[name]
-    try:
-        import importlib.util
-
-        if importlib.util.find_spec("sentence_transformers") is None:
-            raise Skip("sentence-transformers is not installed")
-    except ValueError as exc:
-        raise Skip("sentence-transformers is not installed") from exc
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download a model at query time
-    from sentence_transformers import CrossEncoder
-
-    try:
-        model = CrossEncoder(name, local_files_only=True)
-    except Exception as exc:
-        raise Skip(f"cross-encoder model {name!r} is not available offline") from exc
-    _MODELS[name] = model
-    return model
+    batch_size: int = 32
 
 
 @register
 class CrossEncoderStage(Stage):
     name = "cross_encoder"
-    summary = "rescore the top candidates with a cross-encoder (skipped when no model is available)"
+    summary = "rescore the top candidates with a configured cross-encoder (sentence-transformers)"
     Options = CrossEncoderOptions
 
     def run(self, state: QueryState) -> None:
+        if not self.options.model.strip():
+            raise Skip(
+                f"no cross-encoder model configured (stages.cross_encoder.model in kg_config.json, "
+                f"or {ENV_MODEL})"
+            )
         if not state.candidates:
             raise Skip("no candidates")
-        model = _load(self.options.model)
+        if self.options.top_n < 1:
+            raise Skip("top_n is below 1")
+        from wikigr.models.st import load_cross_encoder
+
+        try:
+            model_name, model = load_cross_encoder(self.options.model)
+        except WikigrError as exc:
+            raise Skip(str(exc)) from exc
         head = state.candidates[: self.options.top_n]
-        scores = model.predict([(state.question, c.text) for c in head])
+        scores = model.predict(
+            [(state.question, c.text) for c in head],
+            batch_size=max(1, self.options.batch_size),
+            show_progress_bar=False,
+        )
         for candidate, score in zip(head, scores, strict=True):
             candidate.scores["cross_encoder"] = float(score)
         head.sort(key=lambda c: -c.scores["cross_encoder"])
@@ -64,4 +65,4 @@ class CrossEncoderStage(Stage):
         for rank, candidate in enumerate(head):  # the rescored head stays above the tail
             candidate.score = floor + len(head) - rank
         state.candidates = head + state.candidates[self.options.top_n :]
-        state.note(self.name, model=self.options.model, rescored=len(head))
+        state.note(self.name, model=model_name, rescored=len(head))

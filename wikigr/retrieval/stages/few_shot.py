@@ -40,10 +40,11 @@ class FewShotStage(Stage):
             path = state.ctx.pack.path / layout.QUESTIONS_FILE
             examples: list[Example] = []
             if path.is_file() and path.stat().st_size <= MAX_QUESTIONS_BYTES:
-                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                text = path.read_text(encoding="utf-8", errors="replace")
+                for number, line in enumerate(text.splitlines(), 1):
                     try:
                         row = json.loads(line) if line.strip() else None
-                    except json.JSONDecodeError:
+                    except (json.JSONDecodeError, RecursionError):
                         continue
                     if not isinstance(row, dict):
                         continue

@@ -3,7 +3,8 @@
 The router's ``openml`` strategy (the strategy of every OpenML pack). Offline, rules pick the
 tools and compose the answer; with Claude, Claude picks them by tool use within ``max_tool_calls``
 and writes the answer, which is replaced by the composed one when it states a number no tool
-result holds. See :mod:`wikigr.openml.answer` and docs/openml.md.
+result holds or cites none, and by the rules' answer when Claude called no tool. See
+:mod:`wikigr.openml.answer` and docs/openml.md.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Question kinds: ``simple``, ``relation`` (how two named things relate), ``multi_hop`` (a chain:
 "the composer of the opera that ..."), ``global`` (enumerate or summarise: "list all ...", "what
 are the main ...") and ``aggregate`` ("how many ...", "the total ..."). Rules decide offline; with
-Claude available and ``use_llm`` set, Claude classifies (one short call) and the rules are the
-fallback.
+Claude available and ``use_llm`` set, Claude classifies (one short call, within at most a third
+of the answer's time budget: ``--timeout`` / ``WIKIGR_TIMEOUT``) and the rules are the fallback.
 
 Strategies are lists of retrieval stages run on a fresh state:
 
@@ -13,8 +13,9 @@ Strategies are lists of retrieval stages run on a fresh state:
 - ``graph``: vector, keyword, title_match, ppr;
 - ``graph_paths``: vector, keyword, title_match, vector_cypher (the paths widen the pool), ppr;
 - ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr;
-- ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links);
-- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed);
+- ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links), pair (the
+  two passages that cover the question together first);
+- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed), pair;
 - ``openml``: openml_tools (an OpenML pack's tools answer from its runs: docs/openml.md).
 
 An OpenML pack has no passages: whatever the policy, its tools answer (the ``openml`` strategy,
@@ -46,6 +47,7 @@ from __future__ import annotations
 import copy
 import re
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +57,7 @@ from wikigr.graph.extract import keyword_entities
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register, stage_class
 
 KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
+CLASSIFY_SHARE = 1 / 3  # of the answer's Claude time budget, at most, for the classification
 STRATEGIES: dict[str, list[str]] = {
     "vector": ["vector"],
     "hybrid": ["vector", "keyword", "title_match"],
@@ -63,8 +66,8 @@ STRATEGIES: dict[str, list[str]] = {
     # second hops under its own similarity scores.
     "graph_paths": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
     "wide": ["vector", "keyword", "title_match", "vector_cypher", "ppr"],
-    "entity": ["vector", "keyword", "title_match", "ppr", "bridge"],
-    "links": ["vector", "keyword", "title_match", "bridge"],
+    "entity": ["vector", "keyword", "title_match", "ppr", "bridge", "pair"],
+    "links": ["vector", "keyword", "title_match", "bridge", "pair"],
     "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
     "openml": ["openml_tools"],
 }
@@ -236,10 +239,16 @@ class RouterStage(Stage):
         if llm is not None and self.options.use_llm:
             from wikigr.llm import LLMError
 
+            # The classification takes at most a share of the answer's time budget: Claude
+            # hanging here leaves the rules to classify and the rest of the budget to the answer.
+            within = getattr(llm, "within", None)
+            budget = getattr(llm, "budget", None)
+            share = within(budget * CLASSIFY_SHARE) if within is not None and budget else nullcontext()
             try:
-                completion = llm.complete(
-                    CLASSIFY_SYSTEM, [{"role": "user", "content": state.question}], max_tokens=10
-                )
+                with share:
+                    completion = llm.complete(
+                        CLASSIFY_SYSTEM, [{"role": "user", "content": state.question}], max_tokens=10
+                    )
             except LLMError as exc:
                 kind, why = classify(state.question)
                 return kind, f"{why} (Claude failed: {exc})"

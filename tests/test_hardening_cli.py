@@ -1,0 +1,387 @@
+"""Regressions of issue 14's CLI and protocol items: Ctrl-C (exit 130, one line, the previous pack
+intact), exit codes that typer returns, argv that is not UTF-8, data printed verbatim, the MCP
+server's replies, the pack's top_k, a query that asks for no answer, eval_scores per profile.
+
+Interrupts and argv bytes are tried on real subprocesses (``python -m wikigr``) with a real SIGINT,
+against slow servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from tests.conftest import DOCS
+from tests.fakeclaude import FakeClaude, Reply
+from tests.httpserver import LocalServer
+from wikigr.build import build_pack
+from wikigr.cli import _run_app, run
+from wikigr.eval.runner import EvalOptions, evaluate
+from wikigr.pack.manifest import load_manifest
+
+WIKIGR = [sys.executable, "-m", "wikigr"]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with its sha256."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def installed(built_pack: Path, wikigr_home: Path) -> Path:
+    """The fixture pack, installed in the packs home as ``fixture``."""
+    target = wikigr_home / "packs" / "fixture"
+    shutil.copytree(built_pack, target)
+    return target
+
+
+# -- 12. Ctrl-C: exit 130, one line on stderr, within moments, the previous pack intact ------------
+
+
+def _interrupt_when(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], wait: float = 180.0
+) -> tuple[float, str, str]:
+    """Send SIGINT once ``ready()`` holds; (seconds from the signal to the exit, stdout, stderr)."""
+    deadline = time.monotonic() + wait
+    while not ready():
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            pytest.fail(f"ended (exit {proc.returncode}) before the interrupt:\n{out}\n{err}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("never got to the point of the interrupt")
+        time.sleep(0.05)
+    time.sleep(0.3)  # the request is in flight: its reader is blocked on the silent server
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("still running 60 s after Ctrl-C")
+    return time.monotonic() - sent, out, err
+
+
+def _popen(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*WIKIGR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+
+
+@pytest.mark.parametrize("command", ["create", "update", "install"])
+def test_ctrl_c_while_a_server_is_silent(
+    command: str, installed: Path, server: LocalServer, tmp_path: Path
+) -> None:
+    """A server that takes minutes to answer; Ctrl-C stops the command within moments."""
+    url = server.slow("/slow.html" if command != "install" else "/pack.tar.gz", delay=300)
+    path = url.removeprefix(server.base_url)
+    before = _snapshot(installed)
+    if command == "create":
+        args = ["pack", "create", "fixture", "--url", url, "--no-graph", "--timeout", "300", "--retries", "0"]
+    elif command == "update":
+        urls = tmp_path / "urls.txt"
+        urls.write_text(url + "\n")
+        args = ["pack", "update", "fixture", "--urls", str(urls), "--timeout", "300", "--retries", "0"]
+    else:
+        args = ["pack", "install", url, "--force", "--timeout", "300"]
+    proc = _popen(*args)
+    seconds, out, err = _interrupt_when(proc, lambda: server.hits(path) >= 1)
+    assert (proc.returncode, err.splitlines(), out) == (130, ["Error: interrupted"], ""), err
+    assert seconds < 10, f"took {seconds:.1f}s to stop"
+    assert _snapshot(installed) == before  # the previous pack, byte for byte
+    leftovers = [p.name for p in installed.parent.iterdir() if p.name.startswith(".install-")]
+    assert leftovers == []
+
+
+def test_fetch_all_does_not_wait_for_a_blocked_fetch_when_interrupted(server: LocalServer) -> None:
+    """The mechanism under `pack create`: fetch_all gives up its pool without joining a worker
+    blocked in a read."""
+    from wikigr.documents import FetchResult
+    from wikigr.sources.fetch import FetchOptions, fetch_all
+
+    slow = server.slow("/slow.html", delay=30)
+    fast = server.add("/fast.html", b"<h1>Fast</h1><p>here</p>")
+    raised: list[float] = []
+
+    def interrupt(result: FetchResult) -> None:  # once the slow request is in flight
+        deadline = time.monotonic() + 20
+        while server.hits("/slow.html") < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        raised.append(time.monotonic())
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fetch_all([slow, fast], FetchOptions(workers=2, timeout=60, retries=0), on_progress=interrupt)
+    assert time.monotonic() - raised[0] < 5  # not the 30 s the slow server takes
+    assert server.hits("/slow.html") == 1
+
+
+def test_ctrl_c_during_a_query_the_fast_path(installed: Path, claude_env: FakeClaude) -> None:
+    """`wikigr query PACK QUESTION` (parsed without typer) waiting on Claude: the same exit."""
+    claude_env.script(Reply.slow(300))
+    proc = _popen("query", "fixture", "How do I set a socket timeout?", "--timeout", "600")
+    seconds, out, err = _interrupt_when(proc, lambda: len(claude_env.messages_requests) >= 1)
+    assert (proc.returncode, err.splitlines(), out) == (130, ["Error: interrupted"], "")
+    assert seconds < 10, f"took {seconds:.1f}s to stop"
+
+
+def test_validate_json_exits_1_on_an_invalid_pack(
+    built_pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pack = tmp_path / "broken"
+    shutil.copytree(built_pack, pack)
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["stats"]["chunks"] += 7  # disagrees with the store
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    assert run(["pack", "validate", str(pack), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] is False
+    assert run(["pack", "validate", str(built_pack), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+# -- 13. argv that is not UTF-8 is a usage error, never an internal error --------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        ([b"query", b"fixture", b"socket \xff timeout"], "socket \\xff timeout"),
+        ([b"pack", b"create", b"p", b"--url", b"x", b"--description", b"caf\xe9"], "caf\\xe9"),
+        ([b"pack", b"info", b"\xfe\xff"], "\\xfe\\xff"),
+    ],
+    ids=["query", "create", "pack-info"],
+)
+def test_argv_that_is_not_utf8(argv: list[bytes], shown: str, installed: Path) -> None:
+    proc = subprocess.run([*WIKIGR, *argv], capture_output=True, timeout=120)
+    err = proc.stderr.decode("utf-8")
+    assert proc.returncode == 2, err
+    assert err.splitlines() == [f"Error: argument '{shown}' is not valid UTF-8 text"]
+    assert proc.stdout == b""
+
+
+# -- 14. data prints verbatim: no emoji codes, no markup -------------------------------------------
+
+HOSTILE = "root:x:0:0 [bold]x[/bold] :smile: [red]"
+
+
+def test_data_prints_verbatim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "passwd.md").write_text(f"# {HOSTILE}\n\nThe line {HOSTILE} is from /etc/passwd.\n")
+    out_dir = tmp_path / "a:x:b [bold]y[/bold]"
+    argv = ["pack", "create", "verbatim", "--url", str(docs), "--out", str(out_dir), "--no-graph"]
+    assert run([*argv, "--description", HOSTILE]) == 0
+    assert f"at {out_dir}:" in capsys.readouterr().out
+
+    assert run(["query", str(out_dir), "What is in /etc/passwd?", "--profile", "baseline"]) == 0
+    out = capsys.readouterr().out
+    assert f"The line {HOSTILE} is from" in out  # the extractive answer
+    assert f"[1] {HOSTILE}" in out  # the source's title
+    assert "❌" not in out and "😄" not in out
+
+    shutil.copytree(out_dir, tmp_path / "home" / "packs" / "verbatim")
+    monkeypatch.setenv("WIKIGR_HOME", str(tmp_path / "home"))
+    assert run(["pack", "list"]) == 0
+    table = capsys.readouterr().out
+    assert "root:x:0:0" in table and "[bold]x[/bold]" in table and "❌" not in table
+    assert run(["pack", "info", "verbatim"]) == 0
+    table = capsys.readouterr().out
+    assert "root:x:0:0" in table and "[bold]x[/bold]" in table and "❌" not in table
+
+
+# -- 15. MCP: an answer to every request, errors in one line; the pack's top_k -----------------------
+
+
+class _RawSession:
+    """``wikigr mcp`` spoken to line by line, for what the SDK client cannot send."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [*WIKIGR, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("ascii") + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, timeout: float = 120) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@pytest.fixture
+def raw_mcp(installed: Path) -> Iterator[_RawSession]:
+    session = _RawSession(dict(os.environ))
+    session.send(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+    )
+    assert (session.receive() or {}).get("id") == 1
+    session.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    yield session
+    session.close()
+
+
+def _call(request_id: int, arguments: str) -> str:
+    """A tools/call line; ``arguments`` is JSON text, so it can hold escapes such as \\udcff."""
+    return (
+        f'{{"jsonrpc": "2.0", "id": {request_id}, "method": "tools/call", '
+        f'"params": {{"name": "query_pack", "arguments": {arguments}}}}}'
+    )
+
+
+def test_mcp_answers_a_request_holding_a_lone_surrogate(raw_mcp: _RawSession) -> None:
+    raw_mcp.send(_call(2, r'{"pack": "fixture", "question": "socket \udcff timeout"}'))
+    reply = raw_mcp.receive()
+    assert reply is not None, "no reply"
+    assert reply["id"] == 2 and reply["error"]["code"] == -32602
+    assert reply["error"]["message"].startswith("Error: the request holds a lone surrogate")
+    raw_mcp.send("this is not JSON")  # JSON-RPC 2.0: a parse error, answered with id null
+    assert raw_mcp.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Error: the message is not JSON"},
+    }
+    # A notification gets no reply, and the server goes on answering.
+    raw_mcp.send(r'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"x": "\ud800"}}')
+    raw_mcp.send(_call(3, '{"pack": "fixture", "question": "socket timeout"}'))
+    reply = raw_mcp.receive()
+    assert reply is not None and reply["id"] == 3 and not reply["result"]["isError"]
+
+
+def test_mcp_errors_are_one_line_and_top_k_is_the_packs(installed: Path, tmp_path: Path) -> None:
+    (installed / "kg_config.json").write_text(json.dumps({"profile": "baseline", "top_k": 2}))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wikigr", "mcp"], env=dict(os.environ))
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            missing = await client.call_tool("query_pack", {"pack": "nope", "question": "hi"})
+            (text,) = [c.text for c in missing.content]  # type: ignore[union-attr]
+            assert missing.is_error and text.startswith("Error: unknown pack 'nope'")
+            assert "\n" not in text and text.count("Error") == 1
+            wrong = await client.call_tool("search", {"pack": "fixture", "query": "x", "top_k": "many"})
+            (text,) = [c.text for c in wrong.content]  # type: ignore[union-attr]
+            assert wrong.is_error and text.startswith("Error: invalid arguments for search: top_k: ")
+            assert "\n" not in text and "Error executing tool" not in text
+
+            answer = await client.call_tool("query_pack", {"pack": "fixture", "question": "socket timeout"})
+            assert not answer.is_error and answer.structured_content is not None
+            assert len(answer.structured_content["sources"]) == 2  # the pack's top_k
+            found = await client.call_tool("search", {"pack": "fixture", "query": "socket timeout"})
+            assert found.structured_content is not None and len(found.structured_content["results"]) == 2
+            wider = await client.call_tool("search", {"pack": "fixture", "query": "socket", "top_k": 3})
+            assert wider.structured_content is not None and len(wider.structured_content["results"]) == 3
+
+    anyio.run(session)
+
+
+def test_cli_top_k_defaults_to_the_packs(installed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (installed / "kg_config.json").write_text(json.dumps({"profile": "baseline", "top_k": 2}))
+    argv = ["query", "fixture", "socket timeout", "--json"]
+    for runner in (run, _run_app):  # the fast parser and the typer command
+        assert runner(argv) == 0
+        assert len(json.loads(capsys.readouterr().out)["sources"]) == 2
+        assert runner([*argv, "--top-k", "3"]) == 0
+        assert len(json.loads(capsys.readouterr().out)["sources"]) == 3
+
+
+# -- 17. a query that asks for no answer says so --------------------------------------------------
+
+
+def test_disable_synthesize_says_there_is_no_answer(
+    installed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["query", "fixture", "socket timeout", "--disable", "synthesize"]
+    for runner in (run, _run_app):
+        assert runner(argv) == 0
+        out = capsys.readouterr().out
+        first, rest = out.split("\n", 1)
+        assert first == "No answer: synthesize was disabled; the sources are the passages retrieved."
+        assert "Sources" in rest and "Timeouts" in rest
+        assert runner([*argv, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["answer"] == "" and data["trace"]["answer_mode"] == "none" and data["sources"]
+    assert run(["query", "fixture", "socket timeout", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["trace"]["answer_mode"] == "extractive"
+
+
+# -- 18. eval_scores: the latest run of each profile, with its date --------------------------------
+
+
+def test_eval_scores_keep_the_latest_run_of_each_profile(tmp_path: Path) -> None:
+    pack = tmp_path / "evalpack"
+    build_pack("evalpack", [DOCS.as_uri()], out=pack)
+    questions = [
+        {"id": "q1", "question": "How do I set a socket timeout?", "gold_sources": ["Sockets guide"]},
+        {"id": "q2", "question": "How do I parse JSON?", "gold_sources": ["Working with JSON"]},
+    ]
+    (pack / "eval" / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+
+    (first,) = evaluate(pack, EvalOptions(profiles=["baseline"]))
+    (other,) = evaluate(pack, EvalOptions(profiles=["balanced"]))
+    time.sleep(1.1)  # dates are to the second
+    (again,) = evaluate(pack, EvalOptions(profiles=["baseline"], ks=(1, 2)))
+    scores = load_manifest(pack / "manifest.json").eval_scores or []
+    assert [s.profile for s in scores] == ["balanced", "baseline"]
+    balanced, baseline = scores
+    assert pack / balanced.results_file == other.results_file  # kept
+    assert pack / baseline.results_file == again.results_file != first.results_file  # replaced
+    assert baseline.date > balanced.date and baseline.questions == 2
+    assert "recall@2" in baseline.metrics and "recall@5" in balanced.metrics
+
+    # A manifest written before: one object, read as the one-entry list.
+    data = json.loads((pack / "manifest.json").read_text())
+    data["eval_scores"] = data["eval_scores"][0]
+    (pack / "manifest.json").write_text(json.dumps(data))
+    old = load_manifest(pack / "manifest.json").eval_scores or []
+    assert [s.profile for s in old] == ["balanced"]

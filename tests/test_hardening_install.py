@@ -1,0 +1,598 @@
+"""Regressions of issue 14, items 1-6 and 18 (the pack-format heading): installs that lost a
+pack, validation that passed what queries refuse, names, archive members written before they
+were refused, hangs and stale staging folders, downloads past their deadline. Every hostile
+input is built here, small (sizes are declared, or the caps configured, not written out)."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import assert_one_error, cli
+from tests.httpserver import LocalServer, Reply
+from tests.test_share import (
+    Member,
+    edit_manifest,
+    file_member,
+    packs_home_entries,
+    read_members,
+    write_archive,
+)
+from wikigr.errors import ShareError, WikigrError
+from wikigr.share import InstallLimits, clean_stale_staging, export_pack, install_pack
+
+GIB = 1024**3
+
+
+@pytest.fixture(scope="module")
+def archive(built_pack: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("export") / "fixture.tar.gz"
+    export_pack(built_pack, out)
+    return out
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def damage_store(store: bytes) -> bytes:
+    """A store damaged in the middle, as a bad disk or a bad export leaves it: the bytes of one
+    article title become invalid UTF-8. The store still opens and counts right; reading the
+    title fails."""
+    damaged = bytearray(store)
+    starts = [m.start() for m in re.finditer(re.escape(b"Sockets guide"), store)]
+    assert starts, "the fixture's store holds the title"
+    for start in starts:
+        damaged[start] = 0xFF
+    assert starts[0] > 8192 and starts[-1] < len(store) - 8192  # past the header, before the catalogue
+    return bytes(damaged)
+
+
+def with_files(members: list[Member], changes: dict[str, bytes]) -> list[Member]:
+    """``members`` with the data of some files changed and the manifest's checksums and sizes
+    recomputed to match them (what a careful attacker, or a bad exporter, produces)."""
+    out: list[Member] = []
+    for info, data in members:
+        rel = info.name.partition("/")[2]
+        if rel in changes:
+            info = copy.copy(info)
+            data = changes[rel]
+            info.size = len(data)
+        out.append((info, data))
+
+    def fix(manifest: dict[str, object]) -> None:
+        files = manifest["files"]
+        sizes = manifest["sizes"]
+        assert isinstance(files, dict) and isinstance(sizes, dict)
+        for rel, data in changes.items():
+            files[rel] = hashlib.sha256(data).hexdigest()
+            sizes[rel] = len(data)
+
+    return edit_manifest(out, fix)
+
+
+# -- 1. a damaged store never replaces a good installed pack ---------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["archive", "folder"])
+def test_force_install_of_a_damaged_store_keeps_the_installed_pack(
+    kind: str,
+    capsys: pytest.CaptureFixture[str],
+    archive: Path,
+    built_pack: Path,
+    tmp_path: Path,
+    wikigr_home: Path,
+) -> None:
+    install_pack(archive, register_skill=False)
+    installed = wikigr_home / "packs" / "fixture"
+    before = sha256(installed / "pack.db")
+    damaged = damage_store((built_pack / "pack.db").read_bytes())
+    if kind == "archive":
+        source = write_archive(
+            tmp_path / "bad.tar.gz", with_files(read_members(archive), {"pack.db": damaged})
+        )
+    else:
+        source = tmp_path / "fixture"
+        shutil.copytree(built_pack, source)
+        (source / "pack.db").write_bytes(damaged)
+
+    code, _, err = cli(capsys, "pack", "install", str(source), "--force", "--no-skill")
+    assert code == 1, err
+    assert_one_error(err, "refusing the pack: invalid store")
+    assert "damaged" in err and "Invalid UTF-8" in err
+    # The good pack is still there, whole, and answers.
+    assert sha256(installed / "pack.db") == before
+    code, out, err = cli(capsys, "query", "fixture", "socket timeout", "--json", "--profile", "baseline")
+    assert code == 0, err
+    assert json.loads(out)["sources"][0]["title"] == "Sockets guide"
+    assert packs_home_entries(wikigr_home) == ["fixture"]  # no staging folder left
+
+
+def test_a_query_on_a_damaged_store_is_one_clean_error(
+    capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path
+) -> None:
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    (pack / "pack.db").write_bytes(damage_store((pack / "pack.db").read_bytes()))
+    code, _, err = cli(capsys, "query", str(pack), "Sockets guide", "--profile", "baseline")
+    assert code == 1
+    assert_one_error(err, "store query failed")
+    assert "internal error" not in err
+
+
+# -- 2. validate checks what the agent loads, with the agent's code ------------------------------
+
+
+def _config(data: object) -> bytes:
+    return json.dumps(data).encode()
+
+
+# case -> (file, its bad content, what validate and install say, what the agent says)
+BAD_PACKS: dict[str, tuple[str, bytes, str, str]] = {
+    "unknown-key": ("kg_config.json", _config({"profil": "auto"}), "profil: unknown field", ""),
+    "unknown-profile": ("kg_config.json", _config({"profile": "fastest"}), "unknown profile 'fastest'", ""),
+    "negative-top-k": ("kg_config.json", _config({"top_k": -1}), "top_k must be a positive integer", ""),
+    "unknown-stage-option": (
+        "kg_config.json",
+        _config({"stages": {"gate": {"treshold": 0.3}}}),
+        "treshold: unknown field",
+        "",
+    ),
+    "deeply-nested-config": ("kg_config.json", b"[" * 100_000, "nested too deeply", ""),
+    "damaged-store": ("pack.db", b"", "Invalid UTF-8", "store query failed"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PACKS))
+def test_validate_and_install_refuse_what_the_agent_refuses(
+    case: str, capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    from wikigr.agent import KnowledgeGraphAgent
+
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    rel, data, expected, agent_says = BAD_PACKS[case]
+    if case == "damaged-store":
+        data = damage_store((pack / "pack.db").read_bytes())
+    (pack / rel).write_bytes(data)
+
+    # The agent refuses the pack (on opening it, or on its first question)...
+    with (
+        pytest.raises(WikigrError, match=re.escape(agent_says or expected)),
+        KnowledgeGraphAgent(pack, llm=None) as agent,
+    ):
+        agent.query("Sockets guide")
+    # ...so validate says invalid, exit 1, naming the reason...
+    code, out, err = cli(capsys, "pack", "validate", str(pack))
+    assert code == 1, out
+    assert_one_error(err, f"invalid pack {pack}")
+    assert expected in err
+    # ...and install refuses it, leaving nothing behind.
+    code, _, err = cli(capsys, "pack", "install", str(pack), "--no-skill")
+    assert code == 1
+    assert_one_error(err, "refusing the pack")
+    assert expected in err
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_validate_answers_a_question_with_the_agent(
+    capsys: pytest.CaptureFixture[str], built_pack: Path
+) -> None:
+    code, out, err = cli(capsys, "pack", "validate", str(built_pack), "--json")
+    assert code == 0, err
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["store"]["ok"] and "every table read" in checks["store"]["detail"]
+    assert checks["query"]["ok"] and "answered with" in checks["query"]["detail"]
+
+
+# -- 3. one name rule ------------------------------------------------------------------------------
+
+
+def test_the_name_rule() -> None:
+    from wikigr.pack.manifest import check_name
+
+    for good in ("pydocs", "mixed-10k", "a", "3d", "a" * 64):
+        assert check_name(good) == good
+    for bad, suggestion in [
+        ("pydocs\n", "pydocs"),
+        ("my_pack.v2", "my-pack-v2"),
+        ("PyDocs", "pydocs"),
+        ("-a", "a"),
+        ("a-", "a"),
+        ("a--b", "a-b"),
+        ("a" * 65, "a" * 64),
+        ("../x", "x"),
+        ("", None),
+        ("__", None),
+    ]:
+        with pytest.raises(ValueError, match="invalid pack name") as raised:
+            check_name(bad)
+        message = str(raised.value)
+        assert "\n" not in message
+        assert (f"try {suggestion!r}" in message) if suggestion else "try" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"), [("nl\n", "invalid pack name 'nl\\n'"), ("my_pack.v2", "'my-pack-v2'")]
+)
+def test_pack_create_refuses_a_bad_name(
+    name: str, hint: str, capsys: pytest.CaptureFixture[str], wikigr_home: Path
+) -> None:
+    from tests.conftest import DOCS
+
+    code, _, err = cli(capsys, "pack", "create", name, "--url", str(DOCS))
+    assert code == 2
+    assert_one_error(err, hint)
+    assert packs_home_entries(wikigr_home) == []
+
+
+@pytest.mark.parametrize("kind", ["archive", "folder"])
+def test_install_refuses_a_bad_manifest_name(
+    kind: str,
+    capsys: pytest.CaptureFixture[str],
+    archive: Path,
+    built_pack: Path,
+    tmp_path: Path,
+    wikigr_home: Path,
+) -> None:
+    def rename(manifest: dict[str, object]) -> None:
+        manifest["name"] = "fixture\n"
+
+    if kind == "archive":
+        source = write_archive(tmp_path / "nl.tar.gz", edit_manifest(read_members(archive), rename))
+    else:
+        source = tmp_path / "nl"
+        shutil.copytree(built_pack, source)
+        manifest = json.loads((source / "manifest.json").read_text())
+        rename(manifest)
+        (source / "manifest.json").write_text(json.dumps(manifest))
+    skills = tmp_path / "skills"
+    code, _, err = cli(capsys, "pack", "install", str(source), "--skills-dir", str(skills))
+    assert code == 1
+    assert_one_error(err, "invalid pack name 'fixture\\n'")
+    assert packs_home_entries(wikigr_home) == []
+    assert not skills.exists()
+
+
+def test_an_installed_pack_its_skill_folder_and_skill_name_match(archive: Path, tmp_path: Path) -> None:
+    from wikigr.skill import parse_front_matter
+
+    report = install_pack(archive, skills_dir=tmp_path / "skills")
+    assert report.skill is not None
+    assert (
+        report.path.name == report.skill.parent.name == parse_front_matter(report.skill.read_text())["name"]
+    )
+
+
+# -- 4. archive members are checked against the manifest before their data is read ----------------
+
+
+def test_a_member_larger_than_the_manifest_says_is_refused_from_its_header(
+    archive: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    members = read_members(archive)
+    cut = next(i for i, (m, _) in enumerate(members) if m.name == "fixture/pack.db")
+    bomb = tarfile.TarInfo("fixture/pack.db")
+    bomb.size = 6 * GIB  # under the per-file cap; only the header is written: no data follows
+    path = write_archive(tmp_path / "bomb.tar.gz", [*members[:cut], (bomb, None)])
+    start = time.monotonic()
+    with pytest.raises(ShareError, match=r"pack\.db is 6,442,450,944 bytes but the manifest says [\d,]+$"):
+        install_pack(path, register_skill=False)
+    assert time.monotonic() - start < 5
+    assert packs_home_entries(wikigr_home) == []
+
+
+def _zeros_archive(
+    path: Path, members: list[Member], name: str, size: int, declared: int | None = None
+) -> Path:
+    """``members`` then a member ``name`` of ``size`` zero bytes, written as a real gzip stream
+    (a tar bomb: ``size`` bytes compress to a thousandth of that). Its header says ``declared``
+    bytes (default ``size``): when more, the archive ends early, as a cut-off bomb would."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+        head = buffer.tell()
+    # The zero member's header, then its data streamed into the compressor, then the end blocks.
+    info = tarfile.TarInfo(name)
+    info.size = size if declared is None else declared
+    header = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
+    with path.open("wb") as out:
+        out.write(compressor.compress(buffer.getvalue()[:head] + header))
+        zeros = bytes(1024 * 1024)
+        for _ in range(size // len(zeros)):
+            out.write(compressor.compress(zeros))
+        out.write(compressor.compress(bytes(2 * tarfile.BLOCKSIZE)))
+        out.write(compressor.flush())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "declared", "expected"),
+    [
+        ("fixture/pack.db", None, "pack.db is 67,108,864 bytes but the manifest says"),
+        # 6 GiB declared, 64 MiB sent: refused from the header, not when the data runs out.
+        ("fixture/zeros.bin", 6 * GIB, "zeros.bin is present but not listed in the manifest"),
+    ],
+)
+def test_a_tar_bomb_is_refused_before_its_data_is_written(
+    name: str, declared: int | None, expected: str, archive: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    members = [(m, d) for m, d in read_members(archive) if m.name != "fixture/pack.db"]
+    path = _zeros_archive(tmp_path / "zeros.tar.gz", members, name, 64 * 1024 * 1024, declared)
+    assert path.stat().st_size < 1024 * 1024
+    with pytest.raises(ShareError, match=expected):
+        install_pack(path, register_skill=False)
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_a_manifest_declaring_more_than_the_cap_is_refused_before_any_file(
+    archive: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    def inflate(manifest: dict[str, object]) -> None:
+        sizes = manifest["sizes"]
+        assert isinstance(sizes, dict)
+        sizes["pack.db"] = 7 * GIB
+
+    members = edit_manifest(read_members(archive), inflate)
+    path = write_archive(tmp_path / "declared.tar.gz", members[:2])  # nothing after the manifest
+    with pytest.raises(ShareError, match=re.escape("its manifest declares 7.0 GiB, over the cap of 1.0 GiB")):
+        install_pack(path, register_skill=False, limits=InstallLimits(max_total_bytes=GIB))
+
+    def enormous(manifest: dict[str, object]) -> None:
+        sizes = manifest["sizes"]
+        assert isinstance(sizes, dict)
+        sizes["pack.db"] = 1024**5  # a pebibyte: under this cap, over any free disk space
+
+    members = edit_manifest(read_members(archive), enormous)
+    path = write_archive(tmp_path / "enormous.tar.gz", members[:2])
+    limits = InstallLimits(max_member_bytes=2 * 1024**5, max_total_bytes=2 * 1024**5)
+    with pytest.raises(ShareError, match=r"it needs 1024\.0 TiB; the disk of .*/packs has .* free"):
+        install_pack(path, register_skill=False, limits=limits)
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_an_archive_without_sizes_or_with_files_before_its_manifest_is_refused(
+    archive: Path, tmp_path: Path
+) -> None:
+    def drop_sizes(manifest: dict[str, object]) -> None:
+        del manifest["sizes"]
+
+    path = write_archive(tmp_path / "nosizes.tar.gz", edit_manifest(read_members(archive), drop_sizes))
+    with pytest.raises(ShareError, match="does not list the size of every file"):
+        install_pack(path, register_skill=False)
+    members = read_members(archive)
+    path = write_archive(
+        tmp_path / "late.tar.gz", [members[0], file_member("fixture/urls.txt", b"x"), *members[1:]]
+    )
+    with pytest.raises(ShareError, match=re.escape("its first file is urls.txt, not manifest.json")):
+        install_pack(path, register_skill=False)
+
+
+def _sparse_member(name: str, realsize: int) -> Member:
+    """A PAX (GNU 1.0) sparse member: a 512-byte map and 512 bytes of data standing for a file
+    of ``realsize`` bytes, mostly holes."""
+    info = tarfile.TarInfo(name)
+    info.pax_headers = {
+        "GNU.sparse.major": "1",
+        "GNU.sparse.minor": "0",
+        "GNU.sparse.name": name,
+        "GNU.sparse.realsize": str(realsize),
+    }
+    sparse_map = b"1\n" + f"{realsize - 512}\n512\n".encode()
+    data = sparse_map.ljust(512, b"\0") + b"x" * 512
+    info.size = len(data)
+    return info, data
+
+
+def test_sparse_members_are_refused(archive: Path, tmp_path: Path, wikigr_home: Path) -> None:
+    members = read_members(archive)
+    path = write_archive(
+        tmp_path / "sparse.tar.gz", [*members[:2], _sparse_member("fixture/pack.db", 7 * GIB)]
+    )
+    with tarfile.open(path) as tar:  # tarfile itself would expand it to 7 GiB
+        assert tar.getmember("fixture/pack.db").issparse()
+    with pytest.raises(ShareError, match=re.escape("'fixture/pack.db' is a sparse file")):
+        install_pack(path, register_skill=False)
+
+    old_style = tarfile.TarInfo("fixture/pack.db")  # the old GNU sparse type
+    old_style.type = tarfile.GNUTYPE_SPARSE
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members[:2]:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+        tar.addfile(old_style)
+    path = tmp_path / "gnu-sparse.tar.gz"
+    path.write_bytes(gzip.compress(buffer.getvalue()))
+    with pytest.raises(ShareError, match=re.escape("'fixture/pack.db' is a sparse file")):
+        install_pack(path, register_skill=False)
+    assert packs_home_entries(wikigr_home) == []
+
+
+# -- 5. deep nesting, FIFOs, killed installs, hard links ------------------------------------------
+
+
+def test_a_deeply_nested_manifest_is_one_clean_error(
+    capsys: pytest.CaptureFixture[str], archive: Path, built_pack: Path, tmp_path: Path
+) -> None:
+    pack = tmp_path / "nested"
+    shutil.copytree(built_pack, pack)
+    (pack / "manifest.json").write_bytes(b"[" * 100_000)
+    for args in (
+        ["pack", "install", str(pack)],
+        ["pack", "validate", str(pack)],
+        ["pack", "info", str(pack)],
+    ):
+        code, _, err = cli(capsys, *args)
+        assert code == 1, args
+        assert_one_error(err, "nested too deeply")
+    members = read_members(archive)
+    nested = file_member("fixture/manifest.json", b"[" * 100_000)
+    path = write_archive(tmp_path / "nested.tar.gz", [members[0], nested, *members[2:]])
+    code, _, err = cli(capsys, "pack", "install", str(path))
+    assert code == 1
+    assert_one_error(err, "nested too deeply")
+
+
+def _run_wikigr(args: list[str], home: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WIKIGR_HOME": str(home)}
+    return subprocess.run(
+        [sys.executable, "-m", "wikigr", *args], env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_a_fifo_as_the_source_is_refused_without_blocking(tmp_path: Path, wikigr_home: Path) -> None:
+    fifo = tmp_path / "pack.tar.gz"
+    os.mkfifo(fifo)
+    done = _run_wikigr(["pack", "install", str(fifo)], wikigr_home, timeout=30)  # hung before
+    assert done.returncode == 1, done.stderr
+    assert_one_error(done.stderr, "not a regular file or a folder")
+    assert packs_home_entries(wikigr_home) == []
+
+
+def _trickle(request: object) -> Reply:
+    def body() -> Iterator[bytes]:
+        for _ in range(240):  # one byte every half second, for two minutes at most
+            yield b"\x1f"
+            time.sleep(0.5)
+
+    return Reply(body=body(), content_type="application/gzip", content_length=False)
+
+
+def test_a_killed_install_leaves_a_staging_folder_the_next_install_removes(
+    archive: Path, server: LocalServer, wikigr_home: Path
+) -> None:
+    url = server.route("/slow.tar.gz", _trickle)
+    env = {**os.environ, "WIKIGR_HOME": str(wikigr_home)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "wikigr", "pack", "install", url],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    packs = wikigr_home / "packs"
+    try:
+        deadline = time.monotonic() + 30
+        while not any(p.is_dir() for p in packs.glob(".install-*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)  # no cleanup can run
+        process.wait(timeout=10)
+    stale = [p for p in packs.glob(".install-*") if p.is_dir()]
+    assert len(stale) == 1
+
+    from wikigr import share
+
+    with share._staging(packs) as live:  # the next install starts by removing stale folders
+        assert not stale[0].exists()
+        # An install in progress holds its staging lock: a cleanup leaves its folder alone.
+        killed = packs / ".install-feedface0000"
+        killed.mkdir()
+        assert clean_stale_staging(packs) == [killed]
+        assert live.is_dir()
+    (packs / ".install-deadbeef0000").mkdir()
+    install_pack(archive, register_skill=False)
+    assert packs_home_entries(wikigr_home) == ["fixture"]
+    assert not list(packs.glob(".install-*"))
+
+
+def test_a_folder_install_refuses_a_hard_link(
+    capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    os.link(pack / "urls.txt", tmp_path / "another-name")
+    code, _, err = cli(capsys, "pack", "install", str(pack))
+    assert code == 1
+    assert_one_error(err, "urls.txt: a hard link")
+    assert packs_home_entries(wikigr_home) == []
+
+
+# -- 6. the download deadline holds; a malformed URL is a usage error -----------------------------
+
+
+def test_a_trickling_body_stops_at_the_deadline(server: LocalServer, wikigr_home: Path) -> None:
+    url = server.route("/trickle.tar.gz", _trickle)
+    start = time.monotonic()
+    with pytest.raises(ShareError, match="timed out after 1s"):
+        install_pack(url, limits=InstallLimits(timeout=1.0), register_skill=False)
+    assert time.monotonic() - start < 2.5
+    # The command line, in a process of its own (before: still running after 700 s).
+    done = _run_wikigr(["pack", "install", url, "--timeout", "1"], wikigr_home, timeout=60)
+    assert done.returncode == 1
+    assert_one_error(done.stderr, "timed out after 1s")
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_trickling_headers_stop_at_the_deadline(wikigr_home: Path) -> None:
+    """A server that never finishes its headers: no read ever times out, the deadline does."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\n")
+            for _ in range(150):  # 30 s at most: a client that does not give up fails, not hangs
+                if stop.is_set():
+                    return
+                try:
+                    connection.sendall(b"X")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/p.tar.gz"
+    start = time.monotonic()
+    try:
+        with pytest.raises(ShareError, match="timed out after 1s"):
+            install_pack(url, limits=InstallLimits(timeout=1.0), register_skill=False)
+        assert time.monotonic() - start < 2.5
+    finally:
+        stop.set()
+        listener.close()
+    assert packs_home_entries(wikigr_home) == []
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[::1]:99999/p.tar.gz", "https:///p.tar.gz"])
+def test_a_malformed_url_is_a_usage_error(
+    url: str, capsys: pytest.CaptureFixture[str], wikigr_home: Path
+) -> None:
+    code, _, err = cli(capsys, "pack", "install", url)
+    assert code == 2
+    assert_one_error(err, "invalid URL")
+    assert packs_home_entries(wikigr_home) == []
+
+
+# -- 18. docs/pack-format.md names the store's schema version -------------------------------------
+
+
+def test_pack_format_names_the_current_schema_versions() -> None:
+    from wikigr.pack.store import OPENML_SCHEMA_VERSION, SCHEMA_VERSION
+
+    text = (Path(__file__).parents[1] / "docs" / "pack-format.md").read_text(encoding="utf-8")
+    heading = re.search(r"^## The store \(`pack.db`, schema version (\d+)\)", text, re.M)
+    assert heading and int(heading.group(1)) == SCHEMA_VERSION
+    assert f"OpenML pack's store has schema version {OPENML_SCHEMA_VERSION}" in text

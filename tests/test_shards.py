@@ -1,0 +1,273 @@
+"""Packs in shards (wikigr.pack.shards): ``pack create --shards N`` writes one logical pack in N
+stores with one manifest listing them and their checksums; the set validates, exports, installs,
+describes itself in one skill and answers as one pack through the machinery of several packs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.test_cli import assert_one_error, cli
+from tests.test_graph import CORPUS
+from tests.test_ray import MORE, QUESTIONS
+from wikigr.build import build_pack
+from wikigr.errors import InvalidPackError, UsageError
+from wikigr.pack.manifest import load_manifest
+from wikigr.pack.pack import open_pack
+from wikigr.pack.shards import store_digest
+from wikigr.pack.validate import validate_pack
+from wikigr.packset import PackSet, open_agent
+from wikigr.skill import parse_front_matter
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("shard-corpus") / "corpus.json"
+    path.write_text(json.dumps(CORPUS + MORE))
+    return path
+
+
+@pytest.fixture(scope="module")
+def one_store(corpus: Path) -> Path:
+    return build_pack("whole", [], out=corpus.parent / "whole", corpus=corpus).path
+
+
+@pytest.fixture(scope="module")
+def sharded(corpus: Path) -> Path:
+    return build_pack("wiki", [], out=corpus.parent / "wiki", corpus=corpus, shards=3).path
+
+
+def test_a_pack_in_shards_lists_its_shards_with_checksums(sharded: Path, one_store: Path) -> None:
+    manifest = load_manifest(sharded / "manifest.json")
+    whole = load_manifest(one_store / "manifest.json")
+    assert [s.path for s in manifest.shards] == ["shards/00", "shards/01", "shards/02"]
+    assert not (sharded / "pack.db").exists()
+    for record in manifest.shards:
+        shard = sharded / record.path
+        assert record.sha256 == store_digest(shard / "pack.db")
+        assert load_manifest(shard / "manifest.json").name == record.name == f"wiki-s{record.path[-2:]}"
+        assert record.chunks > 0 and validate_pack(shard).ok  # each shard is a pack of its own
+    # Every document is in exactly one shard: the sums are the one-store pack's.
+    for key in ("articles", "sections", "chunks"):
+        assert getattr(manifest.stats, key) == getattr(whole.stats, key)
+    assert [(s.url, s.status) for s in manifest.sources] == [(s.url, s.status) for s in whole.sources]
+    report = validate_pack(sharded)
+    assert report.ok, report.to_json()
+    assert [c.name for c in report.checks if c.name.startswith("shard ")] == [
+        "shard shards/00",
+        "shard shards/01",
+        "shard shards/02",
+    ]
+
+
+def test_a_pack_in_shards_answers_as_one_pack(
+    capsys: pytest.CaptureFixture[str], sharded: Path, one_store: Path
+) -> None:
+    with open_agent(sharded, llm=None, top_k=3) as agent:
+        assert isinstance(agent, PackSet) and agent.name == "wiki" and len(agent.agents) == 3
+        with open_agent(one_store, llm=None, top_k=3) as whole:
+            for question in QUESTIONS:
+                result = agent.query(question)
+                assert {s.pack for s in result.sources} == {"wiki"}  # sources name the logical pack
+                assert {p["pack"] for p in result.trace["packs"]} == {"wiki-s00", "wiki-s01", "wiki-s02"}
+                assert result.sources[0].title == whole.query(question).sources[0].title
+    code, out, err = cli(capsys, "query", str(sharded), QUESTIONS[1], "--json")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["sources"][0]["title"] == "Bread" and answer["sources"][0]["pack"] == "wiki"
+
+
+def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "wiki"
+    shutil.copytree(sharded, copy)
+    (copy / "kg_config.json").write_text(json.dumps({"profile": "baseline"}))
+    with open_agent(copy, llm=None) as agent:
+        assert isinstance(agent, PackSet)
+        assert {a.profile for a in agent.agents} == {"baseline"}
+
+
+def test_export_install_and_skill_treat_it_as_one_pack(
+    capsys: pytest.CaptureFixture[str], sharded: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    archive = tmp_path / "wiki.tar.gz"
+    code, _, err = cli(capsys, "pack", "export", str(sharded), "-o", str(archive))
+    assert code == 0, err
+    skills = tmp_path / "skills"
+    code, out, err = cli(capsys, "pack", "install", str(archive), "--skills-dir", str(skills), "--json")
+    assert code == 0, err
+    assert json.loads(out)["checksums_verified"]
+    installed = wikigr_home / "packs" / "wiki"
+    assert validate_pack(installed).ok
+    code, out, _ = cli(capsys, "pack", "list", "--json")
+    [row] = json.loads(out)["packs"]  # one pack, not one per shard
+    assert row["name"] == "wiki" and row["chunks"] == load_manifest(sharded / "manifest.json").stats.chunks
+    skill = (skills / "wiki" / "SKILL.md").read_text()
+    assert parse_front_matter(skill)["name"] == "wiki" and "It holds 14 articles" in skill
+    for row in CORPUS + MORE:  # the skill speaks of the whole pack: the titles of every shard
+        assert f"- {row['title']} — passage:{row['id']}" in skill
+    code, out, err = cli(capsys, "query", "wiki", QUESTIONS[2], "--json")
+    assert code == 0, err
+    assert json.loads(out)["sources"][0]["title"] == "Supreme Court of the United States"
+
+
+def test_validate_and_install_refuse_a_tampered_or_missing_shard(
+    capsys: pytest.CaptureFixture[str], sharded: Path, tmp_path: Path
+) -> None:
+    tampered = tmp_path / "tampered"
+    shutil.copytree(sharded, tampered)
+    store = tampered / "shards" / "01" / "pack.db"
+    data = bytearray(store.read_bytes())
+    data[-1] ^= 0xFF
+    store.write_bytes(bytes(data))
+    report = validate_pack(tampered)
+    assert not report.ok
+    [bad] = [c for c in report.checks if not c.ok]
+    assert bad.name == "shard shards/01" and "checksum mismatch" in bad.detail
+    code, _, err = cli(capsys, "pack", "install", str(tampered), "--skills-dir", str(tmp_path / "skills"))
+    assert code == 1
+    assert_one_error(err, "checksum mismatch for shards/01/pack.db")
+
+    missing = tmp_path / "missing"
+    shutil.copytree(sharded, missing)
+    shutil.rmtree(missing / "shards" / "02")
+    assert [c.detail for c in validate_pack(missing).checks if not c.ok] == [
+        f"pack {missing}: shard shards/02 is missing"
+    ]
+
+    escaping = tmp_path / "escaping"
+    shutil.copytree(sharded, escaping)
+    manifest = json.loads((escaping / "manifest.json").read_text())
+    manifest["shards"][0]["path"] = "shards/../../whole"
+    (escaping / "manifest.json").write_text(json.dumps(manifest))
+    assert any("is not a folder under shards/" in c.detail for c in validate_pack(escaping).checks)
+
+
+def test_one_store_commands_say_the_pack_is_in_shards(sharded: Path) -> None:
+    pack = open_pack(sharded)
+    assert pack.sharded and [s.name for s in pack.shards()] == ["wiki-s00", "wiki-s01", "wiki-s02"]
+    with pytest.raises(InvalidPackError, match="is in 3 shards, not one store"):
+        pack.open_store()
+
+
+def test_shard_counts_that_make_no_sense_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], corpus: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(UsageError, match="more shards than documents"):
+        build_pack("many", [], out=tmp_path / "many", corpus=corpus, shards=len(CORPUS + MORE) + 1)
+    assert not (tmp_path / "many").exists()
+    with pytest.raises(UsageError, match="--shards must be from 1"):
+        build_pack("none", [], out=tmp_path / "none", corpus=corpus, shards=0)
+    code, _, err = cli(capsys, "pack", "create", "x", "--corpus", str(corpus), "--shards", "0")
+    assert code == 2 and "Traceback" not in err
+
+
+def test_a_rebuild_in_one_store_replaces_the_shards(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "again"
+    build_pack("again", [], out=out, corpus=corpus, shards=2)
+    assert (out / "shards").is_dir()
+    report = build_pack("again", [], out=out, corpus=corpus)
+    assert not report.manifest.shards and (out / "pack.db").is_file() and not (out / "shards").exists()
+    assert validate_pack(out).ok
+
+
+def _doc(source: str, text: str, chunks: int = 1, links: list[str] | None = None) -> Any:
+    from wikigr.build import _Prepared
+
+    return _Prepared(
+        source=source,
+        fetch={"final_url": source},
+        title="",
+        chunks=[{"section": 0, "ord": i, "text": text} for i in range(chunks)],
+        links=links or [],
+    )
+
+
+def test_documents_that_share_rare_names_or_links_go_to_one_shard() -> None:
+    from wikigr.pack.shards import assign_shards
+
+    docs = [
+        _doc("passage:a1", "Ada Lovelace wrote the first program for the Analytical Engine."),
+        _doc("passage:b1", "The Treaty of Westphalia ended the Thirty Years War."),
+        _doc("passage:c1", "Mount Kilimanjaro is the highest mountain of Tanzania."),
+        _doc("passage:a2", "Charles Babbage designed the Analytical Engine in London."),
+        _doc("passage:b2", "Osnabrück and Münster hosted the Treaty of Westphalia talks."),
+        _doc("passage:c2", "Climbers of Mount Kilimanjaro start at Moshi."),
+        _doc("https://x.org/p.html", "plain words only", links=["https://x.org/q.html"]),
+        _doc("https://x.org/q.html", "more plain words"),
+    ]
+    placed = dict(zip([d.source for d in docs], assign_shards(docs, 3), strict=True))
+    for a, b in (("passage:a1", "passage:a2"), ("passage:b1", "passage:b2"), ("passage:c1", "passage:c2")):
+        assert placed[a] == placed[b], placed  # a shared rare name: the same shard
+    assert placed["https://x.org/p.html"] == placed["https://x.org/q.html"]  # a link: the same shard
+    assert len({placed["passage:a1"], placed["passage:b1"], placed["passage:c1"]}) == 3  # spread out
+
+
+def test_shards_hold_about_as_many_chunks_each() -> None:
+    from wikigr.pack.shards import assign_shards
+
+    # One name shared by everything would pull every document into one shard: the cap stops it.
+    docs = [_doc(f"passage:{i}", f"Grand Duchy of Baden, item {i}", chunks=1 + i % 3) for i in range(40)]
+    shards = assign_shards(docs, 4)
+    load = [sum(len(d.chunks) for d, s in zip(docs, shards, strict=True) if s == k) for k in range(4)]
+    total = sum(len(d.chunks) for d in docs)
+    assert max(load) <= -(-105 * total // 400) + 3 and min(load) > 0, load  # 5% and a document at most
+
+
+def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-hop question whose second passage is in another shard: the first names its title
+    ("... founded by Zephyr Quill"), and the set follows that link across the boundary."""
+    import wikigr.pack.shards as shards
+
+    rows = [
+        {
+            "id": "club",
+            "title": "Quillville Rowing Club",
+            "text": "The Quillville Rowing Club was founded in 1921 by Zephyr Quill, a boat builder. "
+            "Its crews race on the fjord every summer.",
+        },
+        {
+            "id": "quill",
+            "title": "Zephyr Quill",
+            "text": "Zephyr Quill came into the world in Tromsø, in the far north of Norway, and later "
+            "built racing shells for crews across Europe.",
+        },
+        *CORPUS,
+        *MORE,
+    ]
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(rows))
+
+    def apart(docs: list[Any], count: int) -> list[int]:  # the two hops in different shards
+        return [
+            1 if d.source == "passage:quill" else 0 if d.source == "passage:club" else i % 2
+            for i, d in enumerate(docs)
+        ]
+
+    monkeypatch.setattr(shards, "assign_shards", apart)
+    out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
+    question = "Where was the founder of the Quillville Rowing Club born?"
+    with open_agent(out, llm=None, top_k=3, hops=False) as agent:
+        assert "Zephyr Quill" not in [s.title for s in agent.query(question).sources]
+    with open_agent(out, llm=None, top_k=3) as agent:
+        sources = agent.query(question).sources
+    assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
+    [hop] = [s for s in sources if s.title == "Zephyr Quill"]
+    assert hop.origin == "bridge" and hop.pack == "hop"
+
+
+def test_the_agent_cache_of_mcp_and_serve_opens_a_pack_in_shards(sharded: Path) -> None:
+    from wikigr.agent_cache import AgentCache
+
+    cache = AgentCache()
+    try:
+        agent = cache.get(str(sharded), None, "search")
+        assert isinstance(agent, PackSet) and len(agent.agents) == 3
+        assert agent.query(QUESTIONS[1]).sources[0].pack == "wiki"
+        with cache.use([str(sharded)], None, "query") as used:
+            assert isinstance(used, PackSet) and used.query(QUESTIONS[1]).sources[0].title == "Bread"
+    finally:
+        cache.close()

@@ -1,0 +1,55 @@
+"""``wikigr serve``: the REST API and the web page over the packs (wikigr/serve/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wikigr.cli.output import err
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        packs: Annotated[
+            list[str] | None,
+            typer.Argument(help="Packs to serve (names or paths); default: every pack in the packs home."),
+        ] = None,
+        host: Annotated[
+            str, typer.Option("--host", help="Address to listen on; beyond loopback a token is required.")
+        ] = "127.0.0.1",
+        port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port (0: a free one).")] = 8700,
+        token: Annotated[
+            str | None,
+            typer.Option("--token", help="Every request must carry it (Authorization: Bearer TOKEN)."),
+        ] = None,
+        token_file: Annotated[
+            Path | None, typer.Option("--token-file", help="Read the token from this file's first line.")
+        ] = None,
+    ) -> None:
+        """Serve the REST API (/api/v1, OpenAPI at /api/v1/openapi.json) and the web page.
+
+        Listens on 127.0.0.1:8700 until Ctrl-C or SIGTERM, then exits 0. See docs/serve.md."""
+        from wikigr.errors import UsageError
+        from wikigr.serve import read_token_file
+        from wikigr.serve import serve as run
+
+        if token is not None and token_file is not None:
+            raise UsageError("give --token or --token-file, not both")
+        if token_file is not None:
+            token = read_token_file(token_file)
+
+        def ready(url: str) -> None:
+            what = ", ".join(packs) if packs else "the packs home"
+            err.print(
+                f"Serving {what} at {url}/ (API {url}/api/v1, OpenAPI {url}/api/v1/openapi.json). "
+                "Ctrl-C stops.",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+        run(packs or [], host=host, port=port, token=token, on_ready=ready)
+        err.print("Stopped.", markup=False, highlight=False)

@@ -1,0 +1,519 @@
+"""Distributed builds on Ray: the per-document work of a build spread over a cluster's workers.
+
+    uv sync --extra ray                                   # or: pip install 'wikigr[ray]'
+    wikigr pack create wiki --urls urls.txt --ray          # a local Ray on all cores
+    RAY_ADDRESS=ray://head:10001 wikigr pack create wiki --urls urls.txt --ray   # a cluster
+
+A distributed build is the build of wikigr/build.py with its per-document work on Ray, nothing of
+our own besides (no sockets, schedulers or worker pools: Ray tasks, ``ray.wait`` and the object
+store). What runs where:
+
+- **Workers** (the Ray task :func:`prepare_batch`, about ``batch_chunks`` chunks per task): for a
+  batch of sources, fetch (a batch of URLs with ``fetch_all``), parse and chunk (build.py's
+  ``_prepare`` / ``_prepare_passage``), embed (build.py's ``_embed_pending``; the embedder is loaded
+  once per worker process, as ``get_embedder`` keeps it), and find each chunk's keyword names
+  (``graph.extract.keyword_entities``: the names are normalised there). The batch comes back as one
+  Arrow table: a row per document, its chunk vectors as a list of fixed-size float32 lists.
+- **The driver** caches each document as its batch arrives — the resume cache of a local build,
+  so an interrupted distributed build resumes without fetching or embedding those documents again
+  — then merges globally what spans the corpus: duplicates, links, and the entity graph (names
+  merged by key over every chunk, the skeleton by PageRank over all the chunk vectors). spaCy's
+  extraction of the skeleton's chunks and the embedding of entity names run as Ray tasks again
+  (:class:`RayExtractor`, :class:`RayEmbed`). The store is written by the driver with COPY (bulk
+  load), as a local build writes it; with ``--shards N``, one store per shard (wikigr.pack.shards).
+
+A source that fails on a worker (unreachable, not parseable, no text) is reported like a local
+one; a task that fails as a whole (its worker died, after Ray's retries) marks its sources failed
+with the reason, and the build goes on. Ray is an optional extra: without it, :func:`connect`
+raises a one-line :class:`UsageError` saying how to install it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import tarfile
+import tempfile
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from wikigr.errors import BuildError, UsageError
+from wikigr.progress import ProgressCallback, ProgressEvent
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from wikigr.build import BuildOptions, _Cache, _Prepared
+    from wikigr.graph.build import GraphReport
+    from wikigr.graph.extract import Extraction
+    from wikigr.pack.manifest import Manifest, SourceRecord
+
+INSTALL_HINT = "--ray needs Ray: install the extra with `uv sync --extra ray` or `pip install 'wikigr[ray]'`"
+BATCH_CHUNKS = 256  # about this many chunks per task (build.py embeds EMBED_GROUP between cache writes)
+BATCH_URLS = 16  # URLs per task (their chunk count is unknown before they are fetched)
+EXTRACT_BATCH = 64  # skeleton chunks per spaCy task
+EMBED_BATCH = 512  # entity names per embedding task
+
+
+@dataclass
+class RayOptions:
+    """Where and how a build runs on Ray."""
+
+    address: str | None = None  # a cluster (ray://head:10001, or "auto"); None: $RAY_ADDRESS, else local
+    num_cpus: int | None = None  # CPUs of a local Ray (None: all the machine's)
+    batch_chunks: int = BATCH_CHUNKS
+    batch_urls: int = BATCH_URLS
+    in_flight: int = 2  # tasks submitted ahead per CPU of the cluster (bounds the object store's use)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] or exc.__class__.__name__
+
+
+def require_ray() -> None:
+    """Raise the one-line :class:`UsageError` of :data:`INSTALL_HINT` when Ray cannot be imported."""
+    if not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # see connect()
+    try:
+        import ray  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(INSTALL_HINT) from exc
+
+
+def connect(options: RayOptions) -> Any:
+    """The ``ray`` module, connected: to a Ray this process already joined, else to
+    ``options.address`` or ``$RAY_ADDRESS``, else to a new local Ray on this machine."""
+    address = options.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        # A local Ray runs this very Python and its packages: Ray's `uv run` hook would package the
+        # working folder and make each worker build an environment of its own instead.
+        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    try:
+        import ray
+    except ImportError as exc:
+        raise UsageError(INSTALL_HINT) from exc
+    if ray.is_initialized():
+        return ray
+    kwargs: dict[str, Any] = {
+        "address": address,
+        "include_dashboard": False,
+        "logging_level": logging.WARNING,
+        "log_to_driver": False,
+    }
+    if address is None and options.num_cpus:
+        kwargs["num_cpus"] = options.num_cpus
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+        where = address or "a local Ray"
+        raise BuildError(f"cannot start or reach Ray ({where}): {_one_line(exc)}") from exc
+    return ray
+
+
+_REMOTE: dict[str, Any] = {}
+
+
+def _remote(ray: Any, name: str) -> Any:
+    """The Ray task of one of this module's worker functions (one CPU each; retried by Ray when
+    its worker dies)."""
+    if name not in _REMOTE:
+        function = {
+            "prepare": prepare_batch,
+            "extract": extract_batch,
+            "embed": embed_batch,
+            "write_shard": write_shard_task,
+        }[name]
+        _REMOTE[name] = ray.remote(num_cpus=1, max_retries=2)(function)
+    return _REMOTE[name]
+
+
+# -- documents as Arrow --------------------------------------------------------------------------
+
+_RECORD_FIELDS = ("source", "fetch", "title", "sections", "links", "anchors", "chunks", "error", "mentions")
+
+
+def to_arrow(items: Sequence[_Prepared], dim: int) -> pa.Table:
+    """Prepared documents as one Arrow table: ``record`` (the document but its vectors, as JSON)
+    and ``embeddings`` (its chunk vectors: a list of fixed-size float32 lists)."""
+    import pyarrow as pa
+
+    records = [json.dumps({k: getattr(item, k) for k in _RECORD_FIELDS}) for item in items]
+    matrices = [
+        item.embeddings if item.embeddings is not None else np.zeros((0, dim), np.float32) for item in items
+    ]
+    offsets = np.concatenate([[0], np.cumsum([len(m) for m in matrices])]).astype(np.int32)
+    flat = np.zeros(0, np.float32)
+    if matrices:
+        flat = np.concatenate([np.asarray(m, np.float32).reshape(-1) for m in matrices])
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(flat), dim)
+    embeddings = pa.ListArray.from_arrays(pa.array(offsets), vectors)
+    return pa.table({"record": pa.array(records, pa.string()), "embeddings": embeddings})
+
+
+def from_arrow(table: pa.Table) -> list[_Prepared]:
+    """The documents of :func:`to_arrow`'s table."""
+    from wikigr.build import _Prepared
+
+    column = table.column("embeddings").combine_chunks()
+    offsets = column.offsets.to_numpy()
+    dim = column.type.value_type.list_size
+    flat = column.values.values.to_numpy(zero_copy_only=False)
+    matrix = np.asarray(flat, np.float32).reshape(-1, dim)
+    items: list[_Prepared] = []
+    for row, record in enumerate(table.column("record").to_pylist()):
+        item = _Prepared(**json.loads(record))
+        if item.error is None and offsets[row + 1] > offsets[row]:
+            item.embeddings = matrix[offsets[row] : offsets[row + 1]].copy()
+        items.append(item)
+    return items
+
+
+# -- the workers' functions ----------------------------------------------------------------------
+
+
+def _guarded(source: str, prepare: Callable[[], _Prepared]) -> _Prepared:
+    """``prepare()``, or a failed document: one odd source must not fail its whole batch."""
+    from wikigr.build import _Prepared
+
+    try:
+        return prepare()
+    except Exception as exc:  # noqa: BLE001 - reported as the source's error, like a fetch failure
+        error = f"{exc.__class__.__name__}: {_one_line(exc)}"
+        return _Prepared(source=source, fetch=_failed_fetch(source, error), error=error)
+
+
+def _failed_fetch(source: str, error: str) -> dict[str, Any]:
+    keys = ("url", "final_url", "sha256", "fetched_at", "content_type", "bytes", "error")
+    return {**dict.fromkeys(keys), "url": source, "error": error}
+
+
+def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: bool = True) -> pa.Table:
+    """On a worker: fetch (``kind`` "urls") or take (``kind`` "passages") a batch of sources,
+    parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed), and find
+    each chunk's keyword names; the documents as Arrow."""
+    from wikigr.build import _embed_pending, _prepare, _prepare_passage, passage_url
+    from wikigr.embed import get_embedder
+    from wikigr.graph.extract import keyword_entities
+    from wikigr.progress import no_progress
+    from wikigr.sources.fetch import fetch_all
+
+    if kind == "urls":
+        items = [_guarded(r.url, partial(_prepare, r, options)) for r in fetch_all(batch, options.fetch)]
+    else:
+        items = [
+            _guarded(passage_url(str(p[0])), partial(_prepare_passage, (p[0], p[1], p[2]), options))
+            for p in batch
+        ]
+    pending = [item for item in items if item.error is None]
+    if pending and embed:
+        _embed_pending(pending, get_embedder(options.embedder), None, no_progress)
+    if options.graph:
+        for item in pending:
+            item.mentions = [
+                [[m.name, m.type, m.key] for m in keyword_entities(item.title, chunk["text"])]
+                for chunk in item.chunks
+            ]
+    return to_arrow(items, _dimension(options.embedder))
+
+
+def extract_batch(texts: list[str]) -> list[Extraction]:
+    """On a worker: spaCy's extraction of a batch of chunk texts (spaCy loaded once per worker)."""
+    from wikigr.graph.extract import SpacyExtractor
+
+    return SpacyExtractor().extract(texts)
+
+
+def embed_batch(embedder: str, texts: list[str]) -> np.ndarray:
+    """On a worker: the embeddings of ``texts``."""
+    from wikigr.embed import get_embedder
+
+    return get_embedder(embedder).embed(texts)
+
+
+def write_shard_task(
+    name: str,
+    index: int,
+    count: int,
+    table: pa.Table,
+    sources: list[SourceRecord],
+    options: BuildOptions,
+    aliases: dict[str, str],
+    target: str,
+    driver_node: str,
+) -> tuple[bytes, GraphReport | None]:
+    """On a worker: write one shard of a pack in shards (wikigr.pack.shards.write_shard: its
+    store, entity graph, BM25 index and support files). On the driver's machine, straight into
+    ``target`` (returns no bytes); elsewhere in a temporary folder, returned as an uncompressed
+    tar archive. With the graph build's report."""
+    import ray
+
+    from wikigr.embed import get_embedder
+    from wikigr.pack.shards import write_shard
+
+    docs = from_arrow(table)
+    reports: list[GraphReport] = []
+    if ray.get_runtime_context().get_node_id() == driver_node:
+        embedder = get_embedder(options.embedder)
+        write_shard(Path(target), name, index, count, docs, sources, embedder, options, reports, aliases)
+        return b"", (reports[0] if reports else None)
+    with tempfile.TemporaryDirectory(prefix="wikigr-shard-") as tmp:
+        folder = Path(tmp) / "shard"
+        embedder = get_embedder(options.embedder)
+        write_shard(folder, name, index, count, docs, sources, embedder, options, reports, aliases)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(folder, arcname=".")
+    return buffer.getvalue(), (reports[0] if reports else None)
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+def _batches(
+    passages: Sequence[tuple[str, str, str]], urls: Sequence[str], options: BuildOptions, ray: RayOptions
+) -> list[tuple[str, list[Any]]]:
+    """The tasks: passages grouped to about ``batch_chunks`` chunks each (estimated from their
+    words), URLs ``batch_urls`` at a time (spellings of one address in one batch, fetched once)."""
+    from wikigr.sources.urls import normalize_url
+
+    batches: list[tuple[str, list[Any]]] = []
+    step = max(1, options.max_words - options.overlap_words)
+    current: list[Any] = []
+    size = 0
+    for passage in passages:
+        current.append(list(passage))
+        size += max(1, -(-len(passage[2].split()) // step))
+        if size >= ray.batch_chunks:
+            batches.append(("passages", current))
+            current, size = [], 0
+    if current:
+        batches.append(("passages", current))
+    spellings: dict[str, list[str]] = {}
+    for url in urls:
+        spellings.setdefault(normalize_url(url), []).append(url)
+    groups = list(spellings.values())
+    current = []
+    for group in groups:
+        current.extend(group)
+        if len(current) >= ray.batch_urls:
+            batches.append(("urls", current))
+            current = []
+    if current:
+        batches.append(("urls", current))
+    return batches
+
+
+def prepare_on_ray(
+    passages: Sequence[tuple[str, str, str]],
+    urls: Sequence[str],
+    options: BuildOptions,
+    cache: _Cache,
+    prepared: dict[str, _Prepared],
+    progress: ProgressCallback,
+) -> int:
+    """Prepare ``passages`` and ``urls`` on Ray into ``prepared`` (source -> document), caching
+    each document that succeeded as its batch arrives; return the number of chunks embedded.
+
+    Progress: "fetch" counts the documents done (fetched, parsed and embedded), "embed" the chunks."""
+    from wikigr.build import _Prepared, passage_url
+
+    assert options.ray is not None
+    ray = connect(options.ray)
+    remote = _remote(ray, "prepare")
+    batches = deque(_batches(passages, urls, options, options.ray))
+    shipped = ray.put(replace(options, llm=None, ray=None))  # once in the object store, for every task
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    window = max(2, options.ray.in_flight * cpus)
+    total = len(passages) + len(urls)
+    documents = embedded = 0
+    running: dict[Any, tuple[str, list[Any]]] = {}
+    progress(ProgressEvent("fetch", 0, total))
+    progress(ProgressEvent("embed", 0, 0))
+    try:
+        while batches or running:
+            while batches and len(running) < window:
+                kind, batch = batches.popleft()
+                running[remote.remote(kind, batch, shipped)] = (kind, batch)
+            ready, _ = ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                kind, batch = running.pop(ref)
+                try:
+                    items = from_arrow(ray.get(ref))
+                except ray.exceptions.RayError as exc:  # the task failed as a whole, after retries
+                    error = f"worker failed: {_one_line(exc)}"
+                    sources = [passage_url(str(p[0])) if kind == "passages" else p for p in batch]
+                    items = [_Prepared(source=s, fetch=_failed_fetch(s, error), error=error) for s in sources]
+                for item in items:
+                    prepared[item.source] = item
+                    if item.error is None:
+                        cache.save(item)
+                        embedded += len(item.chunks)
+                documents += len(items)
+                progress(ProgressEvent("fetch", documents, total, items[-1].source if items else ""))
+                progress(ProgressEvent("embed", embedded, 0))
+    except BaseException:
+        for ref in running:  # an interrupted build: what is cached stays, the rest is not waited for
+            ray.cancel(ref)
+        raise
+    return embedded
+
+
+def write_shards_on_ray(
+    folder: Path,
+    name: str,
+    count: int,
+    jobs: Sequence[tuple[str, int, list[_Prepared], list[SourceRecord]]],
+    options: BuildOptions,
+    graph_reports: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> list[Manifest]:
+    """Write the shards of ``jobs`` (folder, index, documents, sources) in parallel, one Ray task
+    each, and unpack each into ``folder``; return their manifests, in the order of ``jobs``."""
+    from wikigr.pack import pack as layout
+    from wikigr.pack.manifest import load_manifest
+
+    assert options.ray is not None
+    ray = connect(options.ray)
+    remote = _remote(ray, "write_shard")
+    shipped = ray.put(replace(options, llm=None, ray=None))
+    shared_aliases = ray.put(aliases or {})
+    dim = _dimension(options.embedder)
+    node = ray.get_runtime_context().get_node_id()
+    refs = [
+        remote.remote(
+            name, index, count, to_arrow(docs, dim), sources, shipped, shared_aliases, str(folder / rel), node
+        )
+        for rel, index, docs, sources in jobs
+    ]
+    manifests: list[Manifest] = []
+    try:
+        for (rel, *_), ref in zip(jobs, refs, strict=True):
+            data, report = ray.get(ref)
+            target = folder / rel
+            if data:  # written on another machine: unpack it here
+                target.mkdir(parents=True)
+                with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                    tar.extractall(target, filter="data")
+            if report is not None and graph_reports is not None:
+                graph_reports.append(report)
+            manifests.append(load_manifest(target / layout.MANIFEST_FILE))
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref)
+        raise
+    return manifests
+
+
+def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressCallback) -> list[_Prepared]:
+    """Fetch, parse and chunk ``urls`` on the workers, without embedding (an update embeds only
+    the chunks its previous store does not have): the documents in the order of ``urls``."""
+    from wikigr.build import _Prepared
+
+    assert options.ray is not None
+    ray = connect(options.ray)
+    remote = _remote(ray, "prepare")
+    shipped = ray.put(replace(options, llm=None, ray=None))
+    batches = _batches([], urls, options, options.ray)
+    refs = [remote.remote(kind, batch, shipped, False) for kind, batch in batches]
+    found: dict[str, _Prepared] = {}
+    progress(ProgressEvent("fetch", 0, len(urls)))
+    try:
+        for (_, batch), ref in zip(batches, refs, strict=True):
+            try:
+                items = from_arrow(ray.get(ref))
+            except ray.exceptions.RayError as exc:
+                error = f"worker failed: {_one_line(exc)}"
+                items = [_Prepared(source=u, fetch=_failed_fetch(u, error), error=error) for u in batch]
+            found.update((item.source, item) for item in items)
+            progress(ProgressEvent("fetch", len(found), len(urls)))
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref)
+        raise
+    return [found[url] for url in urls]
+
+
+def _dimension(name: str) -> int:
+    """The embedder's dimension: from its name when that says it, else from the loaded model."""
+    from wikigr.embed import embedder_info, get_embedder
+
+    known = embedder_info(name).dimension
+    return known if known is not None else get_embedder(name).dimension
+
+
+class RayEmbedder:
+    """An embedder (wikigr.embed.Embedder) whose ``embed`` runs on the workers, a share of the
+    texts per CPU of the cluster."""
+
+    def __init__(self, options: RayOptions, name: str) -> None:
+        from wikigr.embed import get_embedder
+
+        local = get_embedder(name)  # on the driver too: the pack records its dimension and digest
+        self.name, self.dimension, self.backend = local.name, local.dimension, local.backend
+        self.digest = local.digest
+        self.options = options
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), np.float32)
+        ray = connect(self.options)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(8, -(-len(texts) // cpus))
+        return RayEmbed(self.options, self.name, size)(list(texts))
+
+
+class RayExtractor:
+    """spaCy's extraction (graph.extract.SpacyExtractor) of the skeleton's chunks, on the workers."""
+
+    name = "spacy"
+
+    def __init__(self, options: RayOptions, batch: int = EXTRACT_BATCH) -> None:
+        self.options = options
+        self.batch = batch
+
+    def extract(self, texts: Sequence[str]) -> list[Extraction]:
+        if not texts:
+            return []
+        ray = connect(self.options)
+        remote = _remote(ray, "extract")
+        refs = [remote.remote(list(texts[i : i + self.batch])) for i in range(0, len(texts), self.batch)]
+        return [extraction for part in ray.get(refs) for extraction in part]
+
+
+class RayEmbed:
+    """Embeds texts (entity names) on the workers: a callable for graph.build.build_graph."""
+
+    def __init__(self, options: RayOptions, embedder: str, batch: int = EMBED_BATCH) -> None:
+        self.options = options
+        self.embedder = embedder
+        self.batch = batch
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        ray = connect(self.options)
+        remote = _remote(ray, "embed")
+        refs = [
+            remote.remote(self.embedder, texts[i : i + self.batch]) for i in range(0, len(texts), self.batch)
+        ]
+        parts = ray.get(refs)
+        return np.vstack(parts).astype(np.float32) if parts else np.zeros((0, 0), np.float32)
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "RayEmbed",
+    "RayExtractor",
+    "RayOptions",
+    "connect",
+    "from_arrow",
+    "prepare_on_ray",
+    "to_arrow",
+]

@@ -1,0 +1,427 @@
+"""Several packs answered as one: ``wikigr query pydocs,rustdocs "..."`` or ``wikigr query all "..."``.
+
+from wikigr.packset import open_agent
+with open_agent("pydocs,notes") as agent:   # a PackSet; one name gives a KnowledgeGraphAgent
+    result = agent.query("How do I read a file line by line?")
+[(s.pack, s.title) for s in result.sources]
+
+How a question runs over a set of packs:
+
+1. **Embed once per embedder.** Packs built with the same embedder share the question's vector.
+2. **Probe.** Each pack's best cosine similarity to the question (one exact vector search per pack,
+   in parallel) is the pack's *relevance*. Cosines of one embedder are comparable across packs: the
+   same model scores the same question against every passage. Cosines of different embedders are
+   not (each model has its own baseline similarity between unrelated texts), so when the set mixes
+   embedders, each pack's cosines are first standardised against its embedder's background (the
+   mean and spread of the cosine between passages of the packs using that embedder) and put on the
+   scale of the set's first embedder.
+3. **Retrieve where it can matter.** A pack whose relevance is more than ``step × (k - 1)`` below
+   the best pack's cannot reach the merged top k (see 4), so it is not searched further; of the
+   rest, at most ``max_packs`` (the most relevant) run their own profile, in parallel, each as it
+   would alone (its kg_config.json, its graph, its stages).
+4. **Merge on one scale.** A pack's own scores (fusion, PageRank, ...) are not comparable with
+   another pack's, but its order is its best judgement. The passage at rank ``r`` (0-based) of a
+   pack with relevance ``R`` gets the merged score ``R - step × r``: the most relevant pack leads,
+   and a pack ``d`` below it interleaves from rank ``d / step`` on. Every source names its pack.
+5. **Answer once.** The most relevant pack's ``synthesize`` stage answers over the merged passages
+   (Claude, or the extractive answer), citing across packs.
+
+OpenML packs answer with tools over their runs, not with passages: in a set they are left out
+(the trace says so); a set of only OpenML packs is refused.
+
+A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is a set of its own: its shards
+join the set as packs do (one embedder, so their cosines need no standardising), every source
+names the logical pack, and ``max_packs`` counts logical packs — every shard of a chosen pack
+within reach of the top k runs its profile (the pack's kg_config.json).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from wikigr.agent import AgentResult, KnowledgeGraphAgent
+from wikigr.errors import PackNotFoundError, UsageError
+from wikigr.pack.pack import Pack, list_packs, open_pack
+from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.stage import Candidate, QueryState
+
+if TYPE_CHECKING:
+    from wikigr.llm import LLM
+
+ALL = "all"  # every installed pack; reserved as a pack name
+STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
+MAX_PACKS = 4  # packs that run their full profile for one question
+BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
+HOP_SEEDS = 1  # merged passages whose title links lead across shards (1-3 tried on MuSiQue's dev half)
+
+
+def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
+    """The packs a reference names: one pack (a name or a path), a comma-separated list, a list,
+    or ``all`` (every pack in the packs home). Duplicates are dropped, the order kept."""
+    if isinstance(ref, str | Path):
+        text = str(ref)
+        if text.strip() == ALL:
+            found = [item for item in list_packs() if isinstance(item, Pack)]
+            if not found:
+                raise PackNotFoundError("no pack is installed, so 'all' names none (see `wikigr pack list`)")
+            return [str(pack.path) for pack in found]
+        refs: list[str] = [text] if Path(text).expanduser().is_dir() or "," not in text else text.split(",")
+    else:
+        refs = [str(r) for r in ref]
+    names = [r.strip() for r in refs]
+    if not any(names):
+        raise PackNotFoundError("no pack given")
+    if ALL in names and len(names) > 1:
+        raise UsageError("'all' already names every pack; give it alone")
+    if ALL in names:
+        return pack_refs(ALL)
+    seen: dict[str, None] = {}
+    for name in names:
+        if not name:
+            raise UsageError(f"an empty pack name in '{','.join(refs)}'")
+        seen.setdefault(name, None)
+    return list(seen)
+
+
+def open_agent(ref: str | Path | Sequence[str | Path], **kwargs: Any) -> KnowledgeGraphAgent | PackSet:
+    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack in one
+    store (so ``all`` with one pack installed is that pack alone), else a :class:`PackSet` (several
+    packs, or a pack in shards). ``kwargs`` are the agent's."""
+    refs = pack_refs(ref)
+    if len(refs) == 1:
+        pack = open_pack(refs[0])
+        if not pack.sharded:
+            return KnowledgeGraphAgent(pack, **kwargs)
+    return PackSet.open(refs, **kwargs)
+
+
+def label(agent: KnowledgeGraphAgent) -> str:
+    """The pack an agent answers for: its own name, or for a shard, its pack's."""
+    return agent.pack.shard_of or agent.name
+
+
+def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
+    """Whether a pack's profile took the next hop (the bridge stage) for a question: as a stage
+    of its own, or in the strategy the router chose."""
+    from wikigr.retrieval.stages.router import STRATEGIES
+
+    strategy = state.notes.get("router", {}).get("strategy")
+    if isinstance(strategy, str) and "bridge" in STRATEGIES.get(strategy, []):
+        return True
+    return any(entry["stage"] == "bridge" and not entry.get("skipped") for entry in entries)
+
+
+@dataclass
+class _Probe:
+    agent: KnowledgeGraphAgent
+    raw: float = -1.0  # the best cosine of the pack's passages with the question
+    relevance: float = -1.0  # on the set's common scale
+
+
+def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
+    """The packs ``refs`` name, opened (manifests only, duplicates dropped; a pack in shards as its
+    shards), and those left out of a set with why: OpenML packs answer with tools over their runs,
+    not with passages."""
+    opened: dict[Path, Pack] = {}
+    for ref in refs:
+        for pack in open_pack(ref).shards():
+            opened.setdefault(pack.path, pack)
+    left_out = {
+        pack.name: "an OpenML pack answers with tools over its runs, not passages: ask it alone"
+        for pack in opened.values()
+        if pack.manifest.source_kind == "openml"
+    }
+    chosen = [pack for pack in opened.values() if pack.name not in left_out]
+    if not chosen:
+        names = ", ".join(sorted(left_out))
+        raise UsageError(f"OpenML packs answer one at a time: ask {names} separately")
+    return chosen, left_out
+
+
+class PackSet:
+    """Several packs answering one question together (see the module's docstring). Open one with
+    :meth:`open` (or :func:`open_agent`); the constructor takes agents already open, which it
+    closes only when ``owns`` is set."""
+
+    def __init__(
+        self,
+        agents: Sequence[KnowledgeGraphAgent],
+        llm: LLM | None = None,
+        left_out: dict[str, str] | None = None,
+        top_k: int | None = None,
+        profile: str | None = None,
+        step: float = STEP,
+        max_packs: int = MAX_PACKS,
+        owns: bool = False,
+        hops: bool = True,
+    ) -> None:
+        if not agents:
+            raise UsageError("a pack set needs at least one pack")
+        if top_k is not None and top_k < 1:
+            raise UsageError("top_k must be at least 1")
+        if max_packs < 1:
+            raise UsageError("max_packs must be at least 1")
+        self.agents = list(agents)
+        self.llm = llm
+        self.left_out = dict(left_out or {})
+        self.top_k = top_k or 5
+        self.profile = profile
+        self.step = step
+        self.max_packs = max_packs
+        self._owns = owns
+        self.hops = hops  # the next hop across the shards of a pack (_cross_shard_hops)
+        self._background: dict[str, tuple[float, float]] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def open(
+        cls,
+        packs: Sequence[str | Path],
+        profile: str | None = None,
+        llm: LLM | Literal["auto"] | None = "auto",
+        model: str | None = None,
+        top_k: int | None = None,
+        timeout: float | None = None,
+        step: float = STEP,
+        max_packs: int = MAX_PACKS,
+        hops: bool = True,
+        **kwargs: Any,
+    ) -> PackSet:
+        """Open the packs (in parallel) with one Claude client between them; ``kwargs`` are the
+        agents' (enable, disable, options, fallback)."""
+        if timeout is not None and not 0 < timeout < float("inf"):
+            raise UsageError("the timeout must be a positive number of seconds")
+        chosen, left_out = passage_packs(packs)
+        if llm == "auto":
+            from wikigr.llm import AnthropicLLM
+
+            llm = AnthropicLLM.from_env(model, budget=timeout)
+
+        def one(pack: Pack) -> KnowledgeGraphAgent:
+            return KnowledgeGraphAgent(
+                pack, profile=profile, llm=llm, model=model, top_k=top_k, timeout=timeout, **kwargs
+            )
+
+        agents: list[KnowledgeGraphAgent] = []
+        errors: list[Exception] = []
+        with ThreadPoolExecutor(max_workers=min(len(chosen), 8)) as pool:
+            for future in [pool.submit(one, pack) for pack in chosen]:
+                try:
+                    agents.append(future.result())
+                except Exception as exc:  # noqa: BLE001 - close what opened, then raise the first
+                    errors.append(exc)
+        if errors:
+            for agent in agents:
+                agent.close()
+            close_llm = getattr(llm, "close", None)
+            if close_llm is not None:
+                close_llm()
+            raise errors[0]
+        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True, hops=hops)
+
+    def close(self) -> None:
+        if not self._owns:
+            return
+        for agent in self.agents:
+            agent.close()
+        close_llm = getattr(self.llm, "close", None)
+        if close_llm is not None:
+            close_llm()
+
+    def __enter__(self) -> PackSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def name(self) -> str:
+        return ",".join(dict.fromkeys(label(agent) for agent in self.agents))
+
+    def background(self, embedder: str) -> tuple[float, float]:
+        """Mean and spread of the cosine between passages of the set's packs built with
+        ``embedder``: its baseline similarity between texts, whatever their topic."""
+        if embedder not in self._background:
+            samples = [
+                agent.context.store.sample_vectors(BACKGROUND_SAMPLE)
+                for agent in self.agents
+                if agent.pack.manifest.embedder.name == embedder
+            ]
+            matrix = np.concatenate([s for s in samples if len(s)]) if any(len(s) for s in samples) else None
+            if matrix is None or len(matrix) < 3:
+                self._background[embedder] = (0.0, 1.0)
+            else:
+                unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+                sims = unit @ unit.T
+                upper = sims[np.triu_indices(len(unit), k=1)]
+                self._background[embedder] = (float(upper.mean()), float(max(upper.std(), 1e-6)))
+        return self._background[embedder]
+
+    def _probe(self, question: str) -> list[_Probe]:
+        vectors: dict[str, np.ndarray] = {}
+        for agent in self.agents:  # one embedding per embedder
+            name = agent.pack.manifest.embedder.name
+            if name not in vectors:
+                vectors[name] = agent.context.embedder.embed([question])[0]
+
+        def best(agent: KnowledgeGraphAgent) -> _Probe:
+            vector = vectors[agent.pack.manifest.embedder.name]
+            hits = agent.context.store.search_chunks(vector.tolist(), 1)
+            return _Probe(agent, hits[0].score if hits else -1.0)
+
+        with ThreadPoolExecutor(max_workers=min(len(self.agents), 8)) as pool:
+            probes = list(pool.map(best, self.agents))
+        embedders = [agent.pack.manifest.embedder.name for agent in self.agents]
+        if len(set(embedders)) == 1:
+            for probe in probes:
+                probe.relevance = probe.raw
+        else:  # standardise each embedder's cosines, then use the first embedder's scale
+            ref_mean, ref_spread = self.background(embedders[0])
+            for probe in probes:
+                mean, spread = self.background(probe.agent.pack.manifest.embedder.name)
+                probe.relevance = ref_mean + ref_spread * (probe.raw - mean) / spread
+        self._vectors = vectors
+        return sorted(probes, key=lambda p: -p.relevance)
+
+    def _cross_shard_hops(
+        self,
+        merged: list[tuple[Candidate, int]],
+        searched: list[_Probe],
+        runs: list[tuple[QueryState, list[dict[str, Any]]]],
+    ) -> list[tuple[Candidate, int]]:
+        """The next hop across the shards of a pack. Where the pack's profile follows the top
+        passages' title links to the next passage (its ``bridge`` stage ran, or the router chose
+        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack (the first:
+        more hops crowd out the passages ranked second and third) leads to the
+        passage of another shard whose title it names (the bridge stage's title links), the one
+        most similar to the question; it joins right after its seed (merged score ``seed - step
+        / 2``). Inside a shard the profile did that already: this is the hop a boundary cut."""
+        from wikigr.retrieval.stages.bridge import title_index
+
+        hopped: list[tuple[Candidate, int]] = []
+        known = {c.chunk_id for c, _ in merged}
+        for name in dict.fromkeys(label(p.agent) for p in searched):
+            shards = [a for a in self.agents if a.pack.shard_of and label(a) == name]
+            bridged = any(
+                _follows_links(state, entries)
+                for probe, (state, entries) in zip(searched, runs, strict=True)
+                if label(probe.agent) == name
+            )
+            if len(shards) < 2 or not bridged:
+                continue
+            for seed, index in [(c, i) for c, i in merged if c.pack == name][:HOP_SEEDS]:
+                best: tuple[float, KnowledgeGraphAgent, str] | None = None
+                for agent in shards:
+                    titles = title_index(agent.context)
+                    reached = [
+                        c
+                        for c in titles.named_in(seed.text)
+                        if c not in known and titles.article.get(c) != seed.article_id
+                    ]
+                    if not reached:
+                        continue
+                    vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
+                    for chunk_id, sim in agent.context.store.chunk_similarities(reached, vector).items():
+                        if best is None or sim > best[0]:
+                            best = (sim, agent, chunk_id)
+                if best is None:
+                    continue
+                sim, agent, chunk_id = best
+                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step / 2}):
+                    candidate = Candidate.from_hit(hit, "hop", origin="bridge")
+                    candidate.pack = name
+                    candidate.scores["vector"] = sim
+                    hopped.append((candidate, index))
+                    known.add(chunk_id)
+        return hopped
+
+    def _why_not(self, probe: _Probe, reach: float) -> str:
+        if probe.relevance < reach:
+            return "too far below the most relevant pack to reach the top k"
+        return f"only the {self.max_packs} most relevant packs are searched"
+
+    def query(self, question: str, top_k: int | None = None) -> AgentResult:
+        question = question.strip()
+        if not question:
+            raise UsageError("the question is empty")
+        k = top_k or self.top_k
+        if k < 1:
+            raise UsageError("top_k must be at least 1")
+        start = time.perf_counter()
+        probes = self._probe(question)
+        probe_ms = (time.perf_counter() - start) * 1000
+        best = probes[0].relevance
+        reach = best - self.step * (k - 1)
+        reachable = [p for p in probes if p.relevance >= reach]
+        chosen = list(dict.fromkeys(label(p.agent) for p in reachable))[: self.max_packs]
+        searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
+
+        def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
+            agent = probe.agent
+            vector = self._vectors[agent.pack.manifest.embedder.name]
+            state = agent.new_state(question, k, vector=vector)
+            stages = [s for s in agent.stages if s.name != "synthesize"]
+            with agent.budget():
+                return state, run_stages(stages, state)
+
+        with ThreadPoolExecutor(max_workers=min(len(searched), 8)) as pool:
+            runs = list(pool.map(retrieve, searched))
+        merged: list[tuple[Candidate, int]] = []  # with the index of the pack it comes from
+        for index, (probe, (state, _)) in enumerate(zip(searched, runs, strict=True)):
+            for rank, candidate in enumerate(state.candidates[: state.top_k]):
+                candidate.pack = label(probe.agent)
+                candidate.scores["own"] = candidate.score
+                candidate.score = probe.relevance - self.step * rank
+                merged.append((candidate, index))
+        if self.hops:
+            merged += self._cross_shard_hops(merged, searched, runs)
+        merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
+        lead, (lead_state, _) = searched[0], runs[0]
+        lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]
+        state = lead.agent.new_state(question, max(k, lead_state.top_k), vector=lead_vector)
+        state.candidates = [candidate for candidate, _ in merged]
+        state.confidence = max(s.confidence for s, _ in runs)
+        state.low_confidence = all(s.low_confidence for s, _ in runs)
+        state.examples = lead_state.examples
+        if "router" in lead_state.notes:
+            state.notes["router"] = lead_state.notes["router"]
+        retrieval_ms = (time.perf_counter() - start) * 1000
+        synthesize = [s for s in lead.agent.stages if s.name == "synthesize"]
+        elapsed = time.perf_counter() - start
+        lead_llm = lead.agent.llm  # the one synthesize calls (all the agents' when opened together)
+        budget, within = getattr(lead_llm, "budget", None), getattr(lead_llm, "within", None)
+        remaining = max(0.001, budget - elapsed) if isinstance(budget, int | float) else None
+        with within(remaining) if within is not None else contextlib.nullcontext():
+            final = run_stages(synthesize, state)
+        total_ms = (time.perf_counter() - start) * 1000
+        stages: list[dict[str, Any]] = [
+            {
+                "stage": "packs",
+                "ms": round(probe_ms, 2),
+                "in": len(self.agents),
+                "out": len(searched),
+                "top_scores": [round(p.relevance, 4) for p in probes[:3]],
+                "detail": {"searched": [p.agent.name for p in searched]},
+            }
+        ]
+        for probe, (_, entries) in zip(searched, runs, strict=True):
+            stages += [{**entry, "stage": f"{probe.agent.name}/{entry['stage']}"} for entry in entries]
+        stages += final
+        result = lead.agent.result(state, stages, total_ms)
+        result.profile = self.profile or "auto"
+        result.trace["profile"] = result.profile
+        result.trace["retrieval_ms"] = round(retrieval_ms, 2)
+        result.trace["packs"] = [
+            {"pack": p.agent.name, "relevance": round(p.relevance, 4), "searched": p in searched}
+            | ({} if p in searched else {"why": self._why_not(p, reach)})
+            for p in probes
+        ] + [{"pack": name, "searched": False, "why": why} for name, why in self.left_out.items()]
+        return result

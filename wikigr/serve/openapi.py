@@ -1,0 +1,287 @@
+"""The OpenAPI 3.1 description of ``/api/v1``, served at ``/api/v1/openapi.json``.
+
+Written by hand, next to the routes it describes (wikigr/serve/app.py); a test checks that the
+two list the same paths and methods.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    why = {
+        400: "A usage error: a bad field, an empty or too long question, an unknown profile or stage, "
+        "a path where a pack name belongs.",
+        401: "A token is required (Authorization: Bearer TOKEN) and was missing or wrong.",
+        404: "No such pack, trace, chunk or entity.",
+        413: "The request body is too large.",
+        415: "The body is not sent as application/json.",
+        500: "A runtime failure (a pack that cannot be read...).",
+        502: "Claude failed (without fallback).",
+    }
+    return {str(code): _json(_ref("Error"), why[code]) for code in codes}
+
+
+PACK_PARAM = {
+    "name": "pack",
+    "in": "path",
+    "required": True,
+    "description": "A pack name (as /api/v1/packs lists it).",
+    "schema": {"type": "string"},
+}
+
+ASK_FIELDS: dict[str, Any] = {
+    "pack": {
+        "description": "A pack name, several as 'a,b' or a list, or 'all' (every pack served).",
+        "oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+    },
+    "profile": {
+        "type": "string",
+        "enum": list(PROFILES),
+        "description": f"Retrieval profile (default: the pack's, else {DEFAULT_PROFILE}).",
+    },
+    "top_k": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+        "description": "Passages to return (default: the pack's kg_config.json top_k, else 5).",
+    },
+    "enable": {"type": "array", "items": {"type": "string"}, "description": "Stages to add."},
+    "disable": {"type": "array", "items": {"type": "string"}, "description": "Stages to remove."},
+}
+
+
+def document(version: str, max_question: int) -> dict[str, Any]:
+    query_body = {
+        "type": "object",
+        "required": ["pack", "question"],
+        "additionalProperties": False,
+        "properties": {
+            **ASK_FIELDS,
+            "question": {"type": "string", "minLength": 1, "maxLength": max_question},
+            "fallback": {
+                "type": "boolean",
+                "default": False,
+                "description": "If Claude fails, answer extractively instead of failing (502).",
+            },
+        },
+    }
+    search_body = {
+        "type": "object",
+        "required": ["pack", "query"],
+        "additionalProperties": False,
+        "properties": {
+            **ASK_FIELDS,
+            "query": {"type": "string", "minLength": 1, "maxLength": max_question},
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "wikigr",
+            "version": version,
+            "description": "Knowledge packs over HTTP: ask, search, explore the graph, read the "
+            'evaluations. Errors are JSON {"error": "one line"}: 4xx for usage errors, 5xx for '
+            "runtime failures (as the CLI's exit codes 2 and 1). See docs/serve.md.",
+        },
+        "servers": [{"url": "/"}],
+        "components": {
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "Only when the server was started with --token or --token-file.",
+                }
+            },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "string"}},
+                },
+                "Source": {
+                    "type": "object",
+                    "properties": {
+                        "title": {"type": "string"},
+                        "section": {"type": "string"},
+                        "url": {"type": "string"},
+                        "score": {"type": "number"},
+                        "pack": {"type": "string"},
+                        "chunk_id": {"type": "string"},
+                        "origin": {"type": "string"},
+                        "text": {"type": "string"},
+                    },
+                },
+                "Answer": {
+                    "type": "object",
+                    "description": "The JSON of `wikigr query --json` (each source also carries its "
+                    "chunk_id, origin and text), with the id of its trace.",
+                    "properties": {
+                        "answer": {"type": "string"},
+                        "sources": {"type": "array", "items": _ref("Source")},
+                        "profile": {"type": "string"},
+                        "confidence": {"type": "number"},
+                        "low_confidence": {"type": "boolean"},
+                        "facts": {"type": "array", "items": {"type": "string"}},
+                        "trace": {"type": "object", "description": "Per-stage timings and details."},
+                        "trace_id": {"type": "string"},
+                    },
+                },
+                "Graph": {
+                    "type": "object",
+                    "properties": {
+                        "nodes": {"type": "array", "items": {"type": "object"}},
+                        "edges": {"type": "array", "items": {"type": "object"}},
+                        "truncated": {"type": "boolean"},
+                        "entity_graph": {"type": "boolean"},
+                    },
+                },
+            },
+        },
+        "security": [{}, {"bearer": []}],
+        "paths": {
+            "/api/v1/health": {
+                "get": {
+                    "summary": "Is the server up; version, packs served, whether Claude is configured.",
+                    "responses": {"200": _json({"type": "object"}, "Health.")},
+                }
+            },
+            "/api/v1/openapi.json": {
+                "get": {
+                    "summary": "This description.",
+                    "responses": {"200": _json({"type": "object"}, "OpenAPI 3.1.")},
+                }
+            },
+            "/api/v1/profiles": {
+                "get": {
+                    "summary": "The retrieval profiles (their stages) and every stage with what it does.",
+                    "responses": {"200": _json({"type": "object"}, "Profiles and stages.")},
+                }
+            },
+            "/api/v1/packs": {
+                "get": {
+                    "summary": "The packs served (as `wikigr pack list --json`).",
+                    "responses": {"200": _json({"type": "object"}, "Packs.")},
+                }
+            },
+            "/api/v1/packs/{pack}": {
+                "get": {
+                    "summary": "A pack's manifest (without its source list), statistics, default "
+                    "profile and stages, titles and categories.",
+                    "parameters": [PACK_PARAM],
+                    "responses": {"200": _json({"type": "object"}, "Pack info.")} | _errors(400, 404, 500),
+                }
+            },
+            "/api/v1/packs/{pack}/eval": {
+                "get": {
+                    "summary": "The pack's evaluation runs (eval/results/), the latest per profile, and "
+                    "the manifest's eval_scores.",
+                    "parameters": [PACK_PARAM],
+                    "responses": {"200": _json({"type": "object"}, "Evaluations.")} | _errors(400, 404),
+                }
+            },
+            "/api/v1/packs/{pack}/graph": {
+                "get": {
+                    "summary": "The neighbourhood of chunks and/or entities: passages, pages, entities, "
+                    "relations and links, as nodes and edges.",
+                    "parameters": [
+                        PACK_PARAM,
+                        {
+                            "name": "chunk",
+                            "in": "query",
+                            "description": "A chunk id (a source's chunk_id); repeatable.",
+                            "schema": {"type": "array", "items": {"type": "string"}},
+                            "explode": True,
+                        },
+                        {
+                            "name": "entity",
+                            "in": "query",
+                            "description": "An entity id; repeatable.",
+                            "schema": {"type": "array", "items": {"type": "string"}},
+                            "explode": True,
+                        },
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 60},
+                        },
+                    ],
+                    "responses": {"200": _json(_ref("Graph"), "The neighbourhood.")} | _errors(400, 404),
+                }
+            },
+            "/api/v1/query": {
+                "post": {
+                    "summary": "Answer a question from one or more packs, citing its sources.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": query_body}},
+                    },
+                    "responses": {"200": _json(_ref("Answer"), "The answer.")}
+                    | _errors(400, 404, 413, 415, 500, 502),
+                }
+            },
+            "/api/v1/query/stream": {
+                "post": {
+                    "summary": "The same, as server-sent events: `sources` (after retrieval, one pack), "
+                    "`delta` {text} as Claude writes, `restart` (a retry voids the deltas so far), then "
+                    "`result` (the Answer) or `error` {error, status}.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": query_body}},
+                    },
+                    "responses": {
+                        "200": {"description": "An event stream.", "content": {"text/event-stream": {}}}
+                    }
+                    | _errors(400, 404, 413, 415, 500),
+                }
+            },
+            "/api/v1/search": {
+                "get": {
+                    "summary": "Retrieval only (no synthesis, never Claude): the passages with their text.",
+                    "parameters": [
+                        {"name": "pack", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "q", "in": "query", "required": True, "schema": {"type": "string"}},
+                        {"name": "top_k", "in": "query", "schema": ASK_FIELDS["top_k"]},
+                        {"name": "profile", "in": "query", "schema": {"type": "string"}},
+                    ],
+                    "responses": {"200": _json({"type": "object"}, "Passages.")} | _errors(400, 404, 500),
+                },
+                "post": {
+                    "summary": "The same, with a JSON body.",
+                    "requestBody": _body(search_body),
+                    "responses": {"200": _json({"type": "object"}, "Passages.")}
+                    | _errors(400, 404, 413, 415, 500),
+                },
+            },
+            "/api/v1/traces": {
+                "get": {
+                    "summary": "The most recent traces kept in memory, newest first.",
+                    "responses": {"200": _json({"type": "object"}, "Trace summaries.")},
+                }
+            },
+            "/api/v1/traces/{trace_id}": {
+                "get": {
+                    "summary": "A trace by id: the request and its full answer with per-stage timings.",
+                    "parameters": [
+                        {"name": "trace_id", "in": "path", "required": True, "schema": {"type": "string"}}
+                    ],
+                    "responses": {"200": _json({"type": "object"}, "The trace.")} | _errors(404),
+                }
+            },
+        },
+    }

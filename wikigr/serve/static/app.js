@@ -1,0 +1,583 @@
+// wikigr serve: the page. Plain JavaScript, no library; every picture is SVG drawn here.
+"use strict";
+
+const API = "/api/v1";
+const SVG = "http://www.w3.org/2000/svg";
+const $ = (id) => document.getElementById(id);
+
+const page = {
+  packs: [],
+  info: null,
+  busy: false,
+};
+
+// -- small helpers ---------------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function svg(tag, attrs = {}, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attrs)) node.setAttribute(key, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function status(message, isError = false) {
+  const box = $("status");
+  box.textContent = message;
+  box.classList.toggle("error", isError);
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(API + path, options);
+  let data = null;
+  try {
+    data = await response.json();
+  } catch (e) {
+    throw new Error(`HTTP ${response.status}`);
+  }
+  if (!response.ok) throw new Error(data && data.error ? data.error : `HTTP ${response.status}`);
+  return data;
+}
+
+function ms(value) {
+  return value >= 100 ? `${Math.round(value)} ms` : `${value.toFixed(1)} ms`;
+}
+
+function truncate(text, n) {
+  return text.length > n ? text.slice(0, n - 1) + "…" : text;
+}
+
+// -- tabs ------------------------------------------------------------------------------------
+
+function selectTab(tab, focus = true) {
+  for (const other of document.querySelectorAll('[role="tab"]')) {
+    const selected = other === tab;
+    other.setAttribute("aria-selected", String(selected));
+    other.tabIndex = selected ? 0 : -1;
+    $(other.getAttribute("aria-controls")).hidden = !selected;
+  }
+  if (focus) tab.focus();
+  if (tab.id === "tab-graph") graph.resume();
+}
+
+function setUpTabs() {
+  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  tabs.forEach((tab, i) => {
+    tab.addEventListener("click", () => selectTab(tab));
+    tab.addEventListener("keydown", (event) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[event.key];
+      if (step) {
+        event.preventDefault();
+        selectTab(tabs[(i + step + tabs.length) % tabs.length]);
+      } else if (event.key === "Home" || event.key === "End") {
+        event.preventDefault();
+        selectTab(event.key === "Home" ? tabs[0] : tabs[tabs.length - 1]);
+      }
+    });
+  });
+}
+
+// -- packs, profiles -------------------------------------------------------------------------
+
+async function loadPacks() {
+  const [packs, profiles] = await Promise.all([api("/packs"), api("/profiles")]);
+  page.packs = packs.packs.filter((p) => p.ok);
+  const select = $("pack");
+  select.replaceChildren();
+  for (const pack of page.packs) {
+    select.append(el("option", { value: pack.name, text: `${pack.name} (${pack.size})` }));
+  }
+  if (page.packs.length > 1) select.append(el("option", { value: "all", text: "all packs" }));
+  if (!page.packs.length) status("No pack is served: build or install one (wikigr pack create / install).", true);
+  const profile = $("profile");
+  for (const name of Object.keys(profiles.profiles)) profile.append(el("option", { value: name, text: name }));
+  const wanted = new URLSearchParams(location.search).get("pack");
+  if (wanted && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
+  select.addEventListener("change", () => loadPack(select.value));
+  if (select.value) await loadPack(select.value);
+}
+
+async function loadPack(name) {
+  const box = $("pack-info");
+  const chart = $("eval-chart");
+  if (name === "all") {
+    box.replaceChildren(el("p", { class: "hint", text: "Every pack served answers together; pick one to see its details." }));
+    chart.replaceChildren(el("p", { class: "hint", text: "Pick one pack to see its evaluations." }));
+    return;
+  }
+  box.replaceChildren(el("p", { class: "hint", text: `Opening ${name}…` }));
+  try {
+    const [info, evals] = await Promise.all([api(`/packs/${encodeURIComponent(name)}`), api(`/packs/${encodeURIComponent(name)}/eval`)]);
+    page.info = info;
+    drawPackInfo(info);
+    drawEval(evals);
+  } catch (error) {
+    box.replaceChildren(el("p", { class: "low", text: error.message }));
+  }
+}
+
+function drawPackInfo(info) {
+  const stats = info.store_stats || {};
+  const rows = [
+    ["name", info.name],
+    ["description", info.description || "—"],
+    ["kind", info.source_kind],
+    ["size", info.source_kind === "openml" ? `${stats.runs} runs` : `${stats.articles} articles, ${stats.sections} sections, ${stats.chunks} passages`],
+    ["links", String(stats.links ?? "—")],
+    ["entity graph", info.entity_graph ? `${stats.entities} entities, ${stats.facts} facts, ${stats.relations} relations` : "none"],
+    ["embedder", `${info.embedder.name} (${info.embedder.dimension}-d)`],
+    ["vector search", info.vector_search === "hnsw" ? "HNSW index" : "exact cosine"],
+    ["default profile", `${info.profile}: ${info.stages.join(" → ")}`],
+    ["answers", info.claude ? "Claude (ANTHROPIC_API_KEY is set)" : "extractive (no API key)"],
+    ["sources", `${info.sources.ok} of ${info.sources.total} fetched`],
+    ["created", info.created_at],
+    ["version", `${info.version} (wikigr ${info.wikigr_version})`],
+  ];
+  const list = el("dl", { class: "info" });
+  for (const [key, value] of rows) list.append(el("dt", { text: key }), el("dd", { text: value }));
+  const parts = [list];
+  if (info.titles && info.titles.length) {
+    parts.push(el("h3", { text: "Pages (most linked first)" }));
+    const titles = el("ul", { class: "titles" });
+    for (const title of info.titles.slice(0, 24)) titles.append(el("li", { text: title }));
+    parts.push(titles);
+  }
+  $("pack-info").replaceChildren(...parts);
+}
+
+// -- asking ----------------------------------------------------------------------------------
+
+async function ask(event) {
+  event.preventDefault();
+  if (page.busy) return;
+  const question = $("question").value.trim();
+  const pack = $("pack").value;
+  if (!question || !pack) {
+    status(question ? "Pick a pack first." : "Type a question first.", true);
+    return;
+  }
+  const body = { pack, question };
+  if ($("top-k").value) body.top_k = Number($("top-k").value);
+  if ($("profile").value) body.profile = $("profile").value;
+  page.busy = true;
+  $("ask").disabled = true;
+  const started = performance.now();
+  status("Searching…");
+  const answer = $("answer");
+  answer.replaceChildren();
+  answer.classList.add("streaming");
+  $("answer-meta").textContent = "";
+  $("sources").replaceChildren();
+  let result = null;
+  try {
+    const response = await fetch(`${API}/query/stream`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) {
+      let message = `HTTP ${response.status}`;
+      try { message = (await response.json()).error || message; } catch (e) { /* not JSON */ }
+      throw new Error(message);
+    }
+    let written = "";
+    for await (const [name, data] of events(response)) {
+      if (name === "sources") {
+        drawSources(data.sources);
+        status("Writing the answer…");
+      } else if (name === "delta") {
+        written += data.text;
+        answer.textContent = written;
+      } else if (name === "restart") {
+        written = "";
+        answer.textContent = "";
+      } else if (name === "result") {
+        result = data;
+      } else if (name === "error") {
+        throw new Error(data.error);
+      }
+    }
+    if (!result) throw new Error("the answer stopped before it was complete");
+    drawAnswer(result);
+    drawSources(result.sources);
+    drawTrace(result.trace);
+    const seconds = ((performance.now() - started) / 1000).toFixed(2);
+    status(`Answered in ${seconds} s (trace ${result.trace_id}).`);
+    document.body.dataset.answeredMs = String(Math.round(performance.now())); // since the navigation began
+    document.body.dataset.answered = result.trace_id;
+    graph.load(result.sources);
+  } catch (error) {
+    answer.replaceChildren(el("p", { class: "low", text: error.message }));
+    status(error.message, true);
+  } finally {
+    answer.classList.remove("streaming");
+    page.busy = false;
+    $("ask").disabled = false;
+  }
+}
+
+// Server-sent events from a fetch response: [event name, parsed data] pairs.
+async function* events(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    buffer += decoder.decode(value || new Uint8Array(), { stream: !done });
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) name = line.slice(6).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+      }
+      if (data.length) yield [name, JSON.parse(data.join("\n"))];
+    }
+    if (done) return;
+  }
+}
+
+function drawAnswer(result) {
+  const answer = $("answer");
+  answer.replaceChildren();
+  const count = result.sources.length;
+  let last = 0;
+  const text = result.answer;
+  for (const match of text.matchAll(/\[(\d{1,3})\]/g)) {
+    const n = Number(match[1]);
+    if (n < 1 || n > count) continue;
+    answer.append(text.slice(last, match.index));
+    answer.append(el("a", { class: "cite", href: `#source-${n}`, title: result.sources[n - 1].title, text: match[0] }));
+    last = match.index + match[0].length;
+  }
+  answer.append(text.slice(last));
+  const meta = [`profile ${result.profile}`, `answer ${result.trace.answer_mode || "none"}`, `confidence ${result.confidence.toFixed(3)}`];
+  $("answer-meta").replaceChildren(meta.join(" · "));
+  if (result.low_confidence) {
+    $("answer-meta").append(el("span", { class: "low", text: " · low confidence: the pack may not answer this" }));
+  }
+}
+
+function drawSources(sources) {
+  const list = $("sources");
+  list.replaceChildren();
+  sources.forEach((source, i) => {
+    const where = source.section && source.section !== source.title ? `${source.title} › ${source.section}` : source.title;
+    const item = el("li", { id: `source-${i + 1}` },
+      el("span", { class: "where", text: where }),
+      el("span", { class: "pack", text: source.pack }),
+      el("span", { class: "score", text: source.score.toFixed(3) }),
+      el("br"),
+      el("a", { href: source.url, target: "_blank", rel: "noopener noreferrer", text: source.url }));
+    if (source.origin === "multidoc") item.append(el("span", { class: "pack", text: "(related)" }));
+    if (source.text) {
+      item.append(el("details", {}, el("summary", { text: "passage" }), el("p", { text: source.text })));
+    }
+    list.append(item);
+  });
+}
+
+// -- the trace: a bar per stage --------------------------------------------------------------
+
+function drawTrace(trace) {
+  const box = $("trace-chart");
+  const stages = trace.stages || [];
+  if (!stages.length) {
+    box.replaceChildren(el("p", { class: "hint", text: "No stage ran." }));
+    return;
+  }
+  const width = 560, row = 22, left = 150, right = 80, top = 26;
+  const height = top + row * stages.length + 8;
+  const most = Math.max(...stages.map((s) => s.ms), 0.001);
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Time per stage, ${ms(trace.total_ms)} in all` });
+  chart.append(svg("text", { x: 0, y: 14 }, `profile ${trace.profile} · total ${ms(trace.total_ms)} · retrieval ${ms(trace.retrieval_ms)}`));
+  stages.forEach((stage, i) => {
+    const y = top + i * row;
+    const length = Math.max(1, ((width - left - right) * stage.ms) / most);
+    const kind = stage.skipped ? "bar skipped" : stage.stage.endsWith("synthesize") ? "bar synth" : "bar";
+    const bar = svg("rect", { class: kind, x: left, y: y + 3, width: length, height: row - 8, rx: 2 });
+    const note = stage.skipped ? `skipped: ${stage.skipped}` : `${stage.in} → ${stage.out} passages`;
+    bar.append(svg("title", {}, `${stage.stage}: ${ms(stage.ms)} (${note})`));
+    chart.append(
+      svg("text", { x: left - 6, y: y + row / 2 + 4, "text-anchor": "end" }, truncate(stage.stage, 24)),
+      bar,
+      svg("text", { class: "value", x: left + length + 4, y: y + row / 2 + 4 }, ms(stage.ms)),
+    );
+  });
+  chart.append(svg("line", { class: "axis", x1: left, x2: left, y1: top, y2: height - 4 }));
+  box.replaceChildren(chart);
+}
+
+// -- the evaluations: one group of bars per profile -------------------------------------------
+
+const EVAL_METRICS = ["hit@1", "hit@5", "mrr", "recall@5", "f1", "judge_accuracy"];
+
+function drawEval(evals) {
+  const box = $("eval-chart");
+  const profiles = Object.keys(evals.latest || {});
+  if (!profiles.length) {
+    box.replaceChildren(
+      el("p", { class: "hint", text: `No evaluation of ${evals.pack} yet (${evals.questions} questions in eval/questions.jsonl).` }),
+      el("p", { class: "hint", text: `Run: wikigr eval ${evals.pack} --all-profiles --judge offline` }));
+    return;
+  }
+  const metrics = EVAL_METRICS.filter((m) => profiles.some((p) => typeof evals.latest[p].summary[m] === "number"));
+  const width = 560, left = 90, barH = 12, gap = 10;
+  const group = metrics.length * barH + gap;
+  const height = 30 + profiles.length * group + 24;
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Evaluation metrics per profile" });
+  const colours = ["#1f5fbf", "#2e9e5b", "#e07b1a", "#7a4fd0", "#b42318", "#5b6475"];
+  metrics.forEach((m, i) => {
+    chart.append(svg("rect", { x: left + i * 85, y: 4, width: 10, height: 10, fill: colours[i] }));
+    chart.append(svg("text", { x: left + i * 85 + 14, y: 13 }, m));
+  });
+  const scale = width - left - 60;
+  profiles.forEach((profile, p) => {
+    const run = evals.latest[profile];
+    const y0 = 28 + p * group;
+    chart.append(svg("text", { x: left - 6, y: y0 + (metrics.length * barH) / 2 + 4, "text-anchor": "end" }, profile));
+    metrics.forEach((m, i) => {
+      const value = run.summary[m];
+      if (typeof value !== "number") return;
+      const bar = svg("rect", { x: left, y: y0 + i * barH, width: Math.max(1, value * scale), height: barH - 2, fill: colours[i] });
+      bar.append(svg("title", {}, `${profile} ${m}: ${value.toFixed(3)} (${run.summary.questions} questions, ${run.date})`));
+      chart.append(bar, svg("text", { class: "value", x: left + value * scale + 4, y: y0 + i * barH + barH - 3 }, value.toFixed(2)));
+    });
+  });
+  chart.append(svg("line", { class: "axis", x1: left, x2: left, y1: 24, y2: height - 20 }));
+  const table = el("table", { class: "meta" });
+  table.append(el("tr", {}, ...["profile", "questions", "p50 latency", "judge", "date"].map((h) => el("th", { text: h }))));
+  for (const profile of profiles) {
+    const run = evals.latest[profile];
+    const p50 = run.summary.latency_p50_ms;
+    table.append(el("tr", {}, ...[profile, String(run.summary.questions), p50 === undefined ? "—" : ms(p50), run.judge || "none", run.date || ""].map((v) => el("td", { text: v }))));
+  }
+  box.replaceChildren(chart, table);
+}
+
+// -- the graph: an SVG force layout -----------------------------------------------------------
+
+const graph = {
+  nodes: [],
+  edges: [],
+  frame: 0,
+  heat: 0,
+  width: 680,
+  height: 520,
+  drag: null,
+
+  async load(sources) {
+    const box = $("graph");
+    const byPack = new Map();
+    for (const s of sources) {
+      if (!s.chunk_id) continue;
+      if (!byPack.has(s.pack)) byPack.set(s.pack, []);
+      byPack.get(s.pack).push(s.chunk_id);
+    }
+    if (!byPack.size) {
+      box.replaceChildren(el("p", { class: "hint", text: "No passage to draw." }));
+      return;
+    }
+    await this.fetch([...byPack].map(([pack, chunks]) => [pack, chunks.map((c) => ["chunk", c])]));
+  },
+
+  async explore(pack, entity) {
+    await this.fetch([[pack, [["entity", entity]]]]);
+  },
+
+  async fetch(requests) {
+    const box = $("graph");
+    try {
+      const parts = await Promise.all(requests.map(([pack, ids]) => {
+        const query = ids.map(([kind, id]) => `${kind}=${encodeURIComponent(id)}`).join("&");
+        return api(`/packs/${encodeURIComponent(pack)}/graph?${query}&limit=60`);
+      }));
+      const several = parts.length > 1;
+      const nodes = [], edges = [];
+      let withEntities = false;
+      for (const part of parts) {
+        withEntities ||= part.entity_graph;
+        const prefix = several ? `${part.pack}/` : "";
+        for (const n of part.nodes) nodes.push({ ...n, id: prefix + n.id, pack: part.pack, raw: n.id });
+        for (const e of part.edges) edges.push({ ...e, source: prefix + e.source, target: prefix + e.target });
+      }
+      this.draw(nodes, edges);
+      $("graph-detail").textContent = withEntities ? "" : "This pack has no entity graph: passages, pages and links only (wikigr pack graph PACK adds one).";
+    } catch (error) {
+      box.replaceChildren(el("p", { class: "low", text: error.message }));
+    }
+  },
+
+  draw(nodes, edges) {
+    const { width, height } = this;
+    const index = new Map();
+    this.nodes = nodes.map((n, i) => {
+      const angle = (2 * Math.PI * i) / Math.max(1, nodes.length);
+      const r = n.focus ? 60 : 160;
+      const node = { ...n, x: width / 2 + r * Math.cos(angle), y: height / 2 + r * Math.sin(angle), vx: 0, vy: 0 };
+      index.set(n.id, node);
+      return node;
+    });
+    this.edges = edges.filter((e) => index.has(e.source) && index.has(e.target))
+      .map((e) => ({ ...e, a: index.get(e.source), b: index.get(e.target) }));
+    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": `Graph of ${nodes.length} nodes` });
+    const lines = svg("g");
+    const dots = svg("g");
+    for (const e of this.edges) {
+      e.line = svg("line", { class: e.kind });
+      if (e.label) e.line.append(svg("title", {}, e.label));
+      lines.append(e.line);
+    }
+    for (const n of this.nodes) {
+      const radius = n.kind === "article" ? 9 : n.kind === "chunk" ? 7 : 6;
+      n.r = n.focus ? radius + 3 : radius;
+      n.g = svg("g", { class: `node ${n.kind}${n.focus ? " focus" : ""}`, tabindex: 0, role: "button", "aria-label": `${n.kind}: ${n.label}` });
+      n.g.append(svg("circle", { class: n.kind, r: n.r }), svg("text", { x: n.r + 3, y: 4 }, truncate(n.label || n.raw, 28)));
+      n.g.addEventListener("pointerdown", (event) => this.grab(event, n));
+      n.g.addEventListener("click", () => this.select(n));
+      n.g.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); this.select(n); }
+      });
+      dots.append(n.g);
+    }
+    picture.append(lines, dots);
+    picture.addEventListener("pointermove", (event) => this.move(event));
+    picture.addEventListener("pointerup", () => this.release());
+    picture.addEventListener("pointerleave", () => this.release());
+    this.svg = picture;
+    $("graph").replaceChildren(picture);
+    this.heat = 1;
+    this.settle(120); // a first layout at once, then it keeps moving while shown
+    this.render();
+    this.resume();
+  },
+
+  select(n) {
+    for (const other of this.nodes) other.g.classList.toggle("selected", other === n);
+    const box = $("graph-detail");
+    const parts = [el("strong", { text: `${n.kind}: ${n.label}` })];
+    if (n.type) parts.push(` (${n.type})`);
+    if (n.text) parts.push(el("p", { text: n.text }));
+    if (n.url) parts.push(el("a", { href: n.url, target: "_blank", rel: "noopener noreferrer", text: n.url }));
+    if (n.kind === "entity") {
+      const more = el("button", { type: "button", class: "link", text: " explore around this entity" });
+      more.addEventListener("click", () => this.explore(n.pack, n.raw.slice("entity:".length)));
+      parts.push(el("br"), more);
+    }
+    box.replaceChildren(...parts);
+  },
+
+  point(event) {
+    const box = this.svg.getBoundingClientRect();
+    return { x: ((event.clientX - box.left) * this.width) / box.width, y: ((event.clientY - box.top) * this.height) / box.height };
+  },
+
+  grab(event, n) {
+    this.drag = n;
+    n.fixed = true;
+    this.svg.setPointerCapture(event.pointerId);
+    this.heat = Math.max(this.heat, 0.5);
+    this.resume();
+  },
+
+  move(event) {
+    if (!this.drag) return;
+    const p = this.point(event);
+    this.drag.x = p.x;
+    this.drag.y = p.y;
+    this.render();
+  },
+
+  release() {
+    if (this.drag) this.drag.fixed = false;
+    this.drag = null;
+  },
+
+  settle(steps) {
+    for (let i = 0; i < steps && this.heat > 0.01; i++) this.step();
+  },
+
+  step() {
+    const nodes = this.nodes, cx = this.width / 2, cy = this.height / 2;
+    for (let i = 0; i < nodes.length; i++) {
+      const a = nodes[i];
+      for (let j = i + 1; j < nodes.length; j++) {
+        const b = nodes[j];
+        let dx = a.x - b.x, dy = a.y - b.y;
+        let d2 = dx * dx + dy * dy;
+        if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
+        const force = 1500 / d2;
+        const d = Math.sqrt(d2);
+        a.vx += (force * dx) / d; a.vy += (force * dy) / d;
+        b.vx -= (force * dx) / d; b.vy -= (force * dy) / d;
+      }
+    }
+    for (const e of this.edges) {
+      const dx = e.b.x - e.a.x, dy = e.b.y - e.a.y;
+      const d = Math.max(1, Math.sqrt(dx * dx + dy * dy));
+      const rest = e.kind === "in" ? 45 : e.kind === "relation" ? 80 : 70;
+      const pull = ((d - rest) / d) * 0.06;
+      e.a.vx += dx * pull; e.a.vy += dy * pull;
+      e.b.vx -= dx * pull; e.b.vy -= dy * pull;
+    }
+    for (const n of nodes) {
+      n.vx += (cx - n.x) * 0.006;
+      n.vy += (cy - n.y) * 0.006;
+      if (n.fixed) { n.vx = 0; n.vy = 0; continue; }
+      n.x += Math.max(-12, Math.min(12, n.vx * this.heat));
+      n.y += Math.max(-12, Math.min(12, n.vy * this.heat));
+      n.vx *= 0.5; n.vy *= 0.5;
+      n.x = Math.max(12, Math.min(this.width - 12, n.x));
+      n.y = Math.max(12, Math.min(this.height - 12, n.y));
+    }
+    this.heat *= 0.985;
+  },
+
+  render() {
+    for (const e of this.edges) {
+      e.line.setAttribute("x1", e.a.x.toFixed(1)); e.line.setAttribute("y1", e.a.y.toFixed(1));
+      e.line.setAttribute("x2", e.b.x.toFixed(1)); e.line.setAttribute("y2", e.b.y.toFixed(1));
+    }
+    for (const n of this.nodes) n.g.setAttribute("transform", `translate(${n.x.toFixed(1)},${n.y.toFixed(1)})`);
+  },
+
+  resume() {
+    if (this.frame || !this.nodes.length || $("panel-graph").hidden) return;
+    const tick = () => {
+      this.step();
+      this.render();
+      this.frame = this.heat > 0.02 || this.drag ? requestAnimationFrame(tick) : 0;
+    };
+    this.frame = requestAnimationFrame(tick);
+  },
+};
+
+// -- start -----------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", async () => {
+  setUpTabs();
+  $("ask-form").addEventListener("submit", ask);
+  try {
+    const health = await api("/health");
+    document.title = `wikigr ${health.version}`;
+    await loadPacks();
+    $("question").focus();
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = "yes";
+  } catch (error) {
+    status(`Cannot reach the server: ${error.message}`, true);
+  }
+});
