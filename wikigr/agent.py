@@ -4,7 +4,9 @@ from wikigr import KnowledgeGraphAgent
 agent = KnowledgeGraphAgent("pydocs")  # profile "auto": picks the retrieval per pack and question
 # (on an OpenML pack, the router of "auto" answers with the pack's tools: docs/openml.md)
 result = agent.query("How do I set a socket timeout?")
-result.answer, result.sources, result.facts, result.confidence, result.trace
+result.answer, result.answer_mode, result.sources, result.facts, result.confidence, result.trace
+# without Claude, result.answer is the short extractive answer; result.sources[n - 1].text, the
+# whole passage it cites as [n]
 """
 
 from __future__ import annotations
