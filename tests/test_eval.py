@@ -251,6 +251,43 @@ def test_offline_judge(pack: Path) -> None:
     assert not judge.judge("q", "It was Sigmund Freud.", ["G. Stanley Hall"], [], []).correct
 
 
+def test_the_offline_judge_cannot_be_fooled_by_length() -> None:
+    from wikigr.embed import get_embedder
+
+    judge = OfflineJudge(get_embedder())
+    truths = ["G. Stanley Hall", "Stanley Hall"]
+    right = (
+        "The Journal of Psychotherapy Integration is published by the American Psychological "
+        "Association [1]. The APA's first president was G. Stanley Hall [2]."
+    )
+    verdict = judge.judge("q", right, truths, [], [])
+    assert verdict.correct and verdict.scores["contains"] == 1.0 and verdict.scores["length_factor"] == 1.0
+    assert judge.judge("q", "G. Stanley Hall [1]", truths, [], []).correct
+    assert judge.judge("q", "stanley hall", truths, [], []).correct  # normalised like exact match
+    # Passages pasted together that hold the gold somewhere: not an answer, however it is cut.
+    filler = [
+        "The Journal of Mathematical Physics is a peer-reviewed journal published monthly by the "
+        "American Institute of Physics, devoted to papers in mathematical physics.",
+        "The journal was first published bimonthly beginning in January 1960; it became a monthly "
+        "publication in 1963, and its current editor is from the University of Copenhagen.",
+        "Psychotherapy integration is an approach to psychotherapy that combines ideas and "
+        "strategies from more than one theoretical approach, often called eclectic therapy.",
+    ]
+    for at in range(len(filler) + 1):
+        dump = [f"[{n}] {p}" for n, p in enumerate(filler, 1)]
+        dump.insert(
+            at,
+            "[9] The American Psychological Association was founded in July 1892 at Clark "
+            "University; its first president was G. Stanley Hall, a psychologist.",
+        )
+        long_wrong = judge.judge("q", "\n\n".join(dump), truths, [], [])
+        assert long_wrong.correct is False, at
+        assert long_wrong.scores["contains"] == 1.0 and long_wrong.scores["words"] > judge.max_words
+    assert not judge.judge("q", right.replace("G. Stanley Hall", "William James"), truths, [], []).correct
+    assert not judge.judge("q", "", truths, [], []).correct
+    assert judge.judge("q", "anything", [" "], [], []).correct is None  # no ground truth: no verdict
+
+
 def test_claude_judge_through_the_fake_api(pack: Path, claude_env: FakeClaude) -> None:
     def responder(body: dict[str, Any]) -> Reply:
         text = prompt_text(body)

@@ -54,6 +54,10 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
             )
             assert answer["sources"][0]["section"] == "Timeouts" and len(answer["sources"]) == 2
             assert "[1]" in answer["answer"] and answer["profile"] == "auto"
+            # What `wikigr query --json` prints: the short answer, and the whole passages.
+            assert answer["answer_mode"] == answer["trace"]["answer_mode"] == "extractive"
+            assert "settimeout" in answer["sources"][0]["text"]
+            assert len(answer["answer"].split()) < len(" ".join(s["text"] for s in answer["sources"]).split())
             baseline = _payload(
                 await client.call_tool(
                     "query_pack", {"pack": "fixture", "question": "socket timeout", "profile": "baseline"}

@@ -34,7 +34,7 @@ HAVE_ST = importlib.util.find_spec("sentence_transformers") is not None
 # In CI the README's test command installs the extra: there a missing one fails instead of skipping.
 needs_st = pytest.mark.skipif(
     not HAVE_ST and not os.environ.get("CI"),
-    reason="needs the models extra: uv run --group test-models pytest",
+    reason="needs the models extra: uv run --group test-extras pytest",
 )
 QUESTIONS = [
     "How do I set a socket timeout?",

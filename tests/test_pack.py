@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -97,7 +98,7 @@ def test_query_finds_the_right_section(built_pack: Path, question: str, title: s
     assert top.title == title
     if section:
         assert top.section == section
-    assert result.answer.startswith("[1] ")
+    assert re.search(r"\[\d\]", result.answer) and result.answer_mode == "extractive"  # sentences, cited
     assert result.trace["vector_path"] == "exact"
     assert [s.score for s in result.sources] == sorted((s.score for s in result.sources), reverse=True)
 
@@ -106,8 +107,10 @@ def test_query_cites_urls_with_anchors(built_pack: Path) -> None:
     result = query_pack(built_pack, "socket timeout", top_k=1)
     assert result.sources[0].url == (DOCS / "sockets.html").as_uri() + "#timeouts"
     data = result.to_json()
-    assert {"answer", "sources", "profile", "trace", "confidence", "low_confidence", "facts"} == set(data)
-    assert set(data["sources"][0]) == {"title", "section", "url", "score", "pack"}
+    keys = {"answer", "answer_mode", "sources", "profile", "trace", "confidence", "low_confidence", "facts"}
+    assert keys == set(data)
+    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack"}
+    assert data["sources"][0]["text"] == result.sources[0].text and data["answer_mode"] == "extractive"
     assert data["sources"][0]["pack"] == "fixture"
     assert data["profile"] == "auto"  # the default, written to kg_config.json
 

@@ -133,9 +133,9 @@ def test_a_query_answers_as_the_cli_does_and_keeps_its_trace(api: httpx.Client, 
     with open_agent(str(built_pack), top_k=3) as agent:
         expected = agent.query(QUESTION).to_json()
     trace_id = data.pop("trace_id")
-    extra = [{k: s.pop(k) for k in ("chunk_id", "origin", "text")} for s in data["sources"]]
+    extra = [{k: s.pop(k) for k in ("chunk_id", "origin")} for s in data["sources"]]
     assert _without_timings(data) == _without_timings(expected)  # `wikigr query --json`'s JSON
-    assert all(e["chunk_id"] and e["text"] for e in extra)
+    assert all(e["chunk_id"] for e in extra) and all(s["text"] for s in data["sources"])
     assert data["sources"][0]["title"] == "Sockets guide"
     trace = api.get(f"/traces/{trace_id}").json()
     assert trace["request"]["question"] == QUESTION and trace["response"]["trace_id"] == trace_id
@@ -432,7 +432,7 @@ def test_a_claude_failure_in_the_stream_is_an_error_event(built_pack: Path, clau
         assert events[-1][1]["status"] == 502 and "prompt is too long" in events[-1][1]["error"]
         assert "prompt is too long" in _error(httpx.post(f"{url}/api/v1/query", json=body, timeout=60), 502)
         rescued = httpx.post(f"{url}/api/v1/query", json={**body, "fallback": True}, timeout=60).json()
-        assert rescued["trace"]["answer_mode"] == "extractive" and "Sockets guide" in rescued["answer"]
+        assert rescued["trace"]["answer_mode"] == "extractive" and "settimeout" in rescued["answer"]
         refused = httpx.post(f"{url}/api/v1/query/stream", json={**body, "pack": "nope"}, timeout=60)
         assert "unknown pack 'nope'" in _error(refused, 404)  # before anything streamed: plain JSON
 

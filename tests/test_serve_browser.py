@@ -156,7 +156,7 @@ def test_ask_read_the_answer_sources_trace_graph_and_evaluations(
         trace_id = _wait(browser, lambda d: d.execute_script("return document.body.dataset.answered"))
 
         answer = browser.find_element(By.ID, "answer").text
-        assert "Sockets guide" in answer and "settimeout" in answer
+        assert "settimeout" in answer and "[1]" in answer  # the short answer cites its source
         sources = browser.find_elements(By.CSS_SELECTOR, "#sources > li")
         assert sources and sources[0].text.startswith("Sockets guide")
         citation = browser.find_element(By.CSS_SELECTOR, "#answer a.cite")

@@ -350,6 +350,7 @@ def test_a_fresh_json_query_imports_no_rich(graph_pack: Path) -> None:
 PARSED = [
     ["query", "pk", "q"],
     ["query", "pk", "q", "--json"],
+    ["query", "pk", "q", "--passages", "--fallback"],
     [
         *("query", "--json", "pk", "a question, with spaces?", "-p", "graph", "--top-k", "7"),
         *("--enable", "ppr", "--enable=keyword", "--disable", "gate", "--model", "m"),

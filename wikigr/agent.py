@@ -4,7 +4,9 @@ from wikigr import KnowledgeGraphAgent
 agent = KnowledgeGraphAgent("pydocs")  # profile "auto": picks the retrieval per pack and question
 # (on an OpenML pack, the router of "auto" answers with the pack's tools: docs/openml.md)
 result = agent.query("How do I set a socket timeout?")
-result.answer, result.sources, result.facts, result.confidence, result.trace
+result.answer, result.answer_mode, result.sources, result.facts, result.confidence, result.trace
+# without Claude, result.answer is the short extractive answer; result.sources[n - 1].text, the
+# whole passage it cites as [n]
 """
 
 from __future__ import annotations
@@ -49,15 +51,22 @@ class Source:
             "url": self.url,
             "score": round(self.score, 4),
             "pack": self.pack,
+            "text": self.text,
         }
 
 
 @dataclass
 class AgentResult:
+    """``answer`` is what a reader gets: Claude's answer, or without Claude the short extractive
+    answer (``answer_mode`` "extractive": a few sentences of the passages, citing them as [n],
+    where n is the source's place in ``sources`` from 1); ``sources[n].text`` holds the whole
+    passages."""
+
     question: str
     answer: str
     sources: list[Source]
     profile: str
+    answer_mode: str = ""
     confidence: float = 0.0
     low_confidence: bool = False
     facts: list[str] = field(default_factory=list)
@@ -66,6 +75,7 @@ class AgentResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
+            "answer_mode": self.answer_mode,
             "sources": [s.to_json() for s in self.sources],
             "profile": self.profile,
             "confidence": round(self.confidence, 4),
@@ -242,6 +252,7 @@ class KnowledgeGraphAgent:
             answer=state.answer if state.answer is not None else "",
             sources=sources,
             profile=self.profile,
+            answer_mode=trace["answer_mode"],
             confidence=state.confidence,
             low_confidence=state.low_confidence,
             facts=state.facts,

@@ -25,8 +25,11 @@ def answer(
     trace: bool = False,
     json_out: bool = False,
     timeout: float | None = None,
+    passages: bool = False,
 ) -> None:
-    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``).
+    """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``):
+    the answer, then the sources as ``[n] title › section  URL`` (with ``passages``, each followed
+    by its whole passage; when several packs answered, each source starts with its pack's name).
 
     ``top_k`` None: the pack's (kg_config.json), else 5. When no stage answers (``--disable
     synthesize``), the text output says so in place of the answer; the JSON has ``answer`` ""
@@ -66,14 +69,16 @@ def answer(
         out.print(styled("[bold]Sources[/]"))
         several = "packs" in result.trace  # several packs answered: name each source's
         for n, source in enumerate(result.sources, 1):
-            where = f"{source.title} › {source.section}" if source.section else source.title
+            where = (
+                f"{source.title} › {source.section}"
+                if source.section not in ("", source.title)
+                else source.title
+            )
             related = " (related)" if source.origin == "multidoc" else ""
             pack_name = f"{source.pack}: " if several else ""
-            out.print(
-                f"[{n}] {pack_name}{where}{related} ({source.score:.3f})\n    {source.url}",
-                markup=False,
-                highlight=False,
-            )
+            out.print(f"[{n}] {pack_name}{where}{related}  {source.url}", markup=False, highlight=False)
+            if passages:
+                out.print(source.text.strip() + "\n", markup=False, highlight=False)
     if trace:
         from rich.table import Table
 
@@ -133,7 +138,7 @@ OPTIONS = {
     "--model": "model",
     "--timeout": "timeout",
 }
-FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out"}
+FLAGS = {"--fallback": "fallback", "--trace": "trace", "--json": "json_out", "--passages": "passages"}
 MULTIPLE = frozenset({"enable", "disable"})
 TOP_K = range(1, 101)
 _INT = re.compile(r"[1-9][0-9]{0,2}")

@@ -47,7 +47,15 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--fallback", help="If Claude fails, print the extractive answer instead.")
         ] = False,
         trace: Annotated[bool, typer.Option("--trace", help="Print the per-stage trace as a table.")] = False,
-        json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+        json_out: Annotated[
+            bool,
+            typer.Option(
+                "--json", help="Print JSON on stdout (answer, answer_mode, sources with their text...)."
+            ),
+        ] = False,
+        passages: Annotated[
+            bool, typer.Option("--passages", help="Print each source's whole passage under it.")
+        ] = False,
         timeout: Annotated[
             float | None,
             typer.Option(
@@ -71,4 +79,5 @@ def register(app: typer.Typer) -> None:
             trace=trace,
             json_out=json_out,
             timeout=timeout,
+            passages=passages,
         )

@@ -1,10 +1,13 @@
 """Answer judges.
 
-- ``offline``: no network. An answer is judged correct when it contains the normalised ground truth
-  (or an alias), or its token F1 reaches ``F1_THRESHOLD``, or the cosine similarity of its
-  embedding to the ground truth's (the pack's embedder) reaches ``SIMILARITY_THRESHOLD``. The two
-  thresholds come from ``bench/judge_calibration.py`` (see docs/evaluation.md): they separate
-  the data sets' answer aliases (same answer) from other questions' answers (different answer).
+- ``offline``: no network. It grades the answer a reader gets, at the granularity of a short
+  answer, so that length cannot raise it: the answer (without its ``[n]`` citations) is correct
+  when it holds the normalised ground truth (or an alias) and is at most ``MAX_WORDS`` words long,
+  or when its best sentence reaches a token F1 of ``F1_THRESHOLD`` (or an embedding similarity to
+  the ground truth of ``SIMILARITY_THRESHOLD``, with the pack's embedder) — both scaled by
+  ``MAX_WORDS / words`` for a longer answer. The ground truth somewhere in a dump of passages is
+  not an answer. The thresholds come from ``bench/judge_calibration.py`` (see
+  docs/evaluation.md): chosen on the first half of its labelled pairs, reported on the second.
 - ``claude``: Claude scores grounding, reasoning and completeness from 1 to 5, seeing the question,
   the ground truth, the answer, the retrieved passages and any tool results.
 """
@@ -19,13 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from wikigr.errors import WikigrError
 from wikigr.eval.metrics import f1_score, normalize_answer
+from wikigr.retrieval.sentences import split_units, strip_citations
 
 if TYPE_CHECKING:
     from wikigr.embed import Embedder
     from wikigr.llm import LLM, Usage
 
-F1_THRESHOLD = 0.5
-SIMILARITY_THRESHOLD = 0.6
+MAX_WORDS = 70
+F1_THRESHOLD = 0.4
+SIMILARITY_THRESHOLD = 0.75
+MAX_SPANS = 20  # sentences of a long answer compared (its first ones: the rest cannot pass anyway)
 
 
 @dataclass
@@ -35,11 +41,57 @@ class Verdict:
     rationale: str = ""
 
 
+def answer_spans(answer: str) -> tuple[str, list[str]]:
+    """The answer without citations, and its sentences (or list items) to grade one by one."""
+    text = strip_citations(answer).strip()
+    spans = [u.text for u in split_units(text)] or [text]
+    return text, spans
+
+
 class OfflineJudge:
     name = "offline"
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        max_words: int = MAX_WORDS,
+        f1_threshold: float = F1_THRESHOLD,
+        similarity_threshold: float = SIMILARITY_THRESHOLD,
+    ) -> None:
         self.embedder = embedder
+        self.max_words = max_words
+        self.f1_threshold = f1_threshold
+        self.similarity_threshold = similarity_threshold
+
+    def scores(self, answer: str, truths: list[str]) -> dict[str, float]:
+        """The signals of a verdict: ``contains`` (the ground truth is in the answer), ``words``,
+        and the best sentence's ``f1`` and ``similarity`` to the ground truth."""
+        text, spans = answer_spans(answer)
+        spans = spans[:MAX_SPANS]
+        words = len(text.split())
+        normal = f" {normalize_answer(text)} "
+        contains = any(f" {normalize_answer(t)} " in normal for t in truths if normalize_answer(t))
+        f1 = max(f1_score(span, truths) for span in spans)
+        vectors = self.embedder.embed([*spans, *truths])
+        similarity = float((vectors[: len(spans)] @ vectors[len(spans) :].T).max())
+        return {
+            "contains": float(contains),
+            "words": float(words),
+            "f1": round(f1, 4),
+            "similarity": round(similarity, 4),
+        }
+
+    def length_factor(self, words: float) -> float:
+        """1 for an answer of at most ``max_words`` words, else ``max_words / words``."""
+        return min(1.0, self.max_words / max(1.0, words))
+
+    def verdict(self, scores: dict[str, float]) -> bool:
+        factor = self.length_factor(scores["words"])
+        return bool(
+            (scores["contains"] and scores["words"] <= self.max_words)
+            or scores["f1"] * factor >= self.f1_threshold
+            or scores["similarity"] * factor >= self.similarity_threshold
+        )
 
     def judge(
         self, question: str, answer: str, truths: list[str], context: list[str], tools: list[str]
@@ -47,15 +99,12 @@ class OfflineJudge:
         truths = [t for t in truths if t.strip()]
         if not truths:
             return Verdict(None, {})
-        normal = f" {normalize_answer(answer)} "
-        contains = any(f" {normalize_answer(t)} " in normal for t in truths if normalize_answer(t))
-        f1 = f1_score(answer, truths)
-        vectors = self.embedder.embed([answer, *truths])
-        similarity = float(max(vectors[1:] @ vectors[0]))
-        correct = contains or f1 >= F1_THRESHOLD or similarity >= SIMILARITY_THRESHOLD
-        return Verdict(
-            correct, {"contains": float(contains), "f1": round(f1, 4), "similarity": round(similarity, 4)}
-        )
+        if not answer.strip():
+            return Verdict(False, {"contains": 0.0, "words": 0.0})
+        scores = self.scores(answer, truths)
+        correct = self.verdict(scores)
+        scores["length_factor"] = round(self.length_factor(scores["words"]), 4)
+        return Verdict(correct, scores)
 
 
 JUDGE_SYSTEM = (

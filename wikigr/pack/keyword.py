@@ -440,15 +440,7 @@ class KeywordIndex:
         """A smoothed inverse document frequency of each token, ``ln((N + 1) / (df + 1)) + 0.5``
         (a token the index never saw counts as the rarest)."""
         total = len(self._chunk_ids)
-        weights: dict[str, float] = {}
-        for token in tokens:
-            column = self._vocab.get(token)
-            columns = len(self._indptr) - 1
-            df = 0
-            if isinstance(column, int) and not isinstance(column, bool) and 0 <= column < columns:
-                df = int(self._indptr[column + 1]) - int(self._indptr[column])
-            weights[token] = float(np.log((total + 1) / (df + 1))) + 0.5
-        return weights
+        return {t: float(np.log((total + 1) / (self.document_frequency(t) + 1))) + 0.5 for t in tokens}
 
     def _token_ids(self, query: str) -> list[int]:
         columns = len(self._indptr) - 1
@@ -461,6 +453,14 @@ class KeywordIndex:
                 raise InvalidPackError(f"corrupt keyword index: bad vocabulary entry for {token!r}")
             ids.append(column)
         return ids
+
+    def document_frequency(self, token: str) -> int:
+        """The number of indexed chunks that hold ``token`` (0 for a token not indexed)."""
+        column = self._vocab.get(token)
+        columns = len(self._indptr) - 1
+        if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < columns:
+            return 0
+        return int(self._indptr[column + 1] - self._indptr[column])
 
     def search(self, query: str, k: int) -> list[tuple[str, float]]:
         """The ``k`` best chunks for ``query`` as ``(chunk id, BM25 score)``, best first.

@@ -240,10 +240,11 @@ def parse_ask(data: dict[str, Any], packs: ServedPacks, text_field: str) -> Ask:
 
 
 def answer_json(result: AgentResult) -> dict[str, Any]:
-    """``wikigr query --json``'s JSON; each source also carries its chunk id, origin and text."""
+    """``wikigr query --json``'s JSON (sources with their text); each source also carries its chunk
+    id and origin."""
     data = result.to_json()
     data["sources"] = [
-        {**source.to_json(), "chunk_id": source.chunk_id, "origin": source.origin, "text": source.text}
+        {**source.to_json(), "chunk_id": source.chunk_id, "origin": source.origin}
         for source in result.sources
     ]
     return data

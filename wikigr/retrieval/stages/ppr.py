@@ -48,6 +48,15 @@ def pack_entity_graph(ctx: Context, options: PPROptions | None = None) -> Entity
     return entity_graph(ctx, EdgeWeights(cooccur=o.cooccur, synonym=o.synonym, fact=o.fact, home=o.home))
 
 
+def loaded_entity_graph(ctx: Context) -> EntityGraph | None:
+    """The pack's entity graph if a stage has loaded it already (with any edge weights), else None:
+    for a caller that uses the graph when it is at hand but should not pay for loading it."""
+    for key, value in ctx.cache.items():
+        if key.startswith("entity_graph:"):
+            return value  # type: ignore[no-any-return]
+    return None
+
+
 @dataclass
 class PPROptions:
     damping: float = 0.85  # probability of following an edge (1 - damping: back to the seeds)

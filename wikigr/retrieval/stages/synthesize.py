@@ -1,17 +1,20 @@
 """synthesize: the answer. With Claude: an answer grounded in the numbered passages, citing them
 as [n]; citations that point at no passage are removed (a source is never invented). Without an
-API key: the extractive answer, the passages themselves with their citations."""
+API key (or when Claude fails and the caller asked for ``fallback``): the short extractive answer,
+the sentences of the passages that answer the question, each citing its passage
+(:mod:`wikigr.retrieval.short_answer`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from wikigr.retrieval.short_answer import AnswerOptions, enumeration, short_answer, where
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 LOW_CONFIDENCE = (
     "I found little grounded context for this question in this pack; "
-    "the closest passages are below, but they may not answer it."
+    "the closest sentences follow, but they may not answer it."
 )
 SYSTEM = (
     "You answer questions using only the numbered passages from a knowledge pack. Cite every "
@@ -23,9 +26,10 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 
 @dataclass
-class SynthesizeOptions:
+class SynthesizeOptions(AnswerOptions):
+    """The short answer's options (:class:`AnswerOptions`), and Claude's."""
+
     max_passage_chars: int = 1500  # per passage in the prompt
-    excerpt_chars: int = 800  # per passage in the extractive answer
     max_tokens: int = 800
 
 
@@ -35,33 +39,6 @@ def excerpt(text: str, limit: int) -> str:
         return text
     cut = text.rfind(". ", 0, limit)
     return (text[: cut + 1] if cut > limit // 2 else text[:limit].rstrip()) + " …"
-
-
-def where(candidate: Candidate) -> str:
-    if candidate.section_title and candidate.section_title != candidate.article_title:
-        return f"{candidate.article_title} › {candidate.section_title}"
-    return candidate.article_title
-
-
-def extractive(passages: list[Candidate], limit: int) -> str:
-    if not passages:
-        return "No passage in this pack matches the question."
-    return "\n\n".join(f"[{n}] {where(c)}\n{excerpt(c.text, limit)}" for n, c in enumerate(passages, 1))
-
-
-def enumeration(passages: list[Candidate]) -> str:
-    """An enumeration-style extractive answer: one item per distinct article, its first sentence."""
-    if not passages:
-        return "No passage in this pack matches the question."
-    items: list[str] = []
-    seen: set[str] = set()
-    for n, c in enumerate(passages, 1):
-        if c.article_id in seen:
-            continue
-        seen.add(c.article_id)
-        first = excerpt(c.text, 200)
-        items.append(f"- {where(c)} [{n}]: {first}")
-    return "\n".join(items)
 
 
 ENUMERATE = (
@@ -94,16 +71,18 @@ class SynthesizeStage(Stage):
         extra = [c for c in state.candidates[state.top_k :] if c.origin == "multidoc"]
         return top + extra
 
+    def extractive(self, state: QueryState, passages: list[Candidate], enumerate_style: bool) -> str:
+        if enumerate_style and passages:
+            return enumeration(state, passages, self.options)
+        return short_answer(state, passages, self.options)
+
     def run(self, state: QueryState) -> None:
         passages = self.passages(state)
         enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration"
         llm = state.ctx.llm
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"
-            if enumerate_style and passages:
-                answer = enumeration(passages)
-            else:
-                answer = extractive(passages, self.options.excerpt_chars)
+            answer = self.extractive(state, passages, enumerate_style)
             state.answer = f"{LOW_CONFIDENCE}\n\n{answer}" if state.low_confidence else answer
             reason = (
                 "no API key" if llm is None else "low confidence" if state.low_confidence else "no passages"
@@ -130,7 +109,7 @@ class SynthesizeStage(Stage):
             if not state.fallback:
                 raise
             state.answer_mode = "extractive"
-            state.answer = extractive(passages, self.options.excerpt_chars)
+            state.answer = self.extractive(state, passages, enumerate_style)
             state.note(self.name, mode="extractive", why=f"Claude failed: {exc}")
             return
         if state.usage is not None:

@@ -1,0 +1,448 @@
+"""The offline short answer (wikigr/retrieval/short_answer.py): does it keep the answer that the
+retrieved passages hold, in a tenth of their length?
+
+On MuSiQue-100 and HotpotQA-100 (../shared/data/multihop: gold answers and aliases) over the packs
+bench/multihop.py builds (bench/work/musique-100, hotpotqa-100), with the default profile and no
+LLM, per question:
+
+- ``in_passages``: the gold answer (or an alias), normalised as for exact match, appears in the
+  top 5 passages (the sources [1]-[5]);
+- ``in_answer``: it appears in the short answer (the answer `wikigr query` prints, without the
+  sources); the target is ``in_answer / in_passages`` >= 0.80;
+- ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
+  of the questions' ratios and as the ratio of the sums.
+
+Two arms: the default short answer, and the same without its cap of 10% of the passages' length
+(`no_share_cap`: up to 60 words), which shows what the cap costs.
+
+HotpotQA's yes/no questions are left out (a sentence of a passage never says "yes"). On the Python
+docs questions of bench/docqa.py (CoNaLa, gold: a function's anchor such as
+library/stdtypes.html#str.join) over bench/work/pydocs-whole and packs/pydocs: the share whose short
+answer names the gold function (``join(`` or ``str.join``), whose short answer cites a source on
+the gold page, either (``in_answer``), and the share whose top 5 passages name the function or
+come from the gold page (``in_passages``).
+
+The sentence-scoring weights are chosen on the first half of each set (MuSiQue and HotpotQA 1-50,
+docs 1-66: `dev`) with --tune — a listwise model fitted to rank first the sentences that hold the
+gold, then a coordinate search of the selection's options (min_relative, same_source, follow,
+max_sentences) for the share of answers holding the gold (on the docs: naming the function, since
+citing the gold page would reward quoting many pages), an answer over 10% of the passages' length
+penalised — and reported on the second half (`test`); both halves and all are printed. The report
+itself runs the real path: KnowledgeGraphAgent(pack, llm=None).query(question).answer. Writes
+bench/results/answers.json (the tuning to answers_tuning.json) with the load average.
+
+    uv run python bench/answers.py [--work bench/work] [--datasets musique,hotpotqa,docs,pydocs]
+    uv run python bench/answers.py --tune [--cache /tmp/answers-vectors.pkl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from wikigr import __version__
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.eval.metrics import normalize_answer
+from wikigr.retrieval import short_answer as sa
+from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.sentences import strip_citations
+from wikigr.retrieval.stage import QueryState
+from wikigr.retrieval.stages.synthesize import SynthesizeStage
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "data"
+DOCQA = SHARED / "docqa" / "conala_dev_python311doc.json"
+PUBLIC = "https://docs.python.org/3.11/"
+TOP = 5
+# The default short answer, and the same without its cap of 10% of the passages' length (60 words).
+ARMS: list[tuple[str, dict[str, Any] | None]] = [
+    ("default", None),
+    ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
+]
+
+
+def load_multihop(name: str) -> list[dict[str, Any]]:
+    if name == "musique":
+        data = json.loads((SHARED / "multihop" / "musique_train100" / "musique_train.json").read_text())
+        return [
+            {"id": q["id"], "question": q["question"], "truths": [q["answer"], *q.get("answer_aliases", [])]}
+            for q in data
+        ]
+    data = json.loads((SHARED / "multihop" / "hotpotqa_train100" / "hotpotqa_train.json").read_text())
+    return [{"id": q["_id"], "question": q["question"], "truths": [q["answer"]]} for q in data]
+
+
+def load_docs() -> list[dict[str, Any]]:
+    out = []
+    for q in json.loads(DOCQA.read_text()):
+        if q["all_gold_in_python_docs"]:
+            gold = q["gold_python311_html"]
+            out.append(
+                {
+                    "id": q["question_id"],
+                    "question": q["nl"],
+                    "pages": {g.split("#", 1)[0] for g in gold},
+                    "functions": [g.split("#", 1)[1] for g in gold if "#" in g],
+                }
+            )
+    return out
+
+
+def contains(text: str, truths: list[str]) -> bool:
+    normal = f" {normalize_answer(text)} "
+    return any(f" {normalize_answer(t)} " in normal for t in truths if normalize_answer(t))
+
+
+def names_function(text: str, functions: list[str]) -> bool:
+    """Whether ``text`` names one of the functions: its last part called (``join(``) or its
+    whole dotted name (``str.join``)."""
+    for name in functions:
+        last = name.rsplit(".", 1)[-1]
+        if re.search(rf"(?<![\w]){re.escape(last)}\s*\(", text) or ("." in name and name in text):
+            return True
+    return False
+
+
+def page(url: str) -> str:
+    return url.split("#", 1)[0].removeprefix(PUBLIC)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+# -- the report: the real path ------------------------------------------------------------------
+
+
+def report_rows(
+    pack: Path, questions: list[dict[str, Any]], kind: str, options: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    rows = []
+    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP, options=options) as agent:
+        for q in questions:
+            start = time.perf_counter()
+            result = agent.query(q["question"])
+            ms = (time.perf_counter() - start) * 1000
+            synth = sum(s["ms"] for s in result.trace["stages"] if s["stage"] == "synthesize")
+            answer = strip_citations(result.answer)
+            passages = " ".join(s.text for s in result.sources[:TOP])
+            row: dict[str, Any] = {
+                "answer_words": words(answer),
+                "passage_words": words(passages),
+                "synthesize_ms": synth,
+                "query_ms": ms,
+            }
+            if kind == "docs":
+                cited = {int(n) for n in re.findall(r"\[(\d+)\]", result.answer)}
+                cited_pages = {page(result.sources[n - 1].url) for n in cited if 0 < n <= len(result.sources)}
+                row["names_function"] = names_function(answer, q["functions"])
+                row["cites_page"] = bool(cited_pages & q["pages"])
+                row["in_answer"] = row["names_function"] or row["cites_page"]
+                top_pages = {page(s.url) for s in result.sources[:TOP]}
+                row["in_passages"] = names_function(passages, q["functions"]) or bool(top_pages & q["pages"])
+            else:
+                row["in_answer"] = contains(answer, q["truths"])
+                row["in_passages"] = contains(passages, q["truths"])
+            rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    n = len(rows)
+    in_answer = sum(r["in_answer"] for r in rows)
+    in_passages = sum(r["in_passages"] for r in rows)
+    out: dict[str, Any] = {
+        "questions": n,
+        "in_passages_%": round(100 * in_passages / n, 1),
+        "in_answer_%": round(100 * in_answer / n, 1),
+        "ratio": round(in_answer / in_passages, 3) if in_passages else None,
+        "length_mean_%": round(
+            100 * statistics.mean(r["answer_words"] / max(1, r["passage_words"]) for r in rows), 1
+        ),
+        "length_total_%": round(
+            100 * sum(r["answer_words"] for r in rows) / max(1, sum(r["passage_words"] for r in rows)), 1
+        ),
+        "answer_words_mean": round(statistics.mean(r["answer_words"] for r in rows), 1),
+        "synthesize_ms_p50": round(statistics.median(r["synthesize_ms"] for r in rows), 1),
+        "synthesize_ms_p95": round(sorted(r["synthesize_ms"] for r in rows)[int(0.95 * (n - 1))], 1),
+    }
+    if "names_function" in rows[0]:
+        out["names_function_%"] = round(100 * sum(r["names_function"] for r in rows) / n, 1)
+        out["cites_page_%"] = round(100 * sum(r["cites_page"] for r in rows) / n, 1)
+    return out
+
+
+def halves(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    half = len(rows) // 2
+    return {"dev": summarize(rows[:half]), "test": summarize(rows[half:]), "all": summarize(rows)}
+
+
+# -- tuning: sentences scored once, weights searched -------------------------------------------
+
+
+@dataclasses.dataclass
+class Prepared:
+    features: list[sa.Scored]  # every sentence of the top passages, dense included
+    check: Callable[[str], bool]  # whether a short answer holds the gold
+    passage_words: int
+
+
+class CachedEmbedder:
+    """The pack's embedder, remembering each text's vector (the tuning embeds many sentences
+    twice: once per run of --tune)."""
+
+    def __init__(self, embedder: Any, cache: dict[str, Any]) -> None:
+        self.embedder, self.cache = embedder, cache
+        self.name, self.dimension, self.backend = embedder.name, embedder.dimension, embedder.backend
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if missing:
+            for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
+                self.cache[text] = vector
+        return np.stack([self.cache[t] for t in texts]) if texts else self.embedder.embed([])
+
+
+def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, cache: dict[str, Any]) -> list[Prepared]:
+    out = []
+    options = sa.AnswerOptions()
+    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP) as agent:
+        agent.context.loaded_embedder = CachedEmbedder(agent.context.embedder, cache)
+        retrieval = [s for s in agent.stages if s.name != "synthesize"]
+        synthesize = SynthesizeStage()
+        for q in questions:
+            state = QueryState(question=q["question"], ctx=agent.context, top_k=TOP)
+            run_stages(retrieval, state)
+            passages = synthesize.passages(state)
+            features = sa.sentence_features(state, passages, options)
+            sa.add_dense(state, features)
+            if kind == "docs":  # naming the function: citing the page would reward quoting many pages
+
+                def check(answer: str, q: dict[str, Any] = q) -> bool:
+                    return names_function(strip_citations(answer), q["functions"])
+            else:
+
+                def check(answer: str, q: dict[str, Any] = q) -> bool:
+                    return contains(strip_citations(answer), q["truths"])
+
+            text = " ".join(c.text for c in passages[:TOP])
+            out.append(Prepared(features, check, words(text)))
+    return out
+
+
+def answer_with(p: Prepared, options: sa.AnswerOptions) -> str:
+    kept = sa.preselect(p.features, options.weights, options.max_sentences)
+    chosen = sa.select(sa.rank(kept, options.weights), options, p.passage_words)
+    return " ".join(sa.cite(sa.clip(s.unit.text, options.answer_words), s.source) for s in chosen)
+
+
+def objective(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> tuple[float, dict[str, Any]]:
+    """The mean share of answers holding the gold over the sets; lengths over 10% are penalised."""
+    detail = {}
+    shares = []
+    for name, prepared in sets.items():
+        answers = [answer_with(p, options) for p in prepared]
+        share = statistics.mean(p.check(a) for p, a in zip(prepared, answers, strict=True))
+        length = statistics.mean(
+            words(a) / max(1, p.passage_words) for p, a in zip(prepared, answers, strict=True)
+        )
+        detail[name] = {"in_answer": round(100 * share, 1), "length_%": round(100 * length, 1)}
+        shares.append(share - max(0.0, length - 0.10) * 5)
+    return statistics.mean(shares), detail
+
+
+def fit_weights(sets: dict[str, list[Prepared]], l2: float = 0.01, steps: int = 3000) -> dict[str, float]:
+    """The sentence weights of a listwise model on the dev half: per question, a softmax over its
+    sentences' weighted signals, fitted to put the probability on the sentences holding the gold
+    (gradient descent on standardised signals, L2 penalty ``l2``); returned on the signals' scale."""
+    import numpy as np
+
+    rows: list[list[float]] = []
+    labels: list[float] = []
+    groups: list[tuple[int, int]] = []
+    for prepared in sets.values():
+        for p in prepared:
+            held = [p.check(s.unit.text) for s in p.features]
+            if not any(held):
+                continue
+            groups.append((len(rows), len(rows) + len(held)))
+            rows += [[s.features[f] for f in sa.FEATURES] for s in p.features]
+            labels += [float(h) for h in held]
+    x, y = np.asarray(rows), np.asarray(labels)
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mean) / scale
+    w = np.zeros(len(sa.FEATURES))
+    for _ in range(steps):
+        grad = np.zeros_like(w)
+        for a, b in groups:
+            logits = z[a:b] @ w
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            grad += z[a:b].T @ (p - y[a:b] / y[a:b].sum())
+        w -= 0.5 * (grad / len(groups) + l2 * w)
+    return {f: round(float(v / s), 3) for f, v, s in zip(sa.FEATURES, w, scale, strict=True)}
+
+
+GRID = {
+    "min_relative": [0.0, 0.3, 0.5, 0.7],
+    "same_source": [0.0, 0.5, 1.0, 2.0],
+    "follow": [0.0, 0.5, 1.0, 2.0, 4.0],
+    "max_sentences": [8, 12, 16],  # at most 16 embedded per question: the answer's time
+}
+
+
+def tune(sets: dict[str, list[Prepared]]) -> dict[str, Any]:
+    """The weights of :func:`fit_weights`, then a coordinate search of the selection's options
+    (each in turn takes its best value of GRID on the dev half, twice over)."""
+    options = sa.AnswerOptions(weights=fit_weights(sets))
+    best, detail = objective(sets, options)
+    steps = [{"options": "fitted weights", "objective": round(best, 4), **detail}]
+    print(json.dumps({"weights": options.weights, **steps[0]}), flush=True)
+    for _ in range(2):
+        for name, values in GRID.items():
+            for value in values:
+                trial = dataclasses.replace(options, **{name: value})
+                score, trial_detail = objective(sets, trial)
+                if score > best + 1e-9:
+                    best, options, detail = score, trial, trial_detail
+                    steps.append({"options": f"{name}={value}", "objective": round(best, 4), **detail})
+                    print(json.dumps(steps[-1]), flush=True)
+    return {
+        "weights": options.weights,
+        **{name: getattr(options, name) for name in GRID},
+        "objective": round(best, 4),
+        "dev": detail,
+        "steps": steps,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="the offline short answer against the top passages")
+    parser.add_argument(
+        "--work", type=Path, default=ROOT / "bench" / "work", help="where the bench packs are"
+    )
+    parser.add_argument("--datasets", default="musique,hotpotqa,docs,pydocs")
+    parser.add_argument("--tune", action="store_true", help="choose the weights on the dev halves")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="--tune: keep the sentence vectors in this file"
+    )
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        print(f"Error: {SHARED} not found (the shared data sets)", file=sys.stderr)
+        return 1
+    packs = {
+        "musique": (args.work / "musique-100", "multihop"),
+        "hotpotqa": (args.work / "hotpotqa-100", "multihop"),
+        "docs": (args.work / "pydocs-whole", "docs"),
+        "pydocs": (ROOT / "packs" / "pydocs", "docs"),
+    }
+    chosen = [d for d in args.datasets.split(",") if d]
+    for name in chosen:
+        if name not in packs or not (packs[name][0] / "manifest.json").is_file():
+            print(f"Error: no pack for {name} at {packs.get(name, ('?',))[0]}", file=sys.stderr)
+            return 1
+    questions: dict[str, list[dict[str, Any]]] = {}
+    for name in chosen:
+        pack, kind = packs[name]
+        questions[name] = load_docs() if kind == "docs" else load_multihop(name)
+        if name == "hotpotqa":  # an extract never says yes or no
+            questions[name] = [
+                q for q in questions[name] if normalize_answer(q["truths"][0]) not in ("yes", "no")
+            ]
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    if args.tune:
+        import pickle
+
+        cache_file = args.cache
+        cache: dict[str, Any] = {}
+        if cache_file is not None and cache_file.is_file():
+            cache = pickle.loads(cache_file.read_bytes())  # our own file, written below
+        dev = {}
+        for name in chosen:
+            pack, kind = packs[name]
+            qs = questions[name]
+            if name == "hotpotqa":
+                qs = [q for q in load_multihop(name)[:50] if q in qs]
+            else:
+                qs = qs[: (50 if kind == "multihop" else len(qs) // 2)]
+            dev[name] = prepare(pack, qs, kind, cache)
+            print(f"prepared {name}: {len(qs)} dev questions", file=sys.stderr)
+        if cache_file is not None:
+            cache_file.write_bytes(pickle.dumps(cache))
+        tuning = {"date": time.strftime("%Y-%m-%d"), "load_before": load_before, **tune(dev)}
+        tuning["load_after"] = [round(x, 2) for x in os.getloadavg()]
+        out = args.out or ROOT / "bench" / "results" / "answers_tuning.json"
+        out.write_text(json.dumps(tuning, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in tuning.items() if k != "steps"}, indent=2))
+        return 0
+    results: dict[str, Any] = {
+        "wikigr": __version__,
+        "date": time.strftime("%Y-%m-%d"),
+        "cores": os.cpu_count(),
+        "load_before": load_before,
+        "profile": "the pack's default (auto), no LLM, top 5 passages",
+        "options": dataclasses.asdict(sa.AnswerOptions()),
+        "halves": "dev: MuSiQue/HotpotQA questions 1-50 and docs 1-66 (weights chosen there); test: the rest",
+        "datasets": {},
+    }
+    for name in chosen:
+        pack, kind = packs[name]
+        qs = questions[name]
+        results["datasets"][name] = {"pack": str(pack), "questions": len(qs)}
+        if name == "hotpotqa":
+            results["datasets"][name]["yes_no_left_out"] = 100 - len(qs)
+        for arm, options in ARMS:
+            rows = report_rows(pack, qs, kind, options)
+            if name == "hotpotqa":  # halves by the question's place among the 100
+                ids = [q["id"] for q in load_multihop(name)]
+                dev = [ids.index(q["id"]) < 50 for q in qs]
+                parts = {
+                    "dev": summarize([r for r, d in zip(rows, dev, strict=True) if d]),
+                    "test": summarize([r for r, d in zip(rows, dev, strict=True) if not d]),
+                    "all": summarize(rows),
+                }
+            elif kind == "multihop":
+                parts = {"dev": summarize(rows[:50]), "test": summarize(rows[50:]), "all": summarize(rows)}
+            else:
+                parts = halves(rows)
+            results["datasets"][name][arm] = parts
+    results["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    out = args.out or ROOT / "bench" / "results" / "answers.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    columns = (
+        "in_passages_%",
+        "in_answer_%",
+        "ratio",
+        "length_mean_%",
+        "answer_words_mean",
+        "synthesize_ms_p50",
+    )
+    print(f"{'set':<10}{'arm':<14}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
+    for name, data in results["datasets"].items():
+        for arm, _ in ARMS:
+            for part in ("dev", "test", "all"):
+                cells = "".join(f"{data[arm][part].get(c)!s:>19}" for c in columns)
+                print(f"{name:<10}{arm:<14}{part:<6}" + cells)
+            if "names_function_%" in data[arm]["all"]:
+                for part in ("dev", "test", "all"):
+                    named, cited = data[arm][part]["names_function_%"], data[arm][part]["cites_page_%"]
+                    print(f"{'':<24}{part:<6} names the function {named}%, cites the page {cited}%")
+    print(f"load average {results['load_before']} -> {results['load_after']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

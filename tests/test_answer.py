@@ -1,0 +1,289 @@
+"""The short extractive answer (no Claude): sentences of the passages with their citations, short,
+a list for enumerations; `--passages` and `--json` still give the whole passages — on real packs
+built here, with the real embedder."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import BuildOptions, build_pack
+from wikigr.cli import run
+from wikigr.errors import UsageError
+from wikigr.retrieval.sentences import CODE, ITEM, LABEL, TEXT, split_sentences, split_units, strip_citations
+from wikigr.retrieval.short_answer import cite, clip
+
+FILLER = (
+    "Sockets have been part of the standard library for a long time. They wrap the operating "
+    "system's networking interface and follow the Berkeley sockets API closely. "
+)
+PAGES = {
+    "socket.md": "# socket — Low-level networking interface\n\n"
+    "This module provides access to the BSD socket interface. " + FILLER * 3 + "\n\n"
+    "## Socket Objects\n\n"
+    "socket.setblocking(flag)\n\n"
+    "Set blocking or non-blocking mode of the socket: if flag is false, the socket is set to "
+    "non-blocking, else to blocking mode.\n\n"
+    "socket.settimeout(value)\n\n"
+    "Set a timeout on blocking socket operations. The value argument can be a nonnegative floating "
+    "point number expressing seconds, or None. If a non-zero value is given, subsequent operations "
+    "raise an exception, e.g. TimeoutError, once the period has elapsed.\n\n"
+    "```\n>>> s.settimeout(2.5)\n>>> s.gettimeout()\n2.5\n```\n\n"
+    "- sock.setblocking(True) is equivalent to sock.settimeout(None)\n"
+    "- sock.setblocking(False) is equivalent to sock.settimeout(0.0)\n\n"
+    "socket.setdefaulttimeout(timeout)\n\n"
+    "Set the default timeout in seconds (float) for new socket objects. " + FILLER * 4 + "\n",
+    "csv.md": "# csv — CSV File Reading and Writing\n\n"
+    "The csv module implements classes to read and write tabular data in CSV format. Programmers can "
+    "also read and write data in dictionary form using the DictReader and DictWriter classes. "
+    "Each row read from the file is returned as a dictionary mapping field names to values.\n",
+    "gzip.md": "# gzip — Support for gzip files\n\n"
+    "This module provides a simple interface to compress and decompress files just like the GNU "
+    "programs gzip and gunzip would. The data compression is provided by the zlib module.\n",
+    "bz2.md": "# bz2 — Support for bzip2 compression\n\n"
+    "This module provides a comprehensive interface for compressing and decompressing data using "
+    "the bzip2 compression algorithm.\n",
+    "lzma.md": "# lzma — Compression using the LZMA algorithm\n\n"
+    "This module provides classes and convenience functions for compressing and decompressing data "
+    "using the LZMA compression algorithm.\n",
+    "baking.md": "# Baking bread\n\nKnead the dough for ten minutes, let it rise for an hour, and bake "
+    "it at 220 degrees until the crust is brown.\n",
+}
+# A question of two hops: the journal's passage names its publisher; only the publisher's passage
+# (which never names the journal) says who its first president was. A look-alike society distracts.
+CORPUS = [
+    {
+        "title": "Journal of Lake Studies",
+        "text": "The Journal of Lake Studies is a quarterly peer-reviewed scientific journal covering "
+        "limnology. It is published by the Northern Limnology Association.",
+    },
+    {
+        "title": "Northern Limnology Association",
+        "text": "The Northern Limnology Association is a learned society founded in 1921 in Tromsø. "
+        "Its first president was Ingrid Haldorsen, a chemist from Bergen. The society holds a "
+        "congress every two years.",
+    },
+    {
+        "title": "Southern Marine Society",
+        "text": "The Southern Marine Society is a learned society of ocean scientists founded in 1930. "
+        "Its first president was Paul Verne, an oceanographer. It publishes the Marine Review.",
+    },
+    {
+        "title": "Marine Review",
+        "text": "The Marine Review is a monthly journal of oceanography published by the Southern "
+        "Marine Society.",
+    },
+    {
+        "title": "Limnology",
+        "text": "Limnology is the study of inland aquatic ecosystems, such as lakes, rivers and "
+        "wetlands. Lakes are studied for their chemistry, biology and physics.",
+    },
+]
+TIMEOUT = "How do I set a socket timeout?"
+
+
+@pytest.fixture(scope="module")
+def docs_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    docs = tmp_path_factory.mktemp("answerdocs")
+    for name, text in PAGES.items():
+        (docs / name).write_text(text)
+    out = tmp_path_factory.mktemp("answerpacks") / "docs"
+    build_pack("docs", [docs.as_uri()], out=out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def hops_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    corpus = tmp_path_factory.mktemp("hops") / "corpus.json"
+    corpus.write_text(json.dumps(CORPUS))
+    out = tmp_path_factory.mktemp("answerpacks") / "hops"
+    build_pack("hops", [], out=out, corpus=corpus, options=BuildOptions(graph=True))
+    return out
+
+
+def citations(answer: str) -> list[int]:
+    return [int(n) for n in re.findall(r"\[(\d+)\]", answer)]
+
+
+def sentences_of(answer: str) -> list[tuple[str, int]]:
+    """Each cited sentence of a short answer with its citation."""
+    return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?)\s\[(\d+)\][.!?…]*", answer)]
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+# -- sentences ---------------------------------------------------------------------------------
+
+
+def test_sentences_of_prose_keep_abbreviations_initials_identifiers_and_numbers() -> None:
+    text = (
+        "The APA's first president was G. Stanley Hall. Use socket.settimeout() first, e.g. "
+        "Python 3.11 does. J. R. R. Tolkien wrote it (cf. The Hobbit). It ends here! Does it? "
+        'He said "Stop." Then he left… Mr. Smith stayed.'
+    )
+    assert split_sentences(text) == [
+        "The APA's first president was G. Stanley Hall.",
+        "Use socket.settimeout() first, e.g. Python 3.11 does.",
+        "J. R. R. Tolkien wrote it (cf. The Hobbit).",
+        "It ends here!",
+        "Does it?",
+        'He said "Stop."',
+        "Then he left…",
+        "Mr. Smith stayed.",
+    ]
+    assert split_sentences("one line\nwrapped. Next one") == ["one line wrapped.", "Next one"]
+
+
+def test_units_of_documentation() -> None:
+    text = (
+        "blocking mode of the socket.\n\nsocket.settimeout(value)\n\nSet a timeout. The value is "
+        "in seconds.\n\n```\n>>> s.settimeout(3)\n\n>>> s.gettimeout()\n```\n\n- first item\n  "
+        "continued\n- second item\n\nSee also\n\n>>> x = 1\n"
+    )
+    units = split_units(text)
+    assert [(u.kind, u.text) for u in units] == [
+        (TEXT, "blocking mode of the socket."),
+        (TEXT, "socket.settimeout(value): Set a timeout."),  # the signature names what it describes
+        (TEXT, "The value is in seconds."),
+        (CODE, "```\n>>> s.settimeout(3)\n\n>>> s.gettimeout()\n```"),
+        (ITEM, "first item continued"),
+        (ITEM, "second item"),
+        (LABEL, "See also"),
+        (CODE, ">>> x = 1"),
+    ]
+    assert units[0].fragment and not units[1].fragment  # the chunk starts mid-sentence
+    assert [u.index for u in units] == list(range(len(units)))
+    assert split_units("") == [] and split_units("\n\n  \n") == []
+
+
+def test_cite_and_clip() -> None:
+    assert cite("It sets the timeout.", 2) == "It sets the timeout [2]."
+    assert cite('He said "Stop."', 1) == 'He said "Stop [1]."'
+    assert cite("no final stop", 3) == "no final stop [3]."
+    assert (
+        cite("Without arguments, dir() lists the names:", 4)
+        == "Without arguments, dir() lists the names [4]."
+    )
+    assert clip("one two three four", 2) == "one two …" and clip("one two", 5) == "one two"
+    assert cite(clip("one two three four", 2), 1) == "one two … [1]"
+    assert strip_citations("Paris [1]. Lyon [2][3].") == "Paris. Lyon."
+
+
+# -- the short answer --------------------------------------------------------------------------
+
+
+def test_the_short_answer_quotes_cited_sentences_of_its_sources(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        result = agent.query(TIMEOUT)
+    assert result.answer_mode == "extractive" and result.trace["answer_mode"] == "extractive"
+    answer = result.answer
+    assert "settimeout" in answer
+    cited = citations(answer)
+    assert cited and all(1 <= n <= len(result.sources) for n in cited)
+    for sentence, n in sentences_of(answer):
+        quoted = sentence.split(": ", 1)[-1] if re.match(r"^[\w.]+\(", sentence) else sentence
+        assert flat(quoted).rstrip(".") in flat(result.sources[n - 1].text), (sentence, n)
+    words = len(strip_citations(answer).split())
+    passages = sum(len(s.text.split()) for s in result.sources[:5])
+    assert words <= 60 and words < passages / 3
+    assert "```" not in answer and ">>>" not in answer  # code is left to the passages
+
+
+def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"answer_words": 8}}) as agent:
+        short = agent.query(TIMEOUT)
+    assert len(strip_citations(short.answer).split()) <= 9  # 8 words and the "…" of a cut
+    assert citations(short.answer) == [1] or len(citations(short.answer)) == 1
+    with pytest.raises(UsageError, match="answer_words"):
+        KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"answer_words": 0}})
+    with pytest.raises(UsageError, match="unknown weights"):
+        KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
+
+
+def test_an_enumeration_lists_one_item_per_source_page(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        result = agent.query("List all the compression modules")
+    lines = result.answer.splitlines()
+    assert len(lines) >= 3 and all(line.startswith("- ") for line in lines)
+    titles = [s.title for s in result.sources]
+    listed = []
+    for line in lines:
+        (n,) = citations(line)
+        assert line.startswith(f"- {titles[n - 1]}")
+        listed.append(titles[n - 1])
+    assert len(listed) == len(set(listed)) == len(set(titles))  # one item per page
+    assert {"gzip — Support for gzip files", "bz2 — Support for bzip2 compression"} <= set(listed)
+
+
+def test_the_answer_of_a_two_hop_question_comes_from_the_second_hop(hops_pack: Path) -> None:
+    question = "Who was the first president of the association that publishes the Journal of Lake Studies?"
+    with KnowledgeGraphAgent(hops_pack, llm=None) as agent:
+        result = agent.query(question)
+    assert "Ingrid Haldorsen" in result.answer and "Paul Verne" not in result.answer
+    (n,) = {n for sentence, n in sentences_of(result.answer) if "Haldorsen" in sentence}
+    assert result.sources[n - 1].title == "Northern Limnology Association"
+
+
+# -- what the CLI prints -----------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = run(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("extra", [[], ["-k5"]], ids=["fast parser", "typer"])
+def test_query_prints_the_short_answer_then_the_sources(
+    docs_pack: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    code, out, err = cli(capsys, "query", str(docs_pack), TIMEOUT, *extra)
+    assert code == 0, err
+    answer, sources = out.split("\n\nSources\n")
+    assert "settimeout" in answer and citations(answer)
+    lines = sources.strip().splitlines()
+    assert re.fullmatch(
+        r"\[1\] socket — Low-level networking interface › Socket Objects  file://\S+", lines[0]
+    )
+    assert all(re.match(rf"\[{n}\] ", line) for n, line in enumerate(lines, 1))
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        full = agent.query(TIMEOUT).sources[0].text
+    assert "Set the default timeout in seconds (float) for new socket objects" in full
+    assert flat(full) not in flat(out)  # the whole passage is not printed...
+    code, out, err = cli(capsys, "query", str(docs_pack), TIMEOUT, "--passages", *extra)
+    assert code == 0, err
+    assert full.strip() in out  # ...unless asked for
+    assert out.index("[1] socket") < out.index(full.strip()) < out.index("[2] ")
+
+
+def test_query_json_gives_the_short_answer_and_the_whole_passages(
+    docs_pack: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, "query", str(docs_pack), TIMEOUT, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        result = agent.query(TIMEOUT)
+    assert data["answer"] == result.answer and data["answer_mode"] == "extractive"
+    assert [s["text"] for s in data["sources"]] == [s.text for s in result.sources]
+    assert all(s["text"] for s in data["sources"])
+    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack"}
+
+
+def test_query_passages_in_a_fresh_process(docs_pack: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "wikigr", "query", str(docs_pack), TIMEOUT, "--passages"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert "\nSources\n[1] " in proc.stdout and "This module provides access to the BSD" in proc.stdout

@@ -1,0 +1,190 @@
+"""Split passages into the units a short answer is made of: sentences, list items, labels, code.
+
+Passages come from documentation (blocks separated by blank lines, signature lines such as
+``socket.settimeout(value)`` standing alone before their description, list items, fenced code)
+and from Wikipedia-like articles (plain paragraphs). A sentence ends at ``. ! ? …`` (after any
+closing quote or bracket) followed by white space and a capital, a digit or an opening quote —
+but not after an abbreviation ("e.g.", "Dr."), an initial ("G. Stanley Hall") or inside an
+identifier or a number (``socket.settimeout()``, ``3.11``), which have no space after the dot.
+
+A *label* is a short line without final punctuation: a signature (``class dict(**kwargs)``) or a
+heading. A code-like label is attached to the sentence that follows it, so that the answer says
+what the sentence describes (``socket.settimeout(value): Set a timeout on ...``). A passage that
+starts in the middle of a sentence (a chunk's overlap) marks its first unit as a ``fragment``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TEXT = "text"  # a sentence of prose
+ITEM = "item"  # a list item
+LABEL = "label"  # a signature or heading line, not attached to a sentence
+CODE = "code"  # a fenced block or code lines
+
+ABBREVIATIONS = frozenset(
+    """
+    e.g i.e etc cf vs viz al approx ca mr mrs ms dr prof st jr sr mt ft no nos vol vols fig figs
+    gen col lt sgt capt cmdr rev hon inc ltd co corp dept univ est jan feb mar apr jun jul aug sep
+    sept oct nov dec u.s u.k u.n a.m p.m ph.d b.a m.a op pp ed eds trans
+    """.split()  # noqa: SIM905
+)
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
+_CODE_LINE = re.compile(r"^(?:\s{4,}|\t|>>> |\.\.\. |\$ )")
+# A candidate end of sentence: the punctuation (and closing marks), the space, and what follows.
+_END = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_CITATION = re.compile(r"\s*\[\d+\]")
+_SIGNATURE = re.compile(r"[\w.]+\(.*\)|^[\w]+(?:\.[\w]+)+$|^(?:class|exception|async|def)\s|^-{1,2}\w")
+
+
+@dataclass
+class Unit:
+    """A piece of a passage that a short answer may quote."""
+
+    text: str  # what is shown (a label attached to a sentence comes first: "label: sentence")
+    kind: str  # TEXT, ITEM, LABEL or CODE
+    index: int  # its position in the passage (0 = first)
+    fragment: bool = False  # starts in the middle of a sentence
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+def _is_abbreviation(before: str) -> bool:
+    """Whether the word ending at a dot (``before``, without the dot) is an abbreviation or an
+    initial, after which a capital does not start a new sentence."""
+    word = before.lstrip("(\"'“‘[").rstrip(".")
+    if not word:
+        return False
+    if len(word) == 1 and word.isalpha():  # an initial: "G. Stanley Hall", "J. R. R. Tolkien"
+        return True
+    return word.casefold() in ABBREVIATIONS
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """The sentences of a paragraph of prose (line breaks are spaces)."""
+    text = " ".join(paragraph.split())
+    out: list[str] = []
+    start = 0
+    for match in _END.finditer(text):
+        end = match.start(3)
+        if match.group(1) == ".":
+            before = _WORD_BEFORE.search(text, 0, match.start(1))
+            if before and _is_abbreviation(before.group(1)):
+                continue
+        sentence = text[start:end].strip()
+        if sentence:
+            out.append(sentence)
+        start = match.end(3)
+    tail = text[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """Blocks of lines separated by blank lines; a fenced block (which may hold blank lines) is
+    one block of kind CODE."""
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] = []
+    fence: list[str] | None = None
+    for line in text.splitlines():
+        if fence is not None:
+            fence.append(line)
+            if _FENCE.match(line):
+                blocks.append((CODE, fence))
+                fence = None
+            continue
+        if _FENCE.match(line):
+            if current:
+                blocks.append((TEXT, current))
+                current = []
+            fence = [line]
+        elif line.strip():
+            current.append(line)
+        elif current:
+            blocks.append((TEXT, current))
+            current = []
+    if fence is not None:
+        blocks.append((CODE, fence))
+    if current:
+        blocks.append((TEXT, current))
+    return blocks
+
+
+def _is_label(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        len(stripped.split()) <= 12
+        and len(stripped) <= 120
+        and not stripped.endswith((".", "!", "?", ":", ";", ","))
+        and not _ITEM.match(stripped)
+    )
+
+
+def _code_like(label: str) -> bool:
+    return bool(_SIGNATURE.search(label.strip()))
+
+
+def split_units(text: str) -> list[Unit]:
+    """The units of a passage, in order (see the module's docstring)."""
+    pieces: list[tuple[str, str]] = []  # (kind, text)
+    for kind, lines in _blocks(text):
+        if kind == CODE:
+            pieces.append((CODE, "\n".join(lines)))
+            continue
+        paragraph: list[str] = []
+
+        def flush(paragraph: list[str] = paragraph) -> None:
+            if paragraph:
+                joined = " ".join(line.strip() for line in paragraph)
+                if len(paragraph) == 1 and _is_label(joined):
+                    pieces.append((LABEL, joined))
+                else:
+                    pieces.extend((TEXT, s) for s in split_sentences(joined))
+                paragraph.clear()
+
+        in_item = False
+        for line in lines:
+            continues = in_item and line[:1].isspace()
+            in_item = False
+            if _CODE_LINE.match(line) and not continues:
+                flush()
+                if pieces and pieces[-1][0] == CODE:
+                    pieces[-1] = (CODE, pieces[-1][1] + "\n" + line)
+                else:
+                    pieces.append((CODE, line))
+            elif _ITEM.match(line):
+                flush()
+                pieces.append((ITEM, _ITEM.sub("", line, count=1).strip()))
+                in_item = True
+            elif continues:  # an item's indented next line
+                pieces[-1] = (ITEM, pieces[-1][1] + " " + line.strip())
+                in_item = True
+            else:
+                paragraph.append(line)
+        flush()
+    units: list[Unit] = []
+    label: str | None = None
+    for kind, piece in pieces:
+        if kind == LABEL and _code_like(piece):
+            label = piece  # the nearest signature before a sentence describes it
+            continue
+        shown = piece
+        if label is not None and kind in (TEXT, ITEM):
+            shown = f"{label}: {piece}"
+        label = None
+        units.append(Unit(shown, kind, len(units)))
+    if units and units[0].kind in (TEXT, ITEM):
+        first = units[0].text
+        units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")
+    return units
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without its ``[n]`` citations."""
+    return _CITATION.sub("", text)

@@ -1,0 +1,470 @@
+"""The short extractive answer: the few sentences of the retrieved passages that answer the
+question, each citing its passage as ``[n]``, about ``answer_words`` words in all. No LLM.
+
+The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
+``sentence_passages`` passages are scored by a weighted sum of:
+
+- ``dense``: the cosine similarity of the sentence's embedding to the question's (the pack's
+  embedder; the sentences are embedded in one batch, at most ``max_sentences`` of them — the best
+  by the other signals);
+- ``keyword``: the share of the question's words the sentence holds, each weighted by its IDF in
+  the pack (from its BM25 index);
+- ``context``: the same share over the passage's title and section, which the sentence's pronouns
+  refer to; ``joint``: over the sentence and its title together;
+- ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it (or
+  its passage's title, its subject) names an entity that two of the top passages share and the
+  question does not, by how specific the entity is — the link of a multi-hop question (the
+  entities of a passage are the names and identifiers its text shows, and those of the pack's
+  entity graph when the retrieval loaded it);
+- ``atype``: whether it holds what the question asks for and does not name itself — a year or a
+  month for "when", a number for "how many", else a name;
+- ``novelty``: the share of its words the question does not use;
+- ``lead``: it opens its passage (a Wikipedia-like passage's first sentence says what its subject
+  is);
+- ``rank``: 1 / the passage's rank; ``fragment``: the sentence is cut by the passage's start.
+
+The best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
+continues the answer (the question's words still missing, an entity the quoted passages introduce)
+and loses ``same_source`` if its passage is quoted already; sentences are added while the word
+budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
+question) gets one item per source page: its best sentence. The weights were fitted, and the
+selection's options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs
+questions (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize
+from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
+from wikigr.retrieval.stage import Candidate, QueryState, Skip
+
+if TYPE_CHECKING:
+    from wikigr.pack.keyword import KeywordIndex
+
+FEATURES = (
+    "dense",
+    "keyword",
+    "joint",
+    "context",
+    "entity",
+    "bridge",
+    "atype",
+    "novelty",
+    "lead",
+    "rank",
+    "fragment",
+)
+NO_PASSAGE = "No passage in this pack matches the question."
+DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
+    "dense": 1.953,
+    "keyword": -1.415,
+    "joint": 5.12,
+    "context": -2.18,
+    "entity": -0.798,
+    "bridge": 2.108,
+    "atype": 0.831,
+    "novelty": -0.446,
+    "lead": 0.609,
+    "rank": 0.667,
+    "fragment": -0.697,
+}
+EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
+_NUMBER = re.compile(r"\b\d[\d,.]*\b")
+_YEAR = re.compile(
+    r"\b(1\d{3}|20\d{2})s?\b|\b(January|February|March|April|May|June|July|August|September|"
+    r"October|November|December)\b"
+)
+_ASKS_DATE = re.compile(
+    r"^\s*when\b|\b(what|which|in what) (year|date|decade|century)\b|\bwhen (was|were|did|is)\b", re.I
+)
+_ASKS_NUMBER = re.compile(
+    r"\bhow (many|much|long|old|far|tall|big|large|high)\b"
+    r"|\bwhat (percentage|percent|number|amount|population)\b",
+    re.I,
+)
+_END_PUNCT = re.compile(r"([.!?]+)([\"'”’)\]]*)$")
+
+
+@dataclass
+class AnswerOptions:
+    """How the short answer is made (the ``synthesize`` stage's options of the same names)."""
+
+    answer_words: int = 60  # the answer's length, about
+    item_words: int = 25  # an enumeration item's sentence, at most
+    sentence_passages: int = 5  # the top passages whose sentences are considered
+    max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
+    min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
+    same_source: float = 1.0  # lost by a sentence of a passage already quoted
+    follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
+    max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
+    min_words: int = 25  # ... but the budget is at least this
+    weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.weights) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"unknown weights {unknown} (the signals: {', '.join(FEATURES)})")
+        self.weights = {**DEFAULT_WEIGHTS, **self.weights}
+        if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
+            raise ValueError(
+                "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
+            )
+        if not 0.0 <= self.min_relative <= 1.0 or not 0.0 < self.max_share <= 1.0:
+            raise ValueError("min_relative must be between 0 and 1, max_share above 0 and at most 1")
+
+
+@dataclass
+class Asked:
+    """What the selection needs to know of the question and the passages."""
+
+    weights: dict[str, float]  # the question's words, by IDF
+    names: set[str]  # the entities the question names
+    specific: dict[str, float]  # how specific each name of the passages is (0-1)
+
+
+@dataclass
+class Scored:
+    """A sentence of a passage, with its signals and score."""
+
+    unit: Unit
+    source: int  # the passage's number in the sources (1-based)
+    features: dict[str, float]
+    asked: Asked
+    tokens: frozenset[str] = frozenset()  # its words and its passage's title's
+    names: frozenset[str] = frozenset()  # the entities it (or its passage's title) names
+    passage_names: frozenset[str] = frozenset()  # the entities its passage names
+    score: float = 0.0
+
+
+class Vocabulary:
+    """Tokens and their IDF: the pack's BM25 index when it has one, else the passages at hand."""
+
+    def __init__(self, index: KeywordIndex | None, passages: list[str]) -> None:
+        self.index = index
+        from wikigr.pack.keyword import tokenize
+
+        self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
+        self._local: dict[str, int] = {}
+        if index is None:
+            for text in passages:
+                for token in set(self.tokens(text)):
+                    self._local[token] = self._local.get(token, 0) + 1
+        self._docs = len(index) if index is not None else len(passages)
+        self._idf: dict[str, float] = {}
+        self.max_idf = math.log(1 + (self._docs - 0.5) / 1.5)  # a word in one chunk
+
+    def tokens(self, text: str) -> list[str]:
+        return self._tokenize(text)
+
+    def idf(self, token: str) -> float:
+        if token not in self._idf:
+            df = self.index.document_frequency(token) if self.index is not None else self._local.get(token, 0)
+            self._idf[token] = math.log(1 + (self._docs - df + 0.5) / (df + 0.5))
+        return self._idf[token]
+
+
+def _share(question: dict[str, float], tokens: set[str]) -> float:
+    total = sum(question.values())
+    return sum(w for t, w in question.items() if t in tokens) / total if total else 0.0
+
+
+def answer_type(question: str) -> str:
+    """What the question asks for: a "date", a "number", else a "name"."""
+    if _ASKS_NUMBER.search(question):
+        return "number"
+    if _ASKS_DATE.search(question):
+        return "date"
+    return "name"
+
+
+def _has_type(kind: str, text: str, question: str, asked: str) -> bool:
+    """Whether ``text`` holds something of ``kind`` that the question does not."""
+    if kind == "date":
+        return any(m.group(0) not in question for m in _YEAR.finditer(text))
+    if kind == "number":
+        return any(n not in question for n in _NUMBER.findall(text))
+    return any(m.type != CODE and not _named(m.key, asked) for m in keyword_entities("", text)[:20])
+
+
+def _named(key: str, text: str) -> bool:
+    return f" {key} " in text
+
+
+def _entities(state: QueryState, passages: list[Candidate]) -> tuple[set[str], list[set[str]]]:
+    """The question's entity keys and each passage's: the names and identifiers of the text, and
+    the pack's entity graph's where the retrieval loaded it (the graph profiles and, on passage
+    corpora, auto)."""
+    from wikigr.retrieval.stages.ppr import loaded_entity_graph
+
+    question = {m.key for m in keyword_entities("", state.question)} - STOP_NAMES
+    per_passage = [{m.key for m in keyword_entities(c.article_title, c.text)} for c in passages]
+    graph = loaded_entity_graph(state.ctx)
+    if graph is not None:
+        question |= {graph.entity_keys[e] for e in graph.link(state.question, concepts=False)}
+        for keys, c in zip(per_passage, passages, strict=True):
+            row = graph.chunk_index.get(c.chunk_id)
+            if row is not None:
+                keys |= {
+                    graph.entity_keys[e]
+                    for e in graph.chunk_entities(row)
+                    if graph.entity_types[e] != CONCEPT
+                }
+    return question, per_passage
+
+
+def _bridges(
+    question: set[str],
+    question_text: str,
+    per_passage: list[set[str]],
+    articles: list[str],
+    vocabulary: Vocabulary,
+) -> dict[str, float]:
+    """Entities named by passages of two different articles that the question does not name, by
+    how specific they are (the IDF of their rarest word over that of a word in one chunk)."""
+    seen: dict[str, set[str]] = {}
+    for keys, article in zip(per_passage, articles, strict=True):
+        for key in keys:
+            seen.setdefault(key, set()).add(article)
+    asked = f" {normalize(question_text)} "
+    bridges: dict[str, float] = {}
+    for key, where in seen.items():
+        if len(where) < 2 or key in question or len(key) < 3 or key in STOP_NAMES or _named(key, asked):
+            continue
+        idf = max((vocabulary.idf(t) for t in vocabulary.tokens(key)), default=0.0)
+        bridges[key] = min(1.0, idf / vocabulary.max_idf)
+    return bridges
+
+
+def sentence_features(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Scored]:
+    """Every sentence of the top passages that an answer may quote, with its signals (all but
+    ``dense``: see :func:`add_dense`), in passage order."""
+    top = passages[: options.sentence_passages]
+    try:
+        index: KeywordIndex | None = state.ctx.keyword_index()
+    except Skip:
+        index = None
+    vocabulary = Vocabulary(index, [c.text for c in top])
+    question_weights = {t: vocabulary.idf(t) for t in set(vocabulary.tokens(state.question))}
+    question_entities, per_passage = _entities(state, top)
+    bridges = _bridges(
+        question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
+    )
+    asked = f" {normalize(state.question)} "
+    kind = answer_type(state.question)
+    question_tokens = set(question_weights)
+    specific = {
+        key: min(
+            1.0, max((vocabulary.idf(t) for t in vocabulary.tokens(key)), default=0.0) / vocabulary.max_idf
+        )
+        for keys in per_passage
+        for key in keys
+        if key not in question_entities
+    }
+    shared = Asked(question_weights, question_entities, specific)
+    scored: list[Scored] = []
+    seen: set[str] = set()
+    for rank, candidate in enumerate(top, 1):
+        context = set(vocabulary.tokens(f"{candidate.article_title} {candidate.section_title}"))
+        context_share = _share(question_weights, context)
+        passage_names = per_passage[rank - 1]
+        title = f" {normalize(candidate.article_title)} "
+        title_names = {k for k in passage_names if _named(k, title)}
+        for unit in split_units(candidate.text):
+            if unit.kind not in (TEXT, ITEM) or unit.words < 3:
+                continue
+            key = normalize(unit.text)
+            if key in seen:  # the same sentence in an overlapping chunk
+                continue
+            seen.add(key)
+            text = f" {key} "
+            tokens = set(vocabulary.tokens(unit.text))
+            names = title_names | {k for k in passage_names if _named(k, text)}
+            features = {
+                "dense": 0.0,
+                "keyword": _share(question_weights, tokens),
+                "joint": _share(question_weights, tokens | context),
+                "context": context_share,
+                "entity": (
+                    sum(1 for k in question_entities if _named(k, text)) / len(question_entities)
+                    if question_entities
+                    else 0.0
+                ),
+                "bridge": max((bridges.get(k, 0.0) for k in names), default=0.0),
+                "atype": float(_has_type(kind, unit.text, state.question, asked)),
+                "novelty": len(tokens - question_tokens) / len(tokens) if tokens else 0.0,
+                "lead": float(unit.index == 0 and not unit.fragment),
+                "rank": 1.0 / rank,
+                "fragment": float(unit.fragment),
+            }
+            scored.append(
+                Scored(
+                    unit,
+                    rank,
+                    features,
+                    shared,
+                    frozenset(tokens | context),
+                    frozenset(names),
+                    frozenset(passage_names),
+                )
+            )
+    return scored
+
+
+def preselect(scored: list[Scored], weights: dict[str, float], limit: int) -> list[Scored]:
+    """The ``limit`` sentences that score best without ``dense`` (those worth embedding)."""
+    cheap = [sum(weights[f] * s.features[f] for f in FEATURES if f != "dense") for s in scored]
+    order = np.argsort(-np.asarray(cheap), kind="stable")[:limit]
+    return [scored[i] for i in sorted(order)]
+
+
+def add_dense(state: QueryState, scored: list[Scored], embed_words: int = EMBED_WORDS) -> None:
+    """Set ``dense``: the sentences' embeddings (their first ``embed_words`` words, in one batch)
+    against the question's."""
+    if scored:
+        vectors = state.ctx.embedder.embed([" ".join(s.unit.text.split()[:embed_words]) for s in scored])
+        for s, similarity in zip(scored, vectors @ state.vector(), strict=True):
+            s.features["dense"] = float(similarity)
+
+
+def rank(scored: list[Scored], weights: dict[str, float]) -> list[Scored]:
+    """``scored`` with their scores set, best first."""
+    for s in scored:
+        s.score = sum(weights[f] * s.features[f] for f in FEATURES)
+    return sorted(scored, key=lambda s: (-s.score, s.source, s.unit.index))
+
+
+def score_sentences(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Scored]:
+    """The sentences of the top passages an answer may quote, scored (see the module's docstring),
+    best first."""
+    kept = preselect(sentence_features(state, passages, options), options.weights, options.max_sentences)
+    add_dense(state, kept)
+    return rank(kept, options.weights)
+
+
+def clip(text: str, words: int) -> str:
+    """``text`` cut to at most ``words`` words (marked with …)."""
+    parts = text.split()
+    if len(parts) <= words:
+        return text
+    return " ".join(parts[:words]).rstrip(",;:") + " …"
+
+
+def cite(text: str, source: int) -> str:
+    """``text`` as a cited sentence: ``[source]`` before its final stop ("... in seconds [1]."); a
+    sentence that ends without one (a list item, one that introduced code with ":") gets a full
+    stop, one cut with "…" keeps it."""
+    if text.endswith("…"):
+        return f"{text} [{source}]"
+    body = text.rstrip(":;,").rstrip()
+    match = _END_PUNCT.search(body)
+    if match:
+        return f"{body[: match.start()]} [{source}]{match.group(0)}"
+    return f"{body} [{source}]."
+
+
+def _similar(a: str, b: str) -> bool:
+    x, y = set(normalize(a).split()), set(normalize(b).split())
+    return bool(x and y) and len(x & y) / min(len(x), len(y)) >= 0.8
+
+
+def follow(s: Scored, chosen: list[Scored]) -> float:
+    """How well ``s`` continues the sentences chosen so far (0-1): the share of the question's
+    words they leave unanswered that it holds, and whether it (or its passage's title) names an
+    entity that their passages introduce — the next hop of a multi-hop question."""
+    asked = s.asked
+    covered = frozenset().union(*(c.tokens for c in chosen))
+    residual = {t: w for t, w in asked.weights.items() if t not in covered}
+    links = frozenset().union(*(c.passage_names for c in chosen)) - asked.names
+    link = max((asked.specific.get(n, 0.0) for n in s.names & links), default=0.0)
+    return (_share(residual, set(s.tokens)) + link) / 2
+
+
+def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0) -> list[Scored]:
+    """The best sentences within the word budget (the best one, cut to it if it is longer). After
+    the first, a sentence gains ``follow`` × :func:`follow` and, if its passage is quoted already,
+    loses ``same_source``; none scoring below ``min_relative`` of the way from the lowest score to
+    the best is taken. The budget is
+    ``answer_words``, and at most ``max_share`` of the ``passage_words`` the sentences come from
+    (but at least ``min_words``)."""
+    chosen: list[Scored] = []
+    if not scored:
+        return chosen
+    budget = options.answer_words
+    if passage_words:
+        budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
+    best, lowest = scored[0].score, min(s.score for s in scored)
+    floor = lowest + options.min_relative * (best - lowest)
+    left = list(scored)
+    words = 0
+    while left:
+        used = {c.source for c in chosen}
+
+        def value(s: Scored, used: set[int] = used) -> float:
+            if not chosen:
+                return s.score
+            return s.score + options.follow * follow(s, chosen) - options.same_source * (s.source in used)
+
+        pick = max(left, key=value)
+        left.remove(pick)
+        if chosen and value(pick) < floor:
+            break
+        if any(_similar(pick.unit.text, c.unit.text) for c in chosen):
+            continue
+        if chosen and words + pick.unit.words > budget:
+            continue
+        chosen.append(pick)
+        words += pick.unit.words
+        if words >= budget:
+            break
+    return chosen
+
+
+def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> str:
+    """The short answer to ``state.question`` from ``passages`` (numbered from 1)."""
+    if not passages:
+        return NO_PASSAGE
+    passage_words = sum(len(c.text.split()) for c in passages[: options.sentence_passages])
+    chosen = select(score_sentences(state, passages, options), options, passage_words)
+    if not chosen:  # passages without a sentence: their opening words
+        return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
+    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
+
+
+def where(candidate: Candidate) -> str:
+    if candidate.section_title and candidate.section_title != candidate.article_title:
+        return f"{candidate.article_title} › {candidate.section_title}"
+    return candidate.article_title
+
+
+def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> str:
+    """A list for a global question: one item per source page, its best sentence, cited."""
+    if not passages:
+        return NO_PASSAGE
+    wide = dataclasses.replace(options, sentence_passages=len(passages))
+    by_source: dict[int, list[Scored]] = {}
+    for scored in sentence_features(state, passages, wide):
+        by_source.setdefault(scored.source, []).append(scored)
+    each = max(2, options.max_sentences // max(1, len(by_source)))  # the few worth embedding, each
+    kept = [s for group in by_source.values() for s in preselect(group, options.weights, each)]
+    add_dense(state, kept)
+    best: dict[int, Scored] = {}
+    for scored in rank(kept, options.weights):
+        best.setdefault(scored.source, scored)
+    items: list[str] = []
+    seen: set[str] = set()
+    for n, c in enumerate(passages, 1):
+        if c.article_id in seen:
+            continue
+        seen.add(c.article_id)
+        top = best.get(n)
+        text = top.unit.text if top is not None else " ".join(c.text.split())
+        items.append(f"- {where(c)} [{n}]: {clip(text, options.item_words)}")
+    return "\n".join(items)
