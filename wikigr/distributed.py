@@ -62,7 +62,9 @@ BATCH_CHUNKS = 256  # about this many chunks per task (build.py embeds EMBED_GRO
 BATCH_URLS = 16  # URLs per task (their chunk count is unknown before they are fetched)
 EXTRACT_BATCH = 64  # skeleton chunks per spaCy task
 EMBED_BATCH = 512  # entity names per embedding task
-TASKS_PER_CPU = 4  # at least this many tasks per CPU when the batch sizes above would give fewer
+# At least one task per CPU when the batch sizes above would give fewer (a small build then keeps
+# every worker busy). Not more: smaller tasks were slower here (bench/scale.py, 400 passages).
+TASKS_PER_CPU = 1
 
 
 @dataclass
@@ -297,8 +299,7 @@ def _batches(
 ) -> list[tuple[str, list[Any]]]:
     """The tasks: passages grouped to about ``batch_chunks`` chunks each (estimated from their
     words), URLs ``batch_urls`` at a time (spellings of one address in one batch, fetched once);
-    smaller batches when that gives fewer than TASKS_PER_CPU tasks per CPU of the cluster (a small
-    build then still keeps every worker busy to the end)."""
+    smaller batches when that gives fewer than TASKS_PER_CPU tasks per CPU of the cluster."""
     from wikigr.sources.urls import normalize_url
 
     batches: list[tuple[str, list[Any]]] = []
