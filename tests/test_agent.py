@@ -129,6 +129,15 @@ def test_quality_filter_drops_short_passages(pack: Path) -> None:
         == "boilerplate"
     )
     assert QualityStage().is_poor("A real sentence about sockets and their timeouts in Python.") is None
+    banner = "We use cookies to improve your experience. Read our cookie policy. Accept?"
+    assert QualityStage().is_poor(banner) == "boilerplate"
+    # One phrase in a passage with content is content (a HotpotQA gold passage was dropped so).
+    listing = (
+        "This page is a list of the Tampa Bay Buccaneers NFL Draft selections. The first draft the "
+        "Buccaneers participated in was 1976, in which they made Lee Roy Selmon their first pick."
+    )
+    assert QualityStage().is_poor(listing) is None
+    assert QualityStage().is_poor("Skip to content. Menu. Search the site.") == "boilerplate"
 
 
 def test_gate_flags_questions_the_pack_cannot_answer(pack: Path) -> None:

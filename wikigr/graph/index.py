@@ -352,26 +352,12 @@ def _code_digest() -> str:
 
 
 def graph_cache_file(store: Store, weights: EdgeWeights) -> Path | None:
-    """Where the graph of ``store`` with ``weights`` is cached: a file named after the sha256 of the
-    store's file (and of its write-ahead log, if any), the weights, the cache format and the code.
-    None when the files cannot be read, or are no longer in the state they were in when the store
-    was opened (the graph is then built from the open store, as it answers from that state)."""
-    from wikigr.home import cache_dir, file_digest
-    from wikigr.pack.store import files_state
+    """Where the graph of ``store`` with ``weights`` is cached (:func:`wikigr.home.store_cache_file`:
+    named after the store's files, the weights, the cache format and this code)."""
+    from wikigr.home import store_cache_file
 
-    if store.opened_state is None or files_state(store.path) != store.opened_state:
-        return None
-    parts = [f"wikigr entity graph {GRAPH_CACHE_FORMAT}", _code_digest(), repr(weights)]
-    try:
-        for path in (store.path, store.path.with_name(store.path.name + ".wal")):
-            if path.exists():
-                parts.append(f"{path.name} {file_digest(path)}")
-    except OSError:
-        return None
-    if files_state(store.path) != store.opened_state:  # changed while it was read
-        return None
-    key = hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
-    return cache_dir("graph", f"{key[:40]}.npz")
+    fmt = f"wikigr entity graph {GRAPH_CACHE_FORMAT}"
+    return store_cache_file(store, "graph", fmt, _code_digest(), repr(weights))
 
 
 def _strings(values: list[str]) -> np.ndarray:

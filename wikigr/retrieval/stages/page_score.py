@@ -32,22 +32,96 @@ from __future__ import annotations
 import math
 import re
 import time
+import zipfile
+import zlib
 from collections import defaultdict
+from contextlib import suppress
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wikigr.errors import WikigrError
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 
+if TYPE_CHECKING:
+    from wikigr.pack.store import Store
+
 _NAME_PART = re.compile(r"[a-z0-9]+")
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
+VECTOR_CACHE_FORMAT = 1
+VECTOR_CACHE_KEEP = 16  # packs whose chunk vectors are kept
+MAX_VECTOR_CACHE_BYTES = 2 * 1024 * 1024 * 1024
+_SEPARATOR = "\x00"  # between ids (no chunk or article id holds it)
 
 
 def _parts(text: str) -> set[str]:
     return set(_NAME_PART.findall(text.casefold()))
+
+
+def chunk_vectors(store: Store) -> tuple[list[str], list[str], np.ndarray]:
+    """:meth:`Store.chunk_matrix`, kept in ``$WIKIGR_HOME/cache/vectors/`` under the store's digest:
+    a fresh process reads the (n, dim) matrix back in milliseconds instead of a full scan of the
+    store through Arrow (about 70 ms for 2,000 chunks). The file is checked like any other input:
+    dtypes, shapes, counts and finite values; anything else and the store is read again."""
+    from wikigr.home import store_cache_file
+
+    path = store_cache_file(store, "vectors", f"wikigr chunk vectors {VECTOR_CACHE_FORMAT}")
+    if path is not None:
+        cached = _read_vectors(path)
+        if cached is not None:
+            return cached
+    ids, articles, matrix = store.chunk_matrix()
+    if path is not None:
+        _write_vectors(path, ids, articles, matrix)
+    return ids, articles, matrix
+
+
+def _write_vectors(path: Path, ids: list[str], articles: list[str], matrix: np.ndarray) -> None:
+    """Save the chunk vectors at ``path`` (``.npz``, no pickles), whole or not at all."""
+    import io
+
+    from wikigr.home import prune, write_atomic
+
+    if any(_SEPARATOR in value for value in (*ids, *articles)):
+        return
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        allow_pickle=False,
+        matrix=np.ascontiguousarray(matrix, dtype=np.float32),
+        ids=np.frombuffer(_SEPARATOR.join(ids).encode("utf-8"), dtype=np.uint8),
+        articles=np.frombuffer(_SEPARATOR.join(articles).encode("utf-8"), dtype=np.uint8),
+    )
+    with suppress(OSError):  # a cache that cannot be written only costs time
+        write_atomic(path, buffer.getvalue())
+        prune(path.parent, VECTOR_CACHE_KEEP)
+
+
+def _read_vectors(path: Path) -> tuple[list[str], list[str], np.ndarray] | None:
+    try:
+        if path.stat().st_size > MAX_VECTOR_CACHE_BYTES:
+            return None
+        with path.open("rb") as f, np.load(f, allow_pickle=False) as npz:
+            if set(npz.files) != {"matrix", "ids", "articles"}:
+                return None
+            matrix, ids_blob, articles_blob = npz["matrix"], npz["ids"], npz["articles"]
+        if matrix.dtype != np.float32 or matrix.ndim != 2:
+            return None
+        if ids_blob.dtype != np.uint8 or articles_blob.dtype != np.uint8:
+            return None
+        ids = ids_blob.tobytes().decode("utf-8").split(_SEPARATOR) if ids_blob.size else []
+        articles = articles_blob.tobytes().decode("utf-8").split(_SEPARATOR) if articles_blob.size else []
+    except (OSError, ValueError, EOFError, KeyError, TypeError, UnicodeDecodeError, zipfile.BadZipFile):
+        return None
+    except zlib.error:
+        return None
+    if len(ids) != matrix.shape[0] or len(articles) != len(ids) or not bool(np.isfinite(matrix).all()):
+        return None
+    return ids, articles, matrix
 
 
 class PageIndex:
@@ -56,7 +130,7 @@ class PageIndex:
 
     def __init__(self, ctx: Context) -> None:
         store = ctx.store
-        ids, articles, matrix = store.chunk_matrix()
+        ids, articles, matrix = chunk_vectors(store)
         dim = ctx.embedder.dimension
         if matrix.ndim != 2 or (len(ids) and matrix.shape[1] != dim):
             raise Skip(f"the pack's chunk vectors have {matrix.shape[-1]} dimensions, the embedder {dim}")

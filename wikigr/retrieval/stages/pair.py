@@ -66,7 +66,7 @@ QUESTION_WORDS = frozenset(
 
 @dataclass
 class PairOptions:
-    candidates: int = 12  # distinct articles considered
+    candidates: int = 16  # distinct articles considered
     rank: float = 0.3
     coverage: float = 2.0
     link: float = 1.0

@@ -1,4 +1,10 @@
-"""quality: drop boilerplate and too-short passages."""
+"""quality: drop boilerplate and too-short passages.
+
+Boilerplate is site chrome: navigation, cookie banners, footers. One such phrase in a passage is
+not enough ("This page is a list of the Buccaneers' draft picks" is content, and so is a passage
+about cookies): a short passage is dropped when it holds two hits of the phrases, or one and
+almost nothing else.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ from wikigr.retrieval.stage import QueryState, Stage, register
 
 BOILERPLATE = [
     "all rights reserved",
-    "cookie",
+    "cookies",
+    "cookie policy",
     "skip to content",
     "previous topic",
     "next topic",
@@ -18,6 +25,8 @@ BOILERPLATE = [
     "this page",
     "table of contents",
     "subscribe",
+    "privacy policy",
+    "terms of use",
 ]
 
 
@@ -27,6 +36,8 @@ class QualityOptions:
     min_letter_ratio: float = 0.3  # letters among non-space characters
     boilerplate: list[str] = field(default_factory=lambda: list(BOILERPLATE))
     boilerplate_max_words: int = 40  # only short passages are judged by boilerplate phrases
+    boilerplate_hits: int = 2  # phrase hits that make a short passage boilerplate
+    boilerplate_alone_words: int = 12  # at most this many words: one hit is enough
 
 
 _WORD = re.compile(r"\w+")
@@ -46,9 +57,11 @@ class QualityStage(Stage):
         letters = sum(ch.isalpha() for ch in visible)
         if visible and letters / len(visible) < self.options.min_letter_ratio:
             return "symbols"
-        if len(words) <= self.options.boilerplate_max_words:
+        o = self.options
+        if len(words) <= o.boilerplate_max_words:
             lowered = text.lower()
-            if any(phrase in lowered for phrase in self.options.boilerplate):
+            hits = sum(lowered.count(phrase) for phrase in o.boilerplate)
+            if hits >= o.boilerplate_hits or (hits and len(words) <= o.boilerplate_alone_words):
                 return "boilerplate"
         return None
 
