@@ -64,18 +64,19 @@ FEATURES = (
 )
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "dense": 1.953,
-    "keyword": -1.415,
-    "joint": 5.12,
-    "context": -2.18,
-    "entity": -0.798,
-    "bridge": 2.108,
-    "atype": 0.831,
-    "novelty": -0.446,
-    "lead": 0.609,
-    "rank": 0.667,
-    "fragment": -0.697,
+    "dense": 0.0,
+    "keyword": -0.098,
+    "joint": 4.344,
+    "context": -1.573,
+    "entity": -1.049,
+    "bridge": 2.216,
+    "atype": 0.847,
+    "novelty": -1.092,
+    "lead": 0.671,
+    "rank": 0.845,
+    "fragment": -0.692,
 }
+POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _YEAR = re.compile(
@@ -102,8 +103,8 @@ class AnswerOptions:
     sentence_passages: int = 5  # the top passages whose sentences are considered
     max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
     min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
-    same_source: float = 1.0  # lost by a sentence of a passage already quoted
-    follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
+    same_source: float = 0.5  # lost by a sentence of a passage already quoted
+    follow: float = 0.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
@@ -142,6 +143,7 @@ class Scored:
     names: frozenset[str] = frozenset()  # the entities it (or its passage's title) names
     passage_names: frozenset[str] = frozenset()  # the entities its passage names
     score: float = 0.0
+    words: frozenset[str] = frozenset()  # its normalised words (to tell near-duplicates)
 
 
 class Vocabulary:
@@ -313,6 +315,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
                     frozenset(tokens | context),
                     frozenset(names),
                     frozenset(passage_names),
+                    words=frozenset(key.split()),
                 )
             )
     return scored
@@ -344,9 +347,11 @@ def rank(scored: list[Scored], weights: dict[str, float]) -> list[Scored]:
 def score_sentences(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Scored]:
     """The sentences of the top passages an answer may quote, scored (see the module's docstring),
     best first."""
-    kept = preselect(sentence_features(state, passages, options), options.weights, options.max_sentences)
-    add_dense(state, kept)
-    return rank(kept, options.weights)
+    scored = sentence_features(state, passages, options)
+    if options.weights["dense"]:
+        scored = preselect(scored, options.weights, options.max_sentences)
+        add_dense(state, scored)
+    return rank(scored, options.weights)
 
 
 def clip(text: str, words: int) -> str:
@@ -370,8 +375,7 @@ def cite(text: str, source: int) -> str:
     return f"{body} [{source}]."
 
 
-def _similar(a: str, b: str) -> bool:
-    x, y = set(normalize(a).split()), set(normalize(b).split())
+def _similar(x: frozenset[str], y: frozenset[str]) -> bool:
     return bool(x and y) and len(x & y) / min(len(x), len(y)) >= 0.8
 
 
@@ -402,7 +406,7 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
         budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    left = list(scored)
+    left = list(scored[:POOL])  # best first: the answer takes a few of them
     words = 0
     while left:
         used = {c.source for c in chosen}
@@ -410,13 +414,14 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
         def value(s: Scored, used: set[int] = used) -> float:
             if not chosen:
                 return s.score
-            return s.score + options.follow * follow(s, chosen) - options.same_source * (s.source in used)
+            gain = options.follow * follow(s, chosen) if options.follow else 0.0
+            return s.score + gain - options.same_source * (s.source in used)
 
         pick = max(left, key=value)
         left.remove(pick)
         if chosen and value(pick) < floor:
             break
-        if any(_similar(pick.unit.text, c.unit.text) for c in chosen):
+        if any(_similar(pick.words, c.words) for c in chosen):
             continue
         if chosen and words + pick.unit.words > budget:
             continue
