@@ -42,7 +42,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize
+from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.retrieval.candidates import (
+    CANDIDATE_FEATURES,
+    DEFAULT_CANDIDATE_WEIGHTS,
+    AnswerCandidate,
+    answer_kind,
+    candidates,
+    comparison,
+    names_in,
+    rank_candidates,
+    window,
+)
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
 
@@ -65,16 +76,16 @@ FEATURES = (
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
     "dense": 0.0,
-    "keyword": -0.098,
-    "joint": 4.344,
-    "context": -1.573,
-    "entity": -1.049,
-    "bridge": 2.216,
-    "atype": 0.847,
-    "novelty": -1.092,
-    "lead": 0.671,
-    "rank": 0.845,
-    "fragment": -0.692,
+    "keyword": -0.279,
+    "joint": 4.492,
+    "context": -1.607,
+    "entity": -0.721,
+    "bridge": 2.162,
+    "atype": 0.83,
+    "novelty": -0.944,
+    "lead": 0.647,
+    "rank": 0.832,
+    "fragment": -0.694,
 }
 POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
@@ -108,12 +119,25 @@ class AnswerOptions:
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
+    candidates: bool = True  # a factoid question: the answer is built around its best candidates
+    candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
+    window_words: int = 20  # a candidate's part of its sentence, at most
+    max_candidates: int = 4  # candidates quoted, at most
+    candidate_margin: float = 2.0  # none scoring more than this below the best
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(FEATURES))
         if unknown:
             raise ValueError(f"unknown weights {unknown} (the signals: {', '.join(FEATURES)})")
+        unknown = sorted(set(self.candidate_weights) - set(CANDIDATE_FEATURES))
+        if unknown:
+            raise ValueError(
+                f"unknown candidate_weights {unknown} (the signals: {', '.join(CANDIDATE_FEATURES)})"
+            )
         self.weights = {**DEFAULT_WEIGHTS, **self.weights}
+        self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
+        if min(self.window_words, self.max_candidates) < 1:
+            raise ValueError("window_words and max_candidates must be at least 1")
         if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
             raise ValueError(
                 "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
@@ -129,6 +153,8 @@ class Asked:
     weights: dict[str, float]  # the question's words, by IDF
     names: set[str]  # the entities the question names
     specific: dict[str, float]  # how specific each name of the passages is (0-1)
+    vocabulary: Vocabulary
+    articles: dict[int, tuple[str, str]]  # each source's article id and title
 
 
 @dataclass
@@ -143,6 +169,7 @@ class Scored:
     names: frozenset[str] = frozenset()  # the entities it (or its passage's title) names
     passage_names: frozenset[str] = frozenset()  # the entities its passage names
     score: float = 0.0
+    norm: str = ""  # its text, normalised
     words: frozenset[str] = frozenset()  # its normalised words (to tell near-duplicates)
 
 
@@ -155,6 +182,7 @@ class Vocabulary:
 
         self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
         self._local: dict[str, int] = {}
+        self._tokens: dict[str, list[str]] = {}
         if index is None:
             for text in passages:
                 for token in set(self.tokens(text)):
@@ -164,7 +192,11 @@ class Vocabulary:
         self.max_idf = math.log(1 + (self._docs - 0.5) / 1.5)  # a word in one chunk
 
     def tokens(self, text: str) -> list[str]:
-        return self._tokenize(text)
+        """The tokens of ``text`` (remembered: a word or a name is asked for many times)."""
+        known = self._tokens.get(text)
+        if known is None:
+            known = self._tokens[text] = self._tokenize(text)
+        return known
 
     def idf(self, token: str) -> float:
         if token not in self._idf:
@@ -193,7 +225,7 @@ def _has_type(kind: str, text: str, question: str, asked: str) -> bool:
         return any(m.group(0) not in question for m in _YEAR.finditer(text))
     if kind == "number":
         return any(n not in question for n in _NUMBER.findall(text))
-    return any(m.type != CODE and not _named(m.key, asked) for m in keyword_entities("", text)[:20])
+    return any(not _named(key, asked) for _, key in names_in(text)[:20])
 
 
 def _named(key: str, text: str) -> bool:
@@ -270,7 +302,8 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         for key in keys
         if key not in question_entities
     }
-    shared = Asked(question_weights, question_entities, specific)
+    articles = {n: (c.article_id, c.article_title) for n, c in enumerate(top, 1)}
+    shared = Asked(question_weights, question_entities, specific, vocabulary, articles)
     scored: list[Scored] = []
     seen: set[str] = set()
     for rank, candidate in enumerate(top, 1):
@@ -315,6 +348,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
                     frozenset(tokens | context),
                     frozenset(names),
                     frozenset(passage_names),
+                    norm=key,
                     words=frozenset(key.split()),
                 )
             )
@@ -401,9 +435,7 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     chosen: list[Scored] = []
     if not scored:
         return chosen
-    budget = options.answer_words
-    if passage_words:
-        budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
+    room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
     left = list(scored[:POOL])  # best first: the answer takes a few of them
@@ -423,13 +455,95 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
             break
         if any(_similar(pick.words, c.words) for c in chosen):
             continue
-        if chosen and words + pick.unit.words > budget:
+        if chosen and words + pick.unit.words > room:
             continue
         chosen.append(pick)
         words += pick.unit.words
-        if words >= budget:
+        if words >= room:
             break
     return chosen
+
+
+def budget(options: AnswerOptions, passage_words: int) -> int:
+    """The answer's words, at most: ``answer_words``, and at most ``max_share`` of the
+    ``passage_words`` it draws from (but at least ``min_words``)."""
+    if not passage_words:
+        return options.answer_words
+    return min(options.answer_words, max(options.min_words, round(options.max_share * passage_words)))
+
+
+def answer_candidates(question: str, scored: list[Scored], options: AnswerOptions) -> list[AnswerCandidate]:
+    """The candidate answers of a factoid question in its ``scored`` sentences, best first (none
+    for a question that is not a factoid one)."""
+    kind = answer_kind(question)
+    if kind is None or not options.candidates or not scored:
+        return []
+    asked = scored[0].asked
+    found = candidates(question, kind, scored, asked.vocabulary, asked.articles, len(asked.articles))
+    return rank_candidates(found, options.candidate_weights)
+
+
+def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
+    """The answer built around the best candidates: the part of its sentence that holds the best
+    one, then those of the next ones (each cited) while the budget lasts and they score within
+    ``candidate_margin`` of the best."""
+    room = budget(options, passage_words)
+    parts: list[str] = []
+    shown = ""
+    for c in found[: options.max_candidates]:
+        if parts and c.score < found[0].score - options.candidate_margin:
+            break
+        if f" {c.key} " in shown:  # already quoted with another
+            continue
+        left = room if not parts else room - len(" ".join(parts).split())
+        if parts and left < 6:
+            break
+        o = c.best
+        text = window(o.scored.unit.text, o.start, o.end, min(options.window_words, left))
+        parts.append(cite(text, o.scored.source))
+        shown += f" {normalize(text)} "
+    return " ".join(parts)
+
+
+def compare(things: tuple[str, str], scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The answer to a question that compares two things: for each, the best sentence that names
+    it (or of a passage about it), in half the budget, cited; "" when neither is found."""
+    each = max(6, budget(options, passage_words) // 2)
+    parts: list[str] = []
+    for name in things:
+        key = normalize(name)
+        words = set(key.split())
+        best = next(
+            (
+                s
+                for s in scored
+                if words <= s.words or normalize(title_name(s.asked.articles[s.source][1])) == key
+            ),
+            None,
+        )
+        if best is None:
+            continue
+        text = clip(best.unit.text, each)
+        if not words <= set(normalize(text).split()):
+            text = f"{name}: {text}"
+        parts.append(cite(text, best.source))
+    return " ".join(parts)
+
+
+def answer_from(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The short answer made of the ``scored`` sentences (best first): one sentence per thing a
+    comparison names; for a factoid question, the parts of sentences that hold its best candidates
+    (:func:`compose`); else the best sentences (:func:`select`). "" when there is no sentence."""
+    things = comparison(question) if options.candidates else None
+    if things is not None and scored:
+        answer = compare(things, scored, options, passage_words)
+        if answer:
+            return answer
+    found = answer_candidates(question, scored, options)
+    if found:
+        return compose(found, options, passage_words)
+    chosen = select(scored, options, passage_words)
+    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
 
 
 def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> str:
@@ -437,10 +551,10 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
     if not passages:
         return NO_PASSAGE
     passage_words = sum(len(c.text.split()) for c in passages[: options.sentence_passages])
-    chosen = select(score_sentences(state, passages, options), options, passage_words)
-    if not chosen:  # passages without a sentence: their opening words
+    answer = answer_from(state.question, score_sentences(state, passages, options), options, passage_words)
+    if not answer:  # passages without a sentence: their opening words
         return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
-    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
+    return answer
 
 
 def where(candidate: Candidate) -> str:
