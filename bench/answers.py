@@ -25,7 +25,8 @@ come from the gold page (``in_passages``).
 The weights are chosen on the first half of each set (MuSiQue and HotpotQA 1-50, docs 1-66: `dev`)
 with --tune — a listwise model fitted to rank first the sentences that hold the gold, another (on
 MuSiQue and HotpotQA) to rank first the answer candidates that hold it, then a coordinate search of
-the options (min_relative, same_source, follow; window_words, max_candidates, candidate_margin) for
+the options (min_relative, same_source, follow; window_words, next_window_words, max_candidates,
+candidate_margin, one_hop) for
 the share of answers holding the gold (on the docs: naming the function, since
 citing the gold page would reward quoting many pages), an answer over 10% of the passages' length
 penalised — and reported on the second half (`test`); both halves and all are printed. The report
@@ -304,8 +305,10 @@ GRID = {
     "same_source": [0.0, 0.5, 1.0, 2.0],
     "follow": [0.0, 0.5, 1.0, 2.0, 4.0],
     "window_words": [10, 12, 15, 20, 25],
-    "max_candidates": [1, 2, 3, 4, 6],
+    "next_window_words": [6, 8, 10, 12, 15, 20],
+    "max_candidates": [1, 2, 3, 4, 6, 8],
     "candidate_margin": [0.5, 1.0, 2.0, 3.0, 5.0],
+    "one_hop": [0.7, 0.8, 0.9, 1.0, 1.01],  # 1.01: never
 }
 
 

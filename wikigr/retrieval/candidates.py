@@ -22,7 +22,11 @@ HotpotQA with ``bench/answers.py --tune``) of:
   follows "in", "at", "from" or "near", a date holds a year, a number is not a year;
 - ``order``: 1 / the rank of its best sentence among the question's sentences;
 - ``relation``: as ``near``, over the question's words that are not in the names it holds (what it
-  asks of them: "first president", "born").
+  asks of them: "first president", "born");
+- ``head``: the noun the question asks for ("which *band*", "what *currency*") is near it, or in
+  the first sentence of its passage when it is the passage's subject ("... is an American rock band");
+- ``cover``: the share of the question's words (by IDF) that a sentence holding it and its title
+  hold, at best (near 1: a one-hop question, answered in that sentence).
 """
 
 from __future__ import annotations
@@ -52,22 +56,26 @@ CANDIDATE_FEATURES = (
     "fits",
     "order",
     "relation",
+    "head",
+    "cover",
 )
 DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "type": 2.64,
-    "sentence": 6.124,
-    "near": -3.327,
-    "rank": -0.621,
-    "passages": -2.945,
-    "subject": 0.511,
-    "hop2": 1.301,
-    "hop1": 0.433,
-    "bridge": -0.292,
-    "lead": 0.524,
-    "words": 0.749,
-    "fits": 1.684,
-    "order": -2.074,
-    "relation": 4.945,
+    "type": 2.741,
+    "sentence": 5.305,
+    "near": -4.3,
+    "rank": -0.665,
+    "passages": -3.968,
+    "subject": 0.445,
+    "hop2": 1.413,
+    "hop1": 0.33,
+    "bridge": -0.459,
+    "lead": 0.648,
+    "words": 0.695,
+    "fits": 1.689,
+    "order": -1.733,
+    "relation": 3.848,
+    "head": -0.413,
+    "cover": 1.568,
 }
 NEAR = 10  # words either side of a candidate that count as near it
 
@@ -113,6 +121,8 @@ _ASKS_PLACE = re.compile(
     r"continent|province|river|island|location|nation|district|area)\b",
     re.I,
 )
+_VERB = r"(?:is|was|are|were|did|does|do|has|had|can|could|will|would|the|a|an|of|in|on|to)\b"
+_HEAD = re.compile(rf"\b(?:which|what|whose)\s+((?:(?!{_VERB})[\w-]+\s*){{1,2}})", re.I)
 _ASKS_NAME = re.compile(r"\b(what|which|name)\b", re.I)
 _HOW_TO = re.compile(
     r"\bhow (to|do|does|can|could|should|would|is|are)\b"
@@ -146,6 +156,16 @@ def comparison(question: str) -> tuple[str, str] | None:
         return None
     a, b = first.group(1).strip(), second.group(1).strip()
     return (a, b) if a and b and normalize(a) != normalize(b) else None
+
+
+QUESTION_WORDS = frozenset(
+    "who whom whose what when where which why how many much did does do i is was were are".split()  # noqa: SIM905
+)  # a question's own words: never in the sentence that answers it
+
+
+def asked_tokens(vocabulary: Vocabulary, question: str) -> set[str]:
+    """The tokens of ``question`` that an answer may hold (not "when", "who", "how many"...)."""
+    return {t for t in vocabulary.tokens(question) if t not in QUESTION_WORDS}
 
 
 def answer_kind(question: str) -> str | None:
@@ -273,11 +293,13 @@ def candidates(
     """The answer candidates of the ``scored`` sentences (their scores set), with their signals.
     ``articles`` gives each source's (article id, title); ``passages``: how many were read."""
     question_norm = f" {normalize(question)} "
-    question_tokens = set(vocabulary.tokens(question))
+    question_tokens = asked_tokens(vocabulary, question)
     weights = {t: vocabulary.idf(t) for t in question_tokens}
     total = sum(weights.values()) or 1.0
     in_names = {t for m in keyword_entities("", question) for t in vocabulary.tokens(m.name)}
     relation = {t: w for t, w in weights.items() if t not in in_names}
+    head_match = _HEAD.search(question)
+    head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
     relation_total = sum(relation.values()) or 1.0
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
@@ -313,12 +335,14 @@ def candidates(
     }
     hop1 = {n for n, subject in subjects.items() if subject and f" {subject} " in question_norm}
     tokens_of: dict[str, list[str]] = {}
+    leads = {s.source: set(s.tokens) for s in scored if s.unit.index == 0}
     order = {id(s): n for n, s in enumerate(sorted(scored, key=lambda s: -s.score), 1)}
     scores = [s.score for s in scored]
     low, high = min(scores), max(scores)
     spread = (high - low) or 1.0
     for candidate in found.values():
         near = related = 0.0
+        headed = False
         for o in candidate.occurrences:
             text = o.scored.unit.text
             window: set[str] = set()
@@ -328,15 +352,17 @@ def candidates(
                 window.update(tokens_of[word])
             near = max(near, sum(w for t, w in weights.items() if t in window) / total)
             related = max(related, sum(w for t, w in relation.items() if t in window) / relation_total)
+            headed = headed or bool(head & window)
         best = candidate.best.scored
         sources = {o.scored.source for o in candidate.occurrences}
+        is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
             "type": float(_is_type(candidate.type, asked)),
             "sentence": (best.score - low) / spread,
             "near": near,
             "rank": 1.0 / min(sources),
             "passages": len(sources) / passages,
-            "subject": float(any(candidate.key == subjects.get(n) for n in sources)),
+            "subject": float(is_subject),
             "hop2": float(bool(sources & hop2)),
             "hop1": float(bool(sources & hop1)),
             "bridge": float(len(named_by[candidate.key]) > 1),
@@ -345,15 +371,26 @@ def candidates(
             "fits": float(_fits(candidate, asked)),
             "order": 1.0 / order[id(best)],
             "relation": related,
+            "cover": max(o.scored.features["joint"] for o in candidate.occurrences),
+            "head": float(headed or (is_subject and bool(head & leads.get(min(sources), set())))),
         }
     return list(found.values())
 
 
-def rank_candidates(found: list[AnswerCandidate], weights: dict[str, float]) -> list[AnswerCandidate]:
-    """``found`` with their scores set, best first."""
+def rank_candidates(
+    found: list[AnswerCandidate], weights: dict[str, float], one_hop: float = 1.0
+) -> list[AnswerCandidate]:
+    """``found`` with their scores set, best first. The weights are fitted on multi-hop questions,
+    whose answer is away from the question's words; so a candidate of the type asked for in a
+    sentence that holds at least ``one_hop`` of the question (``cover``: a one-hop question,
+    answered there) comes first."""
     for c in found:
         c.score = sum(weights.get(f, 0.0) * c.features[f] for f in CANDIDATE_FEATURES)
-    return sorted(found, key=lambda c: (-c.score, c.best.scored.source, c.best.start))
+
+    def answered(c: AnswerCandidate) -> bool:
+        return c.features["type"] > 0 and c.features["cover"] >= one_hop
+
+    return sorted(found, key=lambda c: (not answered(c), -c.score, c.best.scored.source, c.best.start))
 
 
 _CLAUSE = re.compile(r"[,;:–—]\s+|\s+[–—-]\s+|\s\(|\)\s")

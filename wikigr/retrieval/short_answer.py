@@ -48,6 +48,7 @@ from wikigr.retrieval.candidates import (
     DEFAULT_CANDIDATE_WEIGHTS,
     AnswerCandidate,
     answer_kind,
+    asked_tokens,
     candidates,
     comparison,
     names_in,
@@ -76,16 +77,16 @@ FEATURES = (
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
     "dense": 0.0,
-    "keyword": -0.279,
-    "joint": 4.492,
-    "context": -1.607,
-    "entity": -0.721,
-    "bridge": 2.162,
-    "atype": 0.83,
-    "novelty": -0.944,
-    "lead": 0.647,
-    "rank": 0.832,
-    "fragment": -0.694,
+    "keyword": -0.332,
+    "joint": 4.3,
+    "context": -1.634,
+    "entity": -0.741,
+    "bridge": 2.139,
+    "atype": 0.826,
+    "novelty": -0.98,
+    "lead": 0.655,
+    "rank": 0.84,
+    "fragment": -0.704,
 }
 POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
@@ -115,15 +116,17 @@ class AnswerOptions:
     max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
     min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
     same_source: float = 0.5  # lost by a sentence of a passage already quoted
-    follow: float = 0.0  # gained by a sentence that continues those chosen (see follow())
+    follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
     candidates: bool = True  # a factoid question: the answer is built around its best candidates
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
-    window_words: int = 20  # a candidate's part of its sentence, at most
-    max_candidates: int = 4  # candidates quoted, at most
-    candidate_margin: float = 2.0  # none scoring more than this below the best
+    window_words: int = 20  # the best candidate's part of its sentence, at most
+    next_window_words: int = 10  # ... the next candidates'
+    max_candidates: int = 8  # candidates quoted, at most
+    candidate_margin: float = 3.0  # none scoring more than this below the best
+    one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(FEATURES))
@@ -136,8 +139,8 @@ class AnswerOptions:
             )
         self.weights = {**DEFAULT_WEIGHTS, **self.weights}
         self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
-        if min(self.window_words, self.max_candidates) < 1:
-            raise ValueError("window_words and max_candidates must be at least 1")
+        if min(self.window_words, self.next_window_words, self.max_candidates) < 1:
+            raise ValueError("window_words, next_window_words and max_candidates must be at least 1")
         if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
             raise ValueError(
                 "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
@@ -286,7 +289,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
     except Skip:
         index = None
     vocabulary = Vocabulary(index, [c.text for c in top])
-    question_weights = {t: vocabulary.idf(t) for t in set(vocabulary.tokens(state.question))}
+    question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
     question_entities, per_passage = _entities(state, top)
     bridges = _bridges(
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
@@ -480,7 +483,7 @@ def answer_candidates(question: str, scored: list[Scored], options: AnswerOption
         return []
     asked = scored[0].asked
     found = candidates(question, kind, scored, asked.vocabulary, asked.articles, len(asked.articles))
-    return rank_candidates(found, options.candidate_weights)
+    return rank_candidates(found, options.candidate_weights, options.one_hop)
 
 
 def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
@@ -499,31 +502,45 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
         if parts and left < 6:
             break
         o = c.best
-        text = window(o.scored.unit.text, o.start, o.end, min(options.window_words, left))
+        width = options.next_window_words if parts else options.window_words
+        text = window(o.scored.unit.text, o.start, o.end, min(width, left))
         parts.append(cite(text, o.scored.source))
         shown += f" {normalize(text)} "
     return " ".join(parts)
 
 
+COMPARATIVES = frozenset(
+    """first last earlier earliest later latest older oldest younger youngest larger largest bigger
+    biggest smaller smallest taller tallest higher highest longer longest shorter shortest more most
+    less least better best""".split()  # noqa: SIM905
+)  # how a comparison asks, never what its sentences say
+
+
 def compare(things: tuple[str, str], scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
-    """The answer to a question that compares two things: for each, the best sentence that names
-    it (or of a passage about it), in half the budget, cited; "" when neither is found."""
+    """The answer to a question that compares two things: for each, the sentence that names it
+    (or of a passage about it) holding most of what the question asks of them (its words but the
+    two names: "founded first"), in half the budget, cited; "" when neither is found."""
     each = max(6, budget(options, passage_words) // 2)
+    asked = scored[0].asked
+    names = [set(asked.vocabulary.tokens(name)) for name in things]
+    relation = {
+        t: w for t, w in asked.weights.items() if not any(t in n for n in names) and t not in COMPARATIVES
+    }
     parts: list[str] = []
     for name in things:
         key = normalize(name)
         words = set(key.split())
-        best = next(
-            (
-                s
-                for s in scored
-                if words <= s.words or normalize(title_name(s.asked.articles[s.source][1])) == key
-            ),
-            None,
-        )
-        if best is None:
+        about = [
+            s for s in scored if words <= s.words or normalize(title_name(asked.articles[s.source][1])) == key
+        ]
+        if not about:
             continue
-        text = clip(best.unit.text, each)
+        best = max(about, key=lambda s: (_share(relation, set(s.tokens)), s.score))
+        text = best.unit.text
+        tokens = asked.vocabulary.tokens
+        at = next((m for m in re.finditer(r"\S+", text) if relation.keys() & set(tokens(m.group()))), None)
+        # the part of a long sentence around what is asked ("founded in 1930")
+        text = window(text, at.start(), at.end(), each) if at else clip(text, each)
         if not words <= set(normalize(text).split()):
             text = f"{name}: {text}"
         parts.append(cite(text, best.source))
