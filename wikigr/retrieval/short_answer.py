@@ -115,7 +115,7 @@ class AnswerOptions:
     sentence_passages: int = 5  # the top passages whose sentences are considered
     max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
     min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
-    same_source: float = 0.5  # lost by a sentence of a passage already quoted
+    same_source: float = 2.0  # lost by a sentence of a passage already quoted
     follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
