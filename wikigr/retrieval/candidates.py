@@ -1,6 +1,6 @@
 """Answer candidates for a factoid question: what the question asks for (a date, a number, a
 person, a place, a name), the spans of the top passages' sentences that could be it, and their
-signals. No model: names are the capitalised spans, quoted titles and article titles of
+signals. No model: names are the capitalised spans and quoted titles of
 :func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
 dates and numbers come from regular expressions. A candidate the question names is left out.
 

@@ -6,9 +6,10 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 
 - ``dense``: the cosine similarity of the sentence's embedding to the question's (the pack's
   embedder; the sentences are embedded in one batch, at most ``max_sentences`` of them — the best
-  by the other signals);
-- ``keyword``: the share of the question's words the sentence holds, each weighted by its IDF in
-  the pack (from its BM25 index);
+  by the other signals). Its weight is 0 by default, and then nothing is embedded: it cost most of
+  the answer's time and did not make the answers better on the dev questions;
+- ``keyword``: the share of the question's words (not its own words: "when", "who"...) the
+  sentence holds, each weighted by its IDF in the pack (from its BM25 index);
 - ``context``: the same share over the passage's title and section, which the sentence's pronouns
   refer to; ``joint``: over the sentence and its title together;
 - ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it (or
@@ -23,13 +24,18 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
   is);
 - ``rank``: 1 / the passage's rank; ``fragment``: the sentence is cut by the passage's start.
 
-The best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
+The answer is made of them in one of three ways (:func:`answer_from`): a factoid question
+("who", "when", "how many", "which X"...) leads with the part of the sentence that holds its best
+answer candidate, then those of the next candidates (:func:`compose`; the candidates and their
+signals: :mod:`wikigr.retrieval.candidates`); a comparison ("which ..., A or B?") gets a sentence
+on each of the two things (:func:`compare`); anything else gets the best sentences. There, the
+best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
 continues the answer (the question's words still missing, an entity the quoted passages introduce)
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
 budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
 question) gets one item per source page: its best sentence. The weights were fitted, and the
-selection's options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs
-questions (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
+options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs questions
+(``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
 """
 
 from __future__ import annotations
