@@ -16,8 +16,21 @@ from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import BuildOptions, build_pack
 from wikigr.cli import run
 from wikigr.errors import UsageError
+from wikigr.retrieval.candidates import (
+    DATE,
+    NAME,
+    NUMBER,
+    PERSON,
+    PLACE,
+    answer_kind,
+    comparison,
+    spans,
+    window,
+)
+from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.sentences import CODE, ITEM, LABEL, TEXT, split_sentences, split_units, strip_citations
 from wikigr.retrieval.short_answer import cite, clip
+from wikigr.retrieval.stage import QueryState
 
 FILLER = (
     "Sockets have been part of the standard library for a long time. They wrap the operating "
@@ -227,9 +240,121 @@ def test_the_answer_of_a_two_hop_question_comes_from_the_second_hop(hops_pack: P
     question = "Who was the first president of the association that publishes the Journal of Lake Studies?"
     with KnowledgeGraphAgent(hops_pack, llm=None) as agent:
         result = agent.query(question)
-    assert "Ingrid Haldorsen" in result.answer and "Paul Verne" not in result.answer
-    (n,) = {n for sentence, n in sentences_of(result.answer) if "Haldorsen" in sentence}
+    (lead, n), *_ = sentences_of(result.answer)  # the best candidate's sentence leads
+    assert "Ingrid Haldorsen" in lead and "Paul Verne" not in lead
     assert result.sources[n - 1].title == "Northern Limnology Association"
+
+
+# -- factoid questions: the answer is built around the best candidate -------------------------
+
+
+def test_what_a_question_asks_for() -> None:
+    assert answer_kind("Who was the first president of the society?") == PERSON
+    assert answer_kind("When was the society founded?") == DATE
+    assert answer_kind("The journal was first published when?") == DATE
+    assert answer_kind("In what year did the congress start?") == DATE
+    assert answer_kind("How many members does the society have?") == NUMBER
+    assert answer_kind("In which city was the society founded?") == PLACE
+    assert answer_kind("Which journal does the society publish?") == NAME
+    # not factoid questions: a how-to, an instruction (the docs set's questions)
+    assert answer_kind(TIMEOUT) is None
+    assert answer_kind("sort list `x` by the second item where the key is `k`") is None
+    assert answer_kind("find all anchor tags in html `soup` whose url begins with `http`") is None
+    assert comparison("Which band was formed first, The Exies or Circus Diablo?") == (
+        "The Exies",
+        "Circus Diablo",
+    )
+    assert comparison("Which plant is larger, the Pterocarya or the Cotula?") == ("Pterocarya", "Cotula")
+    assert comparison("Who founded the society?") is None
+    assert comparison("Is it true or false?") is None
+
+
+def test_candidate_spans_and_their_windows() -> None:
+    text = (
+        "On 26 July 1921, Studio 33 in Columbus, Ohio sold 1,200 copies for $1.18 trillion, "
+        "39.2% of the market, twice."
+    )
+    found = {(span, kind) for span, kind, _, _ in spans(text)}
+    assert {("26 July 1921", DATE), ("Studio 33", NAME), ("Columbus, Ohio", NAME)} <= found
+    assert {("1,200", NUMBER), ("$1.18 trillion", NUMBER), ("39.2%", NUMBER), ("twice", NUMBER)} <= found
+    assert ("July 1921", NAME) not in found  # a name does not run into a date
+    for span, _, start, end in spans(text):
+        assert text[start:end] == span
+    long = (
+        "The society, which was founded by a group of chemists and biologists from the west coast, "
+        "elected Ingrid Haldorsen as its first president in a meeting held in the autumn of that year."
+    )
+    start = long.index("Ingrid Haldorsen")
+    cut = window(long, start, start + len("Ingrid Haldorsen"), 12)
+    assert "Ingrid Haldorsen" in cut and len(cut.replace("…", "").split()) <= 12
+    assert cut.startswith("… ") and cut.endswith(" …") and flat(cut.strip("… ")) in flat(long)
+    assert window("Ingrid Haldorsen was its president.", 0, 16, 12) == "Ingrid Haldorsen was its president."
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("When was the Northern Limnology Association founded?", "1921"),
+        ("In which city was the Northern Limnology Association founded?", "Tromsø"),
+    ],
+)
+def test_a_factoid_answer_leads_with_the_sentence_of_the_best_candidate(
+    hops_pack: Path, question: str, expected: str
+) -> None:
+    with KnowledgeGraphAgent(hops_pack, llm=None) as agent:
+        result = agent.query(question)
+    (lead, n), *_ = sentences_of(result.answer)
+    assert expected in lead, result.answer
+    assert result.sources[n - 1].title == "Northern Limnology Association"
+    assert flat(lead.strip("… ")) in flat(result.sources[n - 1].text)
+    words = len(strip_citations(result.answer).split())
+    assert words <= max(25, round(0.1 * sum(len(s.text.split()) for s in result.sources[:5])))
+
+
+def test_a_comparison_quotes_a_sentence_for_each_thing(hops_pack: Path) -> None:
+    question = (
+        "Which society was founded first, the Northern Limnology Association or the Southern Marine Society?"
+    )
+    with KnowledgeGraphAgent(hops_pack, llm=None) as agent:
+        result = agent.query(question)
+    quoted = sentences_of(result.answer)
+    assert len(quoted) == 2, result.answer
+    titles = {result.sources[n - 1].title for _, n in quoted}
+    assert titles == {"Northern Limnology Association", "Southern Marine Society"}
+    assert "1921" in result.answer and "1930" in result.answer
+
+
+class CountingEmbedder:
+    """The pack's embedder, counting the texts it is asked to embed."""
+
+    def __init__(self, embedder: object) -> None:
+        self.embedder = embedder
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.embedder, name)
+
+    def embed(self, texts: list[str]) -> object:
+        self.texts += texts
+        return self.embedder.embed(texts)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("dense", [0.0, 1.0])
+def test_the_default_answer_embeds_no_sentence(docs_pack: Path, dense: float) -> None:
+    options = {"synthesize": {"weights": {"dense": dense}, "max_sentences": 5}}
+    with KnowledgeGraphAgent(docs_pack, llm=None, options=options) as agent:
+        state = QueryState(question=TIMEOUT, ctx=agent.context, top_k=5)
+        *retrieval, synthesize = agent.stages
+        assert synthesize.name == "synthesize"
+        run_stages(retrieval, state)
+        counting = CountingEmbedder(agent.context.embedder)
+        agent.context.loaded_embedder = counting  # type: ignore[assignment]
+        run_stages([synthesize], state)
+    assert state.answer and "settimeout" in state.answer
+    if dense:  # a dense weight set: the best sentences are embedded, in one batch, at most 5
+        assert 1 <= len(counting.texts) <= 5
+    else:
+        assert counting.texts == []
 
 
 # -- what the CLI prints -----------------------------------------------------------------------

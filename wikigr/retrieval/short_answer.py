@@ -6,9 +6,10 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 
 - ``dense``: the cosine similarity of the sentence's embedding to the question's (the pack's
   embedder; the sentences are embedded in one batch, at most ``max_sentences`` of them — the best
-  by the other signals);
-- ``keyword``: the share of the question's words the sentence holds, each weighted by its IDF in
-  the pack (from its BM25 index);
+  by the other signals). Its weight is 0 by default, and then nothing is embedded: it cost most of
+  the answer's time and did not make the answers better on the dev questions;
+- ``keyword``: the share of the question's words (not its own words: "when", "who"...) the
+  sentence holds, each weighted by its IDF in the pack (from its BM25 index);
 - ``context``: the same share over the passage's title and section, which the sentence's pronouns
   refer to; ``joint``: over the sentence and its title together;
 - ``entity``: the share of the question's entities the sentence names; ``bridge``: whether it (or
@@ -23,13 +24,18 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
   is);
 - ``rank``: 1 / the passage's rank; ``fragment``: the sentence is cut by the passage's start.
 
-The best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
+The answer is made of them in one of three ways (:func:`answer_from`): a factoid question
+("who", "when", "how many", "which X"...) leads with the part of the sentence that holds its best
+answer candidate, then those of the next candidates (:func:`compose`; the candidates and their
+signals: :mod:`wikigr.retrieval.candidates`); a comparison ("which ..., A or B?") gets a sentence
+on each of the two things (:func:`compare`); anything else gets the best sentences. There, the
+best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
 continues the answer (the question's words still missing, an entity the quoted passages introduce)
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
 budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
 question) gets one item per source page: its best sentence. The weights were fitted, and the
-selection's options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs
-questions (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
+options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs questions
+(``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
 """
 
 from __future__ import annotations
@@ -42,7 +48,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize
+from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.retrieval.candidates import (
+    CANDIDATE_FEATURES,
+    DEFAULT_CANDIDATE_WEIGHTS,
+    AnswerCandidate,
+    answer_kind,
+    asked_tokens,
+    candidates,
+    comparison,
+    names_in,
+    rank_candidates,
+    window,
+)
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
 
@@ -64,18 +82,19 @@ FEATURES = (
 )
 NO_PASSAGE = "No passage in this pack matches the question."
 DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "dense": 1.953,
-    "keyword": -1.415,
-    "joint": 5.12,
-    "context": -2.18,
-    "entity": -0.798,
-    "bridge": 2.108,
-    "atype": 0.831,
-    "novelty": -0.446,
-    "lead": 0.609,
-    "rank": 0.667,
-    "fragment": -0.697,
+    "dense": 0.0,
+    "keyword": -0.332,
+    "joint": 4.3,
+    "context": -1.634,
+    "entity": -0.741,
+    "bridge": 2.139,
+    "atype": 0.826,
+    "novelty": -0.98,
+    "lead": 0.655,
+    "rank": 0.84,
+    "fragment": -0.704,
 }
+POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _YEAR = re.compile(
@@ -102,17 +121,32 @@ class AnswerOptions:
     sentence_passages: int = 5  # the top passages whose sentences are considered
     max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
     min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
-    same_source: float = 1.0  # lost by a sentence of a passage already quoted
+    same_source: float = 2.0  # lost by a sentence of a passage already quoted
     follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
+    candidates: bool = True  # a factoid question: the answer is built around its best candidates
+    candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
+    window_words: int = 20  # the best candidate's part of its sentence, at most
+    next_window_words: int = 10  # ... the next candidates'
+    max_candidates: int = 8  # candidates quoted, at most
+    candidate_margin: float = 3.0  # none scoring more than this below the best
+    one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.weights) - set(FEATURES))
         if unknown:
             raise ValueError(f"unknown weights {unknown} (the signals: {', '.join(FEATURES)})")
+        unknown = sorted(set(self.candidate_weights) - set(CANDIDATE_FEATURES))
+        if unknown:
+            raise ValueError(
+                f"unknown candidate_weights {unknown} (the signals: {', '.join(CANDIDATE_FEATURES)})"
+            )
         self.weights = {**DEFAULT_WEIGHTS, **self.weights}
+        self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
+        if min(self.window_words, self.next_window_words, self.max_candidates) < 1:
+            raise ValueError("window_words, next_window_words and max_candidates must be at least 1")
         if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
             raise ValueError(
                 "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
@@ -128,6 +162,8 @@ class Asked:
     weights: dict[str, float]  # the question's words, by IDF
     names: set[str]  # the entities the question names
     specific: dict[str, float]  # how specific each name of the passages is (0-1)
+    vocabulary: Vocabulary
+    articles: dict[int, tuple[str, str]]  # each source's article id and title
 
 
 @dataclass
@@ -142,6 +178,8 @@ class Scored:
     names: frozenset[str] = frozenset()  # the entities it (or its passage's title) names
     passage_names: frozenset[str] = frozenset()  # the entities its passage names
     score: float = 0.0
+    norm: str = ""  # its text, normalised
+    words: frozenset[str] = frozenset()  # its normalised words (to tell near-duplicates)
 
 
 class Vocabulary:
@@ -153,6 +191,7 @@ class Vocabulary:
 
         self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
         self._local: dict[str, int] = {}
+        self._tokens: dict[str, list[str]] = {}
         if index is None:
             for text in passages:
                 for token in set(self.tokens(text)):
@@ -162,7 +201,11 @@ class Vocabulary:
         self.max_idf = math.log(1 + (self._docs - 0.5) / 1.5)  # a word in one chunk
 
     def tokens(self, text: str) -> list[str]:
-        return self._tokenize(text)
+        """The tokens of ``text`` (remembered: a word or a name is asked for many times)."""
+        known = self._tokens.get(text)
+        if known is None:
+            known = self._tokens[text] = self._tokenize(text)
+        return known
 
     def idf(self, token: str) -> float:
         if token not in self._idf:
@@ -191,7 +234,7 @@ def _has_type(kind: str, text: str, question: str, asked: str) -> bool:
         return any(m.group(0) not in question for m in _YEAR.finditer(text))
     if kind == "number":
         return any(n not in question for n in _NUMBER.findall(text))
-    return any(m.type != CODE and not _named(m.key, asked) for m in keyword_entities("", text)[:20])
+    return any(not _named(key, asked) for _, key in names_in(text)[:20])
 
 
 def _named(key: str, text: str) -> bool:
@@ -252,7 +295,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
     except Skip:
         index = None
     vocabulary = Vocabulary(index, [c.text for c in top])
-    question_weights = {t: vocabulary.idf(t) for t in set(vocabulary.tokens(state.question))}
+    question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
     question_entities, per_passage = _entities(state, top)
     bridges = _bridges(
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
@@ -268,7 +311,8 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         for key in keys
         if key not in question_entities
     }
-    shared = Asked(question_weights, question_entities, specific)
+    articles = {n: (c.article_id, c.article_title) for n, c in enumerate(top, 1)}
+    shared = Asked(question_weights, question_entities, specific, vocabulary, articles)
     scored: list[Scored] = []
     seen: set[str] = set()
     for rank, candidate in enumerate(top, 1):
@@ -313,6 +357,8 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
                     frozenset(tokens | context),
                     frozenset(names),
                     frozenset(passage_names),
+                    norm=key,
+                    words=frozenset(key.split()),
                 )
             )
     return scored
@@ -344,9 +390,11 @@ def rank(scored: list[Scored], weights: dict[str, float]) -> list[Scored]:
 def score_sentences(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Scored]:
     """The sentences of the top passages an answer may quote, scored (see the module's docstring),
     best first."""
-    kept = preselect(sentence_features(state, passages, options), options.weights, options.max_sentences)
-    add_dense(state, kept)
-    return rank(kept, options.weights)
+    scored = sentence_features(state, passages, options)
+    if options.weights["dense"]:
+        scored = preselect(scored, options.weights, options.max_sentences)
+        add_dense(state, scored)
+    return rank(scored, options.weights)
 
 
 def clip(text: str, words: int) -> str:
@@ -370,8 +418,7 @@ def cite(text: str, source: int) -> str:
     return f"{body} [{source}]."
 
 
-def _similar(a: str, b: str) -> bool:
-    x, y = set(normalize(a).split()), set(normalize(b).split())
+def _similar(x: frozenset[str], y: frozenset[str]) -> bool:
     return bool(x and y) and len(x & y) / min(len(x), len(y)) >= 0.8
 
 
@@ -397,12 +444,10 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     chosen: list[Scored] = []
     if not scored:
         return chosen
-    budget = options.answer_words
-    if passage_words:
-        budget = min(budget, max(options.min_words, round(options.max_share * passage_words)))
+    room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    left = list(scored)
+    left = list(scored[:POOL])  # best first: the answer takes a few of them
     words = 0
     while left:
         used = {c.source for c in chosen}
@@ -410,21 +455,118 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
         def value(s: Scored, used: set[int] = used) -> float:
             if not chosen:
                 return s.score
-            return s.score + options.follow * follow(s, chosen) - options.same_source * (s.source in used)
+            gain = options.follow * follow(s, chosen) if options.follow else 0.0
+            return s.score + gain - options.same_source * (s.source in used)
 
         pick = max(left, key=value)
         left.remove(pick)
         if chosen and value(pick) < floor:
             break
-        if any(_similar(pick.unit.text, c.unit.text) for c in chosen):
+        if any(_similar(pick.words, c.words) for c in chosen):
             continue
-        if chosen and words + pick.unit.words > budget:
+        if chosen and words + pick.unit.words > room:
             continue
         chosen.append(pick)
         words += pick.unit.words
-        if words >= budget:
+        if words >= room:
             break
     return chosen
+
+
+def budget(options: AnswerOptions, passage_words: int) -> int:
+    """The answer's words, at most: ``answer_words``, and at most ``max_share`` of the
+    ``passage_words`` it draws from (but at least ``min_words``)."""
+    if not passage_words:
+        return options.answer_words
+    return min(options.answer_words, max(options.min_words, round(options.max_share * passage_words)))
+
+
+def answer_candidates(question: str, scored: list[Scored], options: AnswerOptions) -> list[AnswerCandidate]:
+    """The candidate answers of a factoid question in its ``scored`` sentences, best first (none
+    for a question that is not a factoid one)."""
+    kind = answer_kind(question)
+    if kind is None or not options.candidates or not scored:
+        return []
+    asked = scored[0].asked
+    found = candidates(question, kind, scored, asked.vocabulary, asked.articles, len(asked.articles))
+    return rank_candidates(found, options.candidate_weights, options.one_hop)
+
+
+def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
+    """The answer built around the best candidates: the part of its sentence that holds the best
+    one, then those of the next ones (each cited) while the budget lasts and they score within
+    ``candidate_margin`` of the best."""
+    room = budget(options, passage_words)
+    parts: list[str] = []
+    shown = ""
+    for c in found[: options.max_candidates]:
+        if parts and c.score < found[0].score - options.candidate_margin:
+            break
+        if f" {c.key} " in shown:  # already quoted with another
+            continue
+        left = room if not parts else room - len(" ".join(parts).split())
+        if parts and left < 6:
+            break
+        o = c.best
+        width = options.next_window_words if parts else options.window_words
+        text = window(o.scored.unit.text, o.start, o.end, min(width, left))
+        parts.append(cite(text, o.scored.source))
+        shown += f" {normalize(text)} "
+    return " ".join(parts)
+
+
+COMPARATIVES = frozenset(
+    """first last earlier earliest later latest older oldest younger youngest larger largest bigger
+    biggest smaller smallest taller tallest higher highest longer longest shorter shortest more most
+    less least better best""".split()  # noqa: SIM905
+)  # how a comparison asks, never what its sentences say
+
+
+def compare(things: tuple[str, str], scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The answer to a question that compares two things: for each, the sentence that names it
+    (or of a passage about it) holding most of what the question asks of them (its words but the
+    two names: "founded first"), in half the budget, cited; "" when neither is found."""
+    each = max(6, budget(options, passage_words) // 2)
+    asked = scored[0].asked
+    names = [set(asked.vocabulary.tokens(name)) for name in things]
+    relation = {
+        t: w for t, w in asked.weights.items() if not any(t in n for n in names) and t not in COMPARATIVES
+    }
+    parts: list[str] = []
+    for name in things:
+        key = normalize(name)
+        words = set(key.split())
+        about = [
+            s for s in scored if words <= s.words or normalize(title_name(asked.articles[s.source][1])) == key
+        ]
+        if not about:
+            continue
+        best = max(about, key=lambda s: (_share(relation, set(s.tokens)), s.score))
+        text = best.unit.text
+        tokens = asked.vocabulary.tokens
+        at = next((m for m in re.finditer(r"\S+", text) if relation.keys() & set(tokens(m.group()))), None)
+        # the part of a long sentence around what is asked ("founded in 1930")
+        text = window(text, at.start(), at.end(), each) if at else clip(text, each)
+        if not words <= set(normalize(text).split()):
+            text = f"{name}: {text}"
+        parts.append(cite(text, best.source))
+    return " ".join(parts)
+
+
+def answer_from(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The short answer made of the ``scored`` sentences (best first): one sentence per thing a
+    comparison names; for a factoid question, the parts of sentences that hold its best candidates
+    (:func:`compose`); else the best sentences (:func:`select`). "" when there is no sentence."""
+    things = comparison(question) if options.candidates else None
+    if things is not None and scored:
+        answer = compare(things, scored, options, passage_words)
+        if answer:
+            return answer
+    found = answer_candidates(question, scored, options)
+    if found:
+        return compose(found, options, passage_words)
+    chosen = select(scored, options, passage_words)
+    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
 
 
 def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> str:
@@ -432,10 +574,10 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
     if not passages:
         return NO_PASSAGE
     passage_words = sum(len(c.text.split()) for c in passages[: options.sentence_passages])
-    chosen = select(score_sentences(state, passages, options), options, passage_words)
-    if not chosen:  # passages without a sentence: their opening words
+    answer = answer_from(state.question, score_sentences(state, passages, options), options, passage_words)
+    if not answer:  # passages without a sentence: their opening words
         return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
-    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
+    return answer
 
 
 def where(candidate: Candidate) -> str:

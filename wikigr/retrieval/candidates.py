@@ -1,0 +1,433 @@
+"""Answer candidates for a factoid question: what the question asks for (a date, a number, a
+person, a place, a name), the spans of the top passages' sentences that could be it, and their
+signals. No model: names are the capitalised spans and quoted titles of
+:func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
+dates and numbers come from regular expressions. A candidate the question names is left out.
+
+Each candidate is scored by a weighted sum (the weights fitted on the dev halves of MuSiQue and
+HotpotQA with ``bench/answers.py --tune``) of:
+
+- ``type``: it is what the question asks for (a date for "when", a number for "how many", a name
+  for "who", "where", "which" and "what");
+- ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.short_answer`), from 0 for
+  the question's worst sentence to 1 for its best;
+- ``near``: the share of the question's words (by IDF) within ``NEAR`` words of it in that sentence;
+- ``rank``: 1 / the rank of its passage; ``passages``: the share of the top passages naming it;
+- ``subject``: it is the title of its passage (what the passage is about);
+- ``hop2``: its passage's subject is named by another top passage and not by the question — the
+  second hop of a multi-hop question; ``hop1``: its passage's subject is named by the question;
+- ``bridge``: it is named by passages of two articles and not by the question (the link itself);
+- ``lead``: it is in its passage's first sentence; ``words``: its length (words / 4, at most 1);
+- ``fits``: it has the form of what is asked: a person's name has two words or more, a place
+  follows "in", "at", "from" or "near", a date holds a year, a number is not a year;
+- ``order``: 1 / the rank of its best sentence among the question's sentences;
+- ``relation``: as ``near``, over the question's words that are not in the names it holds (what it
+  asks of them: "first president", "born");
+- ``head``: the noun the question asks for ("which *band*", "what *currency*") is near it, or in
+  the first sentence of its passage when it is the passage's subject ("... is an American rock band");
+- ``cover``: the share of the question's words (by IDF) that a sentence holding it and its title
+  hold, at best (near 1: a one-hop question, answered in that sentence).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+
+if TYPE_CHECKING:
+    from wikigr.retrieval.short_answer import Scored, Vocabulary
+
+CANDIDATE_FEATURES = (
+    "type",
+    "sentence",
+    "near",
+    "rank",
+    "passages",
+    "subject",
+    "hop2",
+    "hop1",
+    "bridge",
+    "lead",
+    "words",
+    "fits",
+    "order",
+    "relation",
+    "head",
+    "cover",
+)
+DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
+    "type": 2.741,
+    "sentence": 5.305,
+    "near": -4.3,
+    "rank": -0.665,
+    "passages": -3.968,
+    "subject": 0.445,
+    "hop2": 1.413,
+    "hop1": 0.33,
+    "bridge": -0.459,
+    "lead": 0.648,
+    "words": 0.695,
+    "fits": 1.689,
+    "order": -1.733,
+    "relation": 3.848,
+    "head": -0.413,
+    "cover": 1.568,
+}
+NEAR = 10  # words either side of a candidate that count as near it
+
+DATE, NUMBER, PERSON, PLACE, NAME = "date", "number", "person", "place", "name"
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.|Feb\.|Aug\.|Sept?\.|Oct\.|Nov\.|Dec\.)"
+)
+_DATES = re.compile(
+    rf"\b\d{{1,2}} {_MONTH},? \d{{3,4}}\b"  # 1 August 1973
+    rf"|\b{_MONTH} \d{{1,2}},? \d{{3,4}}\b"  # August 1, 1973
+    rf"|\b{_MONTH} \d{{3,4}}\b"  # August 1973
+    r"|\b(?:1\d{3}|20\d{2})s?\b"  # 1973, 1970s
+    r"|\b\d{1,2}(?:st|nd|rd|th) century\b"  # 19th century
+)
+_SCALE = (
+    r"(?:thousand|million|billion|trillion|percent|per cent|%|years?|months?|days?|hours?|minutes?|"
+    r"seconds?|times|people|inhabitants|residents|members|episodes|seasons|games|goals|points|"
+    r"metres|meters|km|kilometres|kilometers|miles|feet|ft|inches|acres|hectares|square \w+|"
+    r"pounds|kg|tonnes|tons|dollars|euros)"
+)
+_NUMBERS = re.compile(
+    rf"(?:[$£€]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?{_SCALE})?(?![\w-])"
+    rf"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
+    rf"hundred)(?:\s{_SCALE})\b"
+    r"|\b(?:once|twice|thrice)\b",
+    re.I,
+)
+_PLACE_PAIR = re.compile(r"\b([A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)*), ([A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)*)\b")
+_NAME_NUMBER = re.compile(r"\b([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*) (\d{1,4})\b(?![.,]\d)")
+_ASKS_NUMBER = re.compile(
+    r"\bhow (many|much|long|old|far|tall|big|large|high|often)\b"
+    r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b",
+    re.I,
+)
+_ASKS_DATE = re.compile(
+    r"^\s*when\b|\bwhen\W*$|\b(what|which|in what) (year|date|decade|century|month|day)\b", re.I
+)
+_WHEN = re.compile(r"\bwhen (was|were|did|is|does|do|will)\b", re.I)
+_ASKS_PERSON = re.compile(r"\b(who|whom|whose)\b", re.I)
+_ASKS_PLACE = re.compile(
+    r"\bwhere\b|\b(what|which|in what) (city|country|state|county|town|village|region|place|"
+    r"continent|province|river|island|location|nation|district|area)\b",
+    re.I,
+)
+_VERB = r"(?:is|was|are|were|did|does|do|has|had|can|could|will|would|the|a|an|of|in|on|to)\b"
+_HEAD = re.compile(rf"\b(?:which|what|whose)\s+((?:(?!{_VERB})[\w-]+\s*){{1,2}})", re.I)
+_ASKS_NAME = re.compile(r"\b(what|which|name)\b", re.I)
+_HOW_TO = re.compile(
+    r"\bhow (to|do|does|can|could|should|would|is|are)\b"
+    r"|\bwhat is the (best|right|correct|proper) way\b",
+    re.I,
+)
+
+
+_QUESTION = re.compile(
+    r"\?\s*$|\b(?:who|whom|what|when|where|which)\W*$"
+    r"|^\s*(?:(?:in|at|on|by|for|from|to|during|of) )?(?:who|whom|whose|what|when|where|which|how)\b",
+    re.I,
+)
+
+
+_OPTION = r"(?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:of|the|de|and|&|[A-Z0-9\"“][\w'’.&\"”-]*))*"
+_FIRST_OPTION = re.compile(rf"({_OPTION})\s*$")
+_SECOND_OPTION = re.compile(rf"^\s*(?:the\s+|a\s+|an\s+)?({_OPTION})")
+_WHICH = re.compile(r"^\s*(?:which|who|what|whose)\b", re.I)
+
+
+def comparison(question: str) -> tuple[str, str] | None:
+    """The two things a question compares ("Which band was formed first, The Exies or Circus
+    Diablo?"), or None."""
+    if not _WHICH.search(question) or " or " not in question:
+        return None
+    left, right = question.rsplit(" or ", 1)
+    first = _FIRST_OPTION.search(left.rsplit(",", 1)[-1])
+    second = _SECOND_OPTION.search(right)
+    if first is None or second is None:
+        return None
+    a, b = first.group(1).strip(), second.group(1).strip()
+    return (a, b) if a and b and normalize(a) != normalize(b) else None
+
+
+QUESTION_WORDS = frozenset(
+    "who whom whose what when where which why how many much did does do i is was were are".split()  # noqa: SIM905
+)  # a question's own words: never in the sentence that answers it
+
+
+def asked_tokens(vocabulary: Vocabulary, question: str) -> set[str]:
+    """The tokens of ``question`` that an answer may hold (not "when", "who", "how many"...)."""
+    return {t for t in vocabulary.tokens(question) if t not in QUESTION_WORDS}
+
+
+def answer_kind(question: str) -> str | None:
+    """What a factoid question asks for (DATE, NUMBER, PERSON, PLACE or NAME), or None for what
+    is not a factoid question ("how do I ...", an instruction such as "sort a list by key")."""
+    if not _QUESTION.search(question):
+        return None
+    if _ASKS_NUMBER.search(question):
+        return NUMBER
+    if _ASKS_DATE.search(question):
+        return DATE
+    if _HOW_TO.search(question):
+        return None
+    if _ASKS_PERSON.search(question):
+        return PERSON
+    if _WHEN.search(question):
+        return DATE
+    if _ASKS_PLACE.search(question):
+        return PLACE
+    if _ASKS_NAME.search(question):
+        return NAME
+    return None
+
+
+@dataclass
+class Occurrence:
+    """Where a candidate is: a sentence, and its characters in the sentence's text."""
+
+    scored: Scored
+    start: int
+    end: int
+
+
+@dataclass
+class AnswerCandidate:
+    """A span that may answer the question, with its signals and score."""
+
+    key: str  # normalize(text): what merges its occurrences
+    text: str  # as first written
+    type: str  # DATE, NUMBER or NAME
+    occurrences: list[Occurrence] = field(default_factory=list)
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+    @property
+    def best(self) -> Occurrence:
+        """The occurrence in the best-scoring sentence (earliest passage on a tie)."""
+        return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
+
+
+def spans(text: str) -> list[tuple[str, str, int, int]]:
+    """The spans of ``text`` that may answer a question: (span, type, start, end)."""
+    found: list[tuple[str, str, int, int]] = []
+    taken: list[tuple[int, int]] = []
+
+    def add(span: str, kind: str, start: int, end: int) -> None:
+        if any(a <= start < b or a < end <= b for a, b in taken) and kind != NAME:
+            return
+        found.append((span, kind, start, end))
+        taken.append((start, end))
+
+    for match in _DATES.finditer(text):
+        add(match.group(0), DATE, match.start(), match.end())
+    dates = list(taken)  # a name does not run into a date ("July 1921")
+    for match in _NUMBERS.finditer(text):
+        add(match.group(0), NUMBER, match.start(), match.end())
+    for pattern in (_PLACE_PAIR, _NAME_NUMBER):
+        for match in pattern.finditer(text):
+            if not any(a < match.end() and match.start() < b for a, b in dates):
+                found.append((match.group(0), NAME, match.start(), match.end()))
+    for name, _ in names_in(text):
+        start = text.find(name)
+        if start >= 0:
+            found.append((name, NAME, start, start + len(name)))
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def names_in(text: str) -> tuple[tuple[str, str], ...]:
+    """The names of a sentence (not code, not noun phrases): (as written, key), remembered for
+    the sentences of recent answers (the signals of a sentence and its candidates ask twice)."""
+    return tuple((m.name, m.key) for m in keyword_entities("", text) if m.type not in (CODE, CONCEPT))
+
+
+_NOT_PEOPLE = frozenset(
+    """association society company corporation university college school institute academy museum
+    church party council club league team band group records studios studio network agency
+    committee foundation bank hospital river mountain mountains lake island islands county state
+    city kingdom republic empire war battle award awards prize film album song series show
+    festival station airport bridge park street road building hall house center centre""".split()  # noqa: SIM905
+)
+_PLACE_BEFORE = re.compile(r"\b(in|at|from|near|of|to)\s*$", re.I)
+_YEAR = re.compile(r"\b\d{3,4}\b")
+
+
+def _fits(candidate: AnswerCandidate, asked: str) -> bool:
+    """Whether ``candidate`` has the form of what is asked (see the module's docstring)."""
+    if asked == PERSON:
+        words = candidate.text.split()
+        return candidate.type == NAME and len(words) >= 2 and words[-1].casefold() not in _NOT_PEOPLE
+    if asked == PLACE:
+        o = candidate.best
+        return candidate.type == NAME and bool(_PLACE_BEFORE.search(o.scored.unit.text[: o.start]))
+    if asked == DATE:
+        return bool(_YEAR.search(candidate.text))
+    if asked == NUMBER:
+        return candidate.type == NUMBER and not re.fullmatch(r"(1\d|20)\d\d", candidate.text)
+    return candidate.type == NAME
+
+
+def _is_type(kind: str, asked: str) -> bool:
+    if asked in (PERSON, PLACE, NAME):
+        return kind == NAME
+    return kind == asked
+
+
+def candidates(
+    question: str,
+    asked: str,
+    scored: list[Scored],
+    vocabulary: Vocabulary,
+    articles: dict[int, tuple[str, str]],
+    passages: int,
+) -> list[AnswerCandidate]:
+    """The answer candidates of the ``scored`` sentences (their scores set), with their signals.
+    ``articles`` gives each source's (article id, title); ``passages``: how many were read."""
+    question_norm = f" {normalize(question)} "
+    question_tokens = asked_tokens(vocabulary, question)
+    weights = {t: vocabulary.idf(t) for t in question_tokens}
+    total = sum(weights.values()) or 1.0
+    in_names = {t for m in keyword_entities("", question) for t in vocabulary.tokens(m.name)}
+    relation = {t: w for t, w in weights.items() if t not in in_names}
+    head_match = _HEAD.search(question)
+    head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
+    relation_total = sum(relation.values()) or 1.0
+    found: dict[str, AnswerCandidate] = {}
+    keys: dict[str, str] = {}
+    for s in scored:
+        for span, kind, start, end in spans(s.unit.text):
+            key = keys.get(span)
+            if key is None:
+                key = keys[span] = normalize(span)
+            if (
+                len(key) < 2
+                or key in STOP_NAMES
+                or f" {key} " in question_norm
+                or (kind == NAME and set(vocabulary.tokens(span)) <= question_tokens)
+            ):
+                continue
+            candidate = found.setdefault(key, AnswerCandidate(key, span, kind))
+            candidate.occurrences.append(Occurrence(s, start, end))
+    if not found:
+        return []
+    subjects = {n: normalize(title_name(title)) for n, (_, title) in articles.items()}
+    named_by: dict[str, set[str]] = {}  # a candidate key -> the articles naming it
+    for candidate in found.values():
+        named_by[candidate.key] = {articles[o.scored.source][0] for o in candidate.occurrences}
+    texts = {n: "" for n in articles}
+    for s in scored:
+        texts[s.source] += f" {s.norm} "
+    hop2 = {
+        n
+        for n, subject in subjects.items()
+        if subject
+        and f" {subject} " not in question_norm
+        and any(f" {subject} " in texts[m] for m in texts if articles[m][0] != articles[n][0])
+    }
+    hop1 = {n for n, subject in subjects.items() if subject and f" {subject} " in question_norm}
+    tokens_of: dict[str, list[str]] = {}
+    leads = {s.source: set(s.tokens) for s in scored if s.unit.index == 0}
+    order = {id(s): n for n, s in enumerate(sorted(scored, key=lambda s: -s.score), 1)}
+    scores = [s.score for s in scored]
+    low, high = min(scores), max(scores)
+    spread = (high - low) or 1.0
+    for candidate in found.values():
+        near = related = 0.0
+        headed = False
+        for o in candidate.occurrences:
+            text = o.scored.unit.text
+            window: set[str] = set()
+            for word in text[: o.start].split()[-NEAR:] + text[o.end :].split()[:NEAR]:
+                if word not in tokens_of:
+                    tokens_of[word] = vocabulary.tokens(word)
+                window.update(tokens_of[word])
+            near = max(near, sum(w for t, w in weights.items() if t in window) / total)
+            related = max(related, sum(w for t, w in relation.items() if t in window) / relation_total)
+            headed = headed or bool(head & window)
+        best = candidate.best.scored
+        sources = {o.scored.source for o in candidate.occurrences}
+        is_subject = any(candidate.key == subjects.get(n) for n in sources)
+        candidate.features = {
+            "type": float(_is_type(candidate.type, asked)),
+            "sentence": (best.score - low) / spread,
+            "near": near,
+            "rank": 1.0 / min(sources),
+            "passages": len(sources) / passages,
+            "subject": float(is_subject),
+            "hop2": float(bool(sources & hop2)),
+            "hop1": float(bool(sources & hop1)),
+            "bridge": float(len(named_by[candidate.key]) > 1),
+            "lead": float(any(o.scored.unit.index == 0 for o in candidate.occurrences)),
+            "words": min(1.0, len(candidate.key.split()) / 4),
+            "fits": float(_fits(candidate, asked)),
+            "order": 1.0 / order[id(best)],
+            "relation": related,
+            "cover": max(o.scored.features["joint"] for o in candidate.occurrences),
+            "head": float(headed or (is_subject and bool(head & leads.get(min(sources), set())))),
+        }
+    return list(found.values())
+
+
+def rank_candidates(
+    found: list[AnswerCandidate], weights: dict[str, float], one_hop: float = 1.0
+) -> list[AnswerCandidate]:
+    """``found`` with their scores set, best first. The weights are fitted on multi-hop questions,
+    whose answer is away from the question's words; so a candidate of the type asked for in a
+    sentence that holds at least ``one_hop`` of the question (``cover``: a one-hop question,
+    answered there) comes first."""
+    for c in found:
+        c.score = sum(weights.get(f, 0.0) * c.features[f] for f in CANDIDATE_FEATURES)
+
+    def answered(c: AnswerCandidate) -> bool:
+        return c.features["type"] > 0 and c.features["cover"] >= one_hop
+
+    return sorted(found, key=lambda c: (not answered(c), -c.score, c.best.scored.source, c.best.start))
+
+
+_CLAUSE = re.compile(r"[,;:–—]\s+|\s+[–—-]\s+|\s\(|\)\s")
+
+
+def window(text: str, start: int, end: int, words: int) -> str:
+    """The part of ``text`` around ``text[start:end]``, at most ``words`` words: the whole sentence
+    if it is short enough, else the clauses around the span (cut at commas, semicolons and dashes),
+    else the words around it; a cut is marked with "…"."""
+    if len(text.split()) <= words:
+        return text
+    cuts = [0, *(m.end() for m in _CLAUSE.finditer(text)), len(text)]
+    lo = max(c for c in cuts if c <= start)
+    hi = min(c for c in cuts if c >= end)
+    piece = text[lo:hi]
+    if len(piece.split()) <= words:  # grow clause by clause while it fits, after the span first
+        while True:
+            grown = False
+            later = [c for c in cuts if c > hi]
+            if later and len(text[lo : later[0]].split()) <= words:
+                hi, grown = later[0], True
+            earlier = [c for c in cuts if c < lo]
+            if earlier and len(text[earlier[-1] : hi].split()) <= words:
+                lo, grown = earlier[-1], True
+            if not grown:
+                break
+    else:  # the words around the span
+        before = text[:start].split()
+        span = text[start:end].split()
+        after = text[end:].split()
+        room = max(0, words - len(span))
+        left = min(len(before), max(room // 2, room - len(after)))
+        right = room - left
+        kept = before[len(before) - left :] if left else []
+        body = " ".join([*kept, *span, *after[:right]])
+        lo = 0 if left == len(before) else 1
+        hi = len(text) if right >= len(after) else -1
+        return ("… " if lo else "") + body + (" …" if hi < 0 else "")
+    piece = text[lo:hi].strip().rstrip(",;:–—(").rstrip()
+    return ("… " if lo > 0 else "") + piece + (" …" if hi < len(text) else "")
