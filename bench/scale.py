@@ -26,15 +26,13 @@ compare figures taken under similar load).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import shutil
 import statistics
 import sys
 import time
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -168,34 +166,6 @@ def _write_in_shards(docs: list[_Prepared], count: int) -> dict[str, Any]:
     return found
 
 
-@contextlib.contextmanager
-def _bm25_first() -> Iterator[None]:
-    """``_write_store`` with its BM25 index built at once, before the COPY (no thread beside it)."""
-    import wikigr.build as build
-
-    class AtOnce:
-        def __init__(self, _workers: int) -> None:
-            pass
-
-        def __enter__(self) -> AtOnce:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            pass
-
-        def submit(self, fn: Any, *args: Any) -> Future[Any]:
-            future: Future[Any] = Future()
-            future.set_result(fn(*args))
-            return future
-
-    saved = build.ThreadPoolExecutor
-    build.ThreadPoolExecutor = AtOnce  # type: ignore[misc,assignment]
-    try:
-        yield
-    finally:
-        build.ThreadPoolExecutor = saved  # type: ignore[misc]
-
-
 FLOOR_ROWS = 50_000  # rows of the vector column's COPY variants
 
 
@@ -291,13 +261,6 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
     start = time.perf_counter()
     stats = _write_store(folder / "pack.db", docs, DIM, BuildOptions(graph=False))
     total = time.perf_counter() - start
-    # The same write with the BM25 index built before the COPY rather than beside it (as it was).
-    shutil.rmtree(folder)
-    folder.mkdir()
-    start = time.perf_counter()
-    with _bm25_first():
-        _write_store(folder / "pack.db", docs, DIM, BuildOptions(graph=False))
-    sequential = time.perf_counter() - start
     # Its parts: the BM25 index, and COPY of the chunk rows alone.
     texts = [c["text"] for d in docs for c in d.chunks]
     ids = [f"c{i}" for i in range(len(texts))]
@@ -350,8 +313,6 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
         "chunks": stats["chunks"],
         "write_seconds": round(total, 2),
         "write_chunks_per_s": round(chunks / total),
-        "write_bm25_first_seconds": round(sequential, 2),
-        "write_bm25_first_chunks_per_s": round(chunks / sequential),
         "bm25_seconds": round(bm25, 2),
         "copy_chunk_table_seconds": round(copy, 2),
         "copy_chunks_per_s": round(chunks / copy),

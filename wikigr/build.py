@@ -16,7 +16,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -481,74 +480,66 @@ def _write_store(
     def vectors(rows: list[np.ndarray]) -> pa.Array:
         return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
 
-    # The BM25 index is built in Python while the graph build and LadybugDB's COPY run (in C++,
-    # without the GIL): on two cores or more this takes it off the write's critical path.
-    with ThreadPoolExecutor(1) as pool:
-        keyword_index = pool.submit(
-            build_keyword_index, path.parent / KEYWORD_DIR, chunks["id"], keyword_texts
+    build_keyword_index(path.parent / KEYWORD_DIR, chunks["id"], keyword_texts)
+    graph = None
+    if options.graph:
+        records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
+        extractor: Any = None
+        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+        if options.llm is not None:
+            from wikigr.graph.claude import ClaudeExtractor
+
+            extractor = ClaudeExtractor(options.llm)
+        if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
+            from wikigr.distributed import RayEmbed, RayExtractor
+
+            extractor = extractor or RayExtractor(options.ray)
+            embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
+        graph, report = build_graph(
+            records,
+            np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
+            embed,
+            options.graph_options,
+            extractor,
+            anchor_links(
+                list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
+                [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
+            ),
+            mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
         )
-        graph = None
-        if options.graph:
-            records = [
-                ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)
-            ]
-            extractor: Any = None
-            embed = (lambda names: embedder.embed(names)) if embedder is not None else None
-            if options.llm is not None:
-                from wikigr.graph.claude import ClaudeExtractor
+        if graph_report is not None:
+            graph_report.append(report)
+    store = Store.create(path, dim)
+    try:
+        store.copy("Article", pa.table(articles))
+        store.copy("Section", pa.table({**sections, "embedding": vectors(section_vectors)}))
+        store.copy("Chunk", pa.table({**chunks, "embedding": vectors(chunk_vectors)}))
+        store.copy("Category", pa.table({"id": list(categories), "name": list(categories.values())}))
+        store.copy("HAS_SECTION", pa.table(has_section))
+        store.copy("HAS_CHUNK", pa.table(has_chunk))
+        store.copy("IN_CATEGORY", pa.table(in_category))
+        store.copy(
+            "LINKS_TO",
+            pa.table(
+                {
+                    "from": [a for a, _ in link_counts],
+                    "to": [b for _, b in link_counts],
+                    "count": list(link_counts.values()),
+                    "anchors": pa.array(
+                        [link_anchors.get(pair, []) for pair in link_counts], pa.list_(pa.string())
+                    ),
+                }
+            ),
+        )
+        if graph is not None:
+            from wikigr.graph.pack import copy_graph
 
-                extractor = ClaudeExtractor(options.llm)
-            if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
-                from wikigr.distributed import RayEmbed, RayExtractor
-
-                extractor = extractor or RayExtractor(options.ray)
-                embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
-            graph, report = build_graph(
-                records,
-                np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
-                embed,
-                options.graph_options,
-                extractor,
-                anchor_links(
-                    list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
-                    [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
-                ),
-                mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
-            )
-            if graph_report is not None:
-                graph_report.append(report)
-        store = Store.create(path, dim)
-        try:
-            store.copy("Article", pa.table(articles))
-            store.copy("Section", pa.table({**sections, "embedding": vectors(section_vectors)}))
-            store.copy("Chunk", pa.table({**chunks, "embedding": vectors(chunk_vectors)}))
-            store.copy("Category", pa.table({"id": list(categories), "name": list(categories.values())}))
-            store.copy("HAS_SECTION", pa.table(has_section))
-            store.copy("HAS_CHUNK", pa.table(has_chunk))
-            store.copy("IN_CATEGORY", pa.table(in_category))
-            store.copy(
-                "LINKS_TO",
-                pa.table(
-                    {
-                        "from": [a for a, _ in link_counts],
-                        "to": [b for _, b in link_counts],
-                        "count": list(link_counts.values()),
-                        "anchors": pa.array(
-                            [link_anchors.get(pair, []) for pair in link_counts], pa.list_(pa.string())
-                        ),
-                    }
-                ),
-            )
-            if graph is not None:
-                from wikigr.graph.pack import copy_graph
-
-                copy_graph(store, graph, dim)
-            store.build_vector_index()
-            stats = store.stats()
-            stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0
-        finally:
-            store.close()
-        keyword_index.result()
+            copy_graph(store, graph, dim)
+        store.build_vector_index()
+        stats = store.stats()
+        stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0
+    finally:
+        store.close()
     return stats
 
 
