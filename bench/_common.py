@@ -1,4 +1,4 @@
-"""What every bench script writes about where and when it ran (bench/README: honest numbers).
+"""What every bench script writes about where and when it ran (docs/benchmarks.md: honest numbers).
 
 from _common import header, load      # bench/ is on sys.path when a script runs from it
 
