@@ -21,7 +21,6 @@ import functools
 import http.server
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -33,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from _common import header
 
-from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import BuildOptions, build_pack, embedding_text
 from wikigr.embed import OnnxMiniLM
@@ -288,14 +287,7 @@ def main() -> int:
         print(f"Error: {DOCS} missing: apt-get install python3.11-doc", file=sys.stderr)
         return 1
     results: dict[str, object] = {
-        "wikigr": __version__,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d"),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        **header(),
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

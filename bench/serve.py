@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -41,8 +40,7 @@ from typing import Any
 
 import httpx
 import numpy as np
-
-from wikigr import __version__
+from _common import header, load
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -50,10 +48,6 @@ from build_query import QUESTIONS  # noqa: E402
 
 PACK = ROOT / "packs" / "pydocs"
 TARGETS = {"p50_ms": 50.0, "answers_per_s": 20.0, "page_to_answer_s": 1.5}
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -233,14 +227,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "serve.json")
     args = parser.parse_args()
     results: dict[str, Any] = {
-        "wikigr": __version__,
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "load_average_at_start": load(),
+        **header("cores", with_time=True),
         "pack": str(PACK.relative_to(ROOT)),
         "method": "the console script .venv/bin/wikigr serve in its own process on 127.0.0.1, no "
         "ANTHROPIC_API_KEY (retrieval only, extractive answers), a new WIKIGR_HOME; clients are httpx "

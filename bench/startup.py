@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -46,8 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from wikigr import __version__
+from _common import header, load
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -111,10 +109,6 @@ print(json.dumps(out))
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def summary(times: list[float]) -> dict[str, Any]:
@@ -182,14 +176,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = parser.parse_args()
     results: dict[str, Any] = {
-        "wikigr": __version__,
-        "machine": {
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "load_average_at_start": load(),
+        **header("cores", with_time=True),
         "method": (
             "fresh processes of the console script .venv/bin/wikigr (not `uv run`); bytecode "
             "precompiled (compileall of site-packages and wikigr) and PYTHONDONTWRITEBYTECODE unset; "

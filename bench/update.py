@@ -20,13 +20,14 @@ import functools
 import http.server
 import json
 import os
-import platform
 import shutil
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from _common import header
 
 from wikigr import __version__
 from wikigr.build import BuildOptions, build_pack
@@ -71,14 +72,8 @@ def main() -> int:
     urls = work / "urls.txt"
     urls.write_text("".join(base + p + "\n" for p in pages))
     results: dict[str, object] = {
-        "wikigr": __version__,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-        },
+        **header(date=False),
         "pages": len(pages),
-        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     try:
         build = build_pack(

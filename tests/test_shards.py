@@ -250,12 +250,57 @@ def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(shards, "assign_shards", apart)
     out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
     question = "Where was the founder of the Quillville Rowing Club born?"
-    with open_agent(out, llm=None, top_k=3, hops=False) as agent:
+    with open_agent(out, llm=None, top_k=5, hops=False) as agent:
         assert "Zephyr Quill" not in [s.title for s in agent.query(question).sources]
-    with open_agent(out, llm=None, top_k=3) as agent:
+    with open_agent(out, llm=None, top_k=5) as agent:
         sources = agent.query(question).sources
     assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
     [hop] = [s for s in sources if s.title == "Zephyr Quill"]
+    assert hop.origin == "bridge" and hop.pack == "hop"
+
+
+def test_the_next_hop_crosses_shards_through_a_shared_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second passage's title is not named by the first, but both name a rare entity the
+    question does not (the Varnholt Boatyard): the same normalised name is the same entity in
+    each shard, and the set follows it across the boundary."""
+    import wikigr.pack.shards as shards
+
+    rows = [
+        {
+            "id": "club",
+            "title": "Quillville Rowing Club",
+            "text": "The Quillville Rowing Club was founded in 1921. Its first racing shells came from "
+            "the Varnholt Boatyard, and its crews race on the fjord every summer.",
+        },
+        {
+            "id": "yard",
+            "title": "Halvard Strand",
+            "text": "Halvard Strand ran the Varnholt Boatyard for forty years; he grew up in Bodø, "
+            "a town on the coast of Nordland.",
+        },
+        *CORPUS,
+        *MORE,
+    ]
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(rows))
+
+    def apart(docs: list[Any], count: int) -> list[int]:  # the two hops in different shards
+        return [
+            1 if d.source == "passage:yard" else 0 if d.source == "passage:club" else i % 2
+            for i, d in enumerate(docs)
+        ]
+
+    monkeypatch.setattr(shards, "assign_shards", apart)
+    out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
+    question = "Who made the first racing shells of the Quillville Rowing Club?"
+    with open_agent(out, llm=None, top_k=5, hops=False) as agent:
+        assert "Halvard Strand" not in [s.title for s in agent.query(question).sources]
+    with open_agent(out, llm=None, top_k=5) as agent:
+        sources = agent.query(question).sources
+    assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
+    [hop] = [s for s in sources if s.title == "Halvard Strand"]
     assert hop.origin == "bridge" and hop.pack == "hop"
 
 

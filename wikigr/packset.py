@@ -60,7 +60,8 @@ ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
-HOP_SEEDS = 1  # merged passages whose title links lead across shards (1-3 tried on MuSiQue's dev half)
+HOP_SEEDS = 1  # merged passages whose links lead across shards (1-3 tried on MuSiQue's dev half)
+HOP_AFTER = 3.5  # a hop across shards joins this many steps below its seed (0.5-4.5 tried on the dev half)
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -293,19 +294,17 @@ class PackSet:
 
     def _cross_shard_hops(
         self,
+        question: str,
         merged: list[tuple[Candidate, int]],
         searched: list[_Probe],
         runs: list[tuple[QueryState, list[dict[str, Any]]]],
     ) -> list[tuple[Candidate, int]]:
         """The next hop across the shards of a pack. Where the pack's profile follows the top
-        passages' title links to the next passage (its ``bridge`` stage ran, or the router chose
-        a strategy with it), each of the top ``HOP_SEEDS`` merged passages of the pack (the first:
-        more hops crowd out the passages ranked second and third) leads to the
-        passage of another shard whose title it names (the bridge stage's title links), the one
-        most similar to the question; it joins right after its seed (merged score ``seed - step
-        / 2``). Inside a shard the profile did that already: this is the hop a boundary cut."""
-        from wikigr.retrieval.stages.bridge import title_index
-
+        passages' links to the next passage (its ``bridge`` stage ran, or the router chose a
+        strategy with it), the top ``HOP_SEEDS`` passages of the pack (the first: more hops crowd
+        out the passages ranked after them) each lead to one passage of the pack: the best that
+        :meth:`_next_hop` reaches. It joins ``HOP_AFTER`` steps below its seed. Inside a shard the
+        profile did that already: this is the hop a boundary cut."""
         hopped: list[tuple[Candidate, int]] = []
         known = {c.chunk_id for c, _ in merged}
         for name in dict.fromkeys(label(p.agent) for p in searched):
@@ -318,30 +317,92 @@ class PackSet:
             if len(shards) < 2 or not bridged:
                 continue
             for seed, index in [(c, i) for c, i in merged if c.pack == name][:HOP_SEEDS]:
-                best: tuple[float, KnowledgeGraphAgent, str] | None = None
-                for agent in shards:
-                    titles = title_index(agent.context)
-                    reached = [
-                        c
-                        for c in titles.named_in(seed.text)
-                        if c not in known and titles.article.get(c) != seed.article_id
-                    ]
-                    if not reached:
-                        continue
-                    vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
-                    for chunk_id, sim in agent.context.store.chunk_similarities(reached, vector).items():
-                        if best is None or sim > best[0]:
-                            best = (sim, agent, chunk_id)
-                if best is None:
+                found = self._next_hop(question, seed, searched[index].agent, shards, known)
+                if found is None:
                     continue
-                sim, agent, chunk_id = best
-                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step / 2}):
+                gain, similarity, agent, chunk_id = found
+                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step * HOP_AFTER}):
                     candidate = Candidate.from_hit(hit, "hop", origin="bridge")
                     candidate.pack = name
-                    candidate.scores["vector"] = sim
+                    candidate.scores["vector"] = similarity
+                    candidate.scores["bridge"] = gain
                     hopped.append((candidate, index))
                     known.add(chunk_id)
         return hopped
+
+    def _next_hop(
+        self,
+        question: str,
+        seed: Candidate,
+        home: KnowledgeGraphAgent,
+        shards: list[KnowledgeGraphAgent],
+        known: set[str],
+    ) -> tuple[float, float, KnowledgeGraphAgent, str] | None:
+        """The passage of the pack that ``seed`` (a passage of the shard ``home``) leads to, as the
+        bridge stage scores a next hop, over every shard: ``(gain, similarity, shard, chunk id)``.
+
+        - **title links**: a passage of any shard whose title the seed names;
+        - **entity links**: a passage of another shard that mentions an entity the seed mentions
+          (the same normalised name is the same entity id in every shard), that the question does
+          not name, and that at most the bridge's ``max_df`` passages of the whole pack mention
+          (the document frequencies are summed over the shards).
+
+        Gain: ``title × similarity + entity × reach × similarity²`` (the bridge stage's weights),
+        the similarity being the passage's cosine with the question. None when nothing is reached."""
+        from wikigr.retrieval.stages.bridge import BridgeOptions, title_index
+        from wikigr.retrieval.stages.ppr import pack_entity_graph
+
+        options = home.context.options.get("bridge") or BridgeOptions()
+        graphs = {a.name: pack_entity_graph(a.context) for a in shards}
+        own = graphs[home.name]
+        row = own.chunk_index.get(seed.chunk_id) if own is not None else None
+        keys: list[str] = []
+        if own is not None and row is not None:
+            asked = {own.entity_keys[e] for e in own.link(question, concepts=False)}
+            keys = [
+                own.entity_keys[int(e)]
+                for e in own.chunk_entities(row)
+                if own.entity_keys[int(e)] not in asked
+            ]
+        df = {
+            key: sum(
+                int(g.entity_df[g.entity_index[key]]) for g in graphs.values() if g and key in g.entity_index
+            )
+            for key in keys
+        }
+        specific = [key for key in keys if 1 < df[key] <= options.max_df]
+        best: tuple[float, float, KnowledgeGraphAgent, str] | None = None
+        for agent in shards:
+            titles = title_index(agent.context)
+
+            def new(chunk_id: str, titles: Any = titles) -> bool:
+                return chunk_id not in known and titles.article.get(chunk_id) != seed.article_id
+
+            by_title = {c: 1.0 for c in titles.named_in(seed.text) if new(c)}
+            by_entity: dict[str, float] = {}
+            graph = graphs[agent.name] if agent is not home else None  # in its shard the profile hopped
+            for key in specific:
+                entity = graph.entity_index.get(key) if graph is not None else None
+                if graph is None or entity is None:
+                    continue
+                for row_index in graph.entity_chunks(entity):
+                    chunk_id = graph.chunk_ids[int(row_index)]
+                    if new(chunk_id):
+                        reach = by_entity.get(chunk_id, 0.0) + 1.0 / float(np.log1p(df[key]))
+                        by_entity[chunk_id] = min(1.0, reach)
+            reached = sorted(set(by_title) | set(by_entity))
+            if not reached:
+                continue
+            vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
+            for chunk_id, similarity in agent.context.store.chunk_similarities(reached, vector).items():
+                rel = max(0.0, similarity)
+                gain = (
+                    options.title * by_title.get(chunk_id, 0.0) * rel
+                    + options.entity * by_entity.get(chunk_id, 0.0) * rel**2
+                )
+                if best is None or gain > best[0]:
+                    best = (gain, similarity, agent, chunk_id)
+        return best
 
     def _why_not(self, probe: _Probe, reach: float) -> str:
         if probe.relevance < reach:
@@ -382,7 +443,7 @@ class PackSet:
                 candidate.score = probe.relevance - self.step * rank
                 merged.append((candidate, index))
         if self.hops:
-            merged += self._cross_shard_hops(merged, searched, runs)
+            merged += self._cross_shard_hops(question, merged, searched, runs)
         merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
         lead, (lead_state, _) = searched[0], runs[0]
         lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]

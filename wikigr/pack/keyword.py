@@ -109,28 +109,29 @@ def _tokenizer_settings(stopwords: Sequence[str]) -> dict[str, Any]:
 
 
 def _iter_tokens(text: str, stopwords: frozenset[str]) -> Iterator[str]:
-    for match in _RUN_RE.finditer(unicodedata.normalize("NFKC", text)):
-        run = match.group()
-        simple = "." not in run and "_" not in run  # the common case: one alphanumeric part
-        parts = [run] if simple else _PART_RE.findall(run)
-        for part in parts:
-            folded = part.casefold()
-            if folded not in stopwords:
-                yield folded
-            tail = part[1:]
-            if tail != tail.lower():  # an upper-case letter after the first: maybe camelCase
-                pieces = _CAMEL_RE.split(part)
-                if len(pieces) > 1:
-                    for piece in pieces:
-                        folded = piece.casefold()
-                        if folded not in stopwords:
-                            yield folded
-        if not simple and parts and (len(parts) > 1 or run != parts[0]):
-            yield run.casefold()
-            if "." in run:
-                for component in run.split("."):
-                    if "_" in component and _PART_RE.search(component):
-                        yield component.casefold()
+    for run in _RUN_RE.findall(unicodedata.normalize("NFKC", text)):
+        yield from _run_tokens(run, stopwords)
+
+
+def _run_tokens(run: str, stopwords: frozenset[str]) -> list[str]:
+    """The tokens of one run of word characters (see the module docstring)."""
+    tokens: list[str] = []
+    simple = "." not in run and "_" not in run  # the common case: one alphanumeric part
+    parts = [run] if simple else _PART_RE.findall(run)
+    for part in parts:
+        folded = part.casefold()
+        if folded not in stopwords:
+            tokens.append(folded)
+        tail = part[1:]
+        if tail != tail.lower():  # an upper-case letter after the first: maybe camelCase
+            pieces = _CAMEL_RE.split(part)
+            if len(pieces) > 1:
+                tokens.extend(f for f in (piece.casefold() for piece in pieces) if f not in stopwords)
+    if not simple and parts and (len(parts) > 1 or run != parts[0]):
+        tokens.append(run.casefold())
+        if "." in run:
+            tokens.extend(c.casefold() for c in run.split(".") if "_" in c and _PART_RE.search(c))
+    return tokens
 
 
 def tokenize(text: str, stopwords: Sequence[str] | frozenset[str] | None = None) -> list[str]:
@@ -170,8 +171,17 @@ def build_keyword_index(
     stopwords = default_stopwords()
     stop = frozenset(stopwords)
     vocab: dict[str, int] = {}  # first-seen order, so the files are reproducible
+    known: dict[str, list[int]] = {}  # a run of word characters -> its tokens' columns (runs repeat)
+
+    def run_ids(run: str) -> list[int]:
+        ids = known.get(run)
+        if ids is None:
+            tokens = [t for t in _run_tokens(run, stop) if len(t) <= MAX_TOKEN_CHARS]
+            ids = known[run] = [vocab.setdefault(t, len(vocab)) for t in tokens]
+        return ids
+
     corpus_ids = [
-        [vocab.setdefault(t, len(vocab)) for t in _iter_tokens(text, stop) if len(t) <= MAX_TOKEN_CHARS]
+        [i for run in _RUN_RE.findall(unicodedata.normalize("NFKC", text)) for i in run_ids(run)]
         for text in texts
     ]
 

@@ -1,0 +1,38 @@
+"""What every bench script writes about where and when it ran (docs/benchmarks.md: honest numbers).
+
+from _common import header, load      # bench/ is on sys.path when a script runs from it
+
+results = {**header(), ...}           # wikigr, machine, date, load_average_at_start
+results["load_average_at_end"] = load()
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+from wikigr import __version__
+
+
+def load() -> list[float]:
+    """The machine's load average (1, 5, 15 minutes), rounded: the machine is shared, so every
+    figure is read with the load it was measured under."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine(cores_key: str = "cpus") -> dict[str, Any]:
+    """The machine: its core count (under ``cores_key``, the name each result file has used),
+    Python version and platform."""
+    return {cores_key: os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def header(cores_key: str = "cpus", with_time: bool = False, date: bool = True) -> dict[str, Any]:
+    """The start of a result file: ``wikigr`` (version), ``machine``, ``date`` (with the time of
+    day when ``with_time``; none when not ``date``) and ``load_average_at_start``."""
+    found: dict[str, Any] = {"wikigr": __version__, "machine": machine(cores_key)}
+    if date:
+        found["date"] = time.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
+    found["load_average_at_start"] = load()
+    return found
