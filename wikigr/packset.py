@@ -122,8 +122,18 @@ def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
 @dataclass
 class _Probe:
     agent: KnowledgeGraphAgent
+    state: QueryState  # the pack's query state, holding the question's vector and nearest chunks
     raw: float = -1.0  # the best cosine of the pack's passages with the question
     relevance: float = -1.0  # on the set's common scale
+
+
+def _probe_depth(agent: KnowledgeGraphAgent) -> int:
+    """How many nearest chunks the probe fetches from a pack: as many as its vector stage asks for,
+    so that the stage reuses the probe's search instead of scanning the pack again."""
+    from wikigr.retrieval.stages.vector import VectorOptions
+
+    options = agent.context.options.get("vector")
+    return options.candidates if isinstance(options, VectorOptions) else VectorOptions().candidates
 
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
@@ -265,17 +275,17 @@ class PackSet:
                 self._background[embedder] = (float(upper.mean()), float(max(upper.std(), 1e-6)))
         return self._background[embedder]
 
-    def _probe(self, question: str) -> list[_Probe]:
+    def _probe(self, question: str, k: int) -> list[_Probe]:
         vectors: dict[str, np.ndarray] = {}
         for agent in self.agents:  # one embedding per embedder
             name = agent.pack.manifest.embedder.name
             if name not in vectors:
-                vectors[name] = agent.context.embedder.embed([question])[0]
+                vectors[name] = agent.new_state(question, k).vector()
 
         def best(agent: KnowledgeGraphAgent) -> _Probe:
-            vector = vectors[agent.pack.manifest.embedder.name]
-            hits = agent.context.store.search_chunks(vector.tolist(), 1)
-            return _Probe(agent, hits[0].score if hits else -1.0)
+            state = agent.new_state(question, k, vector=vectors[agent.pack.manifest.embedder.name])
+            nearest = state.nearest(_probe_depth(agent))  # the vector stage's search, done once
+            return _Probe(agent, state, max(nearest.values(), default=-1.0))
 
         with ThreadPoolExecutor(max_workers=min(len(self.agents), 8)) as pool:
             probes = list(pool.map(best, self.agents))
@@ -356,7 +366,7 @@ class PackSet:
         if k < 1:
             raise UsageError("top_k must be at least 1")
         start = time.perf_counter()
-        probes = self._probe(question)
+        probes = self._probe(question, k)
         probe_ms = (time.perf_counter() - start) * 1000
         best = probes[0].relevance
         reach = best - self.step * (k - 1)
@@ -365,9 +375,7 @@ class PackSet:
         searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
 
         def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
-            agent = probe.agent
-            vector = self._vectors[agent.pack.manifest.embedder.name]
-            state = agent.new_state(question, k, vector=vector)
+            agent, state = probe.agent, probe.state
             stages = [s for s in agent.stages if s.name != "synthesize"]
             with agent.budget():
                 return state, run_stages(stages, state)
