@@ -8,13 +8,14 @@ with open_agent("pydocs,notes") as agent:   # a PackSet; one name gives a Knowle
 How a question runs over a set of packs:
 
 1. **Embed once per embedder.** Packs built with the same embedder share the question's vector.
-2. **Probe.** Each pack's best cosine similarity to the question (one exact vector search per pack,
-   in parallel) is the pack's *relevance*. Cosines of one embedder are comparable across packs: the
-   same model scores the same question against every passage. Cosines of different embedders are
-   not (each model has its own baseline similarity between unrelated texts), so when the set mixes
-   embedders, each pack's cosines are first standardised against its embedder's background (the
-   mean and spread of the cosine between passages of the packs using that embedder) and put on the
-   scale of the set's first embedder.
+2. **Probe.** Each pack's best cosine similarity to the question is the pack's *relevance*: one
+   vector search per pack, in parallel, as deep as the pack's ``vector`` stage searches, so that
+   the stage reuses it when the pack is searched (QueryState.nearest). Cosines of one embedder are
+   comparable across packs: the same model scores the same question against every passage.
+   Cosines of different embedders are not (each model has its own baseline similarity between
+   unrelated texts), so when the set mixes embedders, each pack's cosines are first standardised
+   against its embedder's background (the mean and spread of the cosine between passages of the
+   packs using that embedder) and put on the scale of the set's first embedder.
 3. **Retrieve where it can matter.** A pack whose relevance is more than ``step × (k - 1)`` below
    the best pack's cannot reach the merged top k (see 4), so it is not searched further; of the
    rest, at most ``max_packs`` (the most relevant) run their own profile, in parallel, each as it
