@@ -15,10 +15,10 @@ asked each question in turn (so that both see the same load on a shared machine)
 time of fresh `wikigr query all` processes over the two shipped packs (packs/pydocs and
 packs/amlb2019 installed in a temporary WIKIGR_HOME) beside `wikigr query pydocs`.
 
-The CPU time of each query (the whole process's, the database's threads included; with the answer,
-whose extractive synthesis is the same for both) is recorded beside: on a shared machine it depends
-less on the load than the wall time, and on an idle one the set's wall time is about its CPU time
-over the cores.
+Retrieval only (the `synthesize` stage disabled: a set answers once, over the merged passages, as
+one pack does). The CPU time of each query (the whole process's, the database's threads included)
+is recorded beside: on a shared machine it depends less on the load than the wall time, and on an
+idle one the set's wall time is about its CPU time over the cores.
 
 Writes bench/results/packs.json with the machine's load average.
 
@@ -170,9 +170,10 @@ def latency(n_questions: int) -> dict[str, Any]:
     questions = [q["question"] for q in musique][:n_questions]
     out: dict[str, Any] = {}
     copies = ten_copies()
-    with KnowledgeGraphAgent(TEN_K, profile="auto", llm=None) as agent:
+    retrieval = {"profile": "auto", "llm": None, "disable": ["synthesize"]}  # the answer is timed apart
+    with KnowledgeGraphAgent(TEN_K, **retrieval) as agent:
         start = time.perf_counter()
-        with PackSet.open(copies, profile="auto", llm=None) as agents:
+        with PackSet.open(copies, **retrieval) as agents:
             open_s = time.perf_counter() - start
             agent.query(questions[0])
             agents.query(questions[0])
