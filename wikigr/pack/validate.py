@@ -168,7 +168,9 @@ def database_checks(path: Path, query: bool) -> list[Check]:
 def check_timeout(path: Path) -> float:
     """The seconds the child may take: CHECK_SECONDS, and more for large stores (every value of
     every table is read)."""
-    stores = [path / layout.STORE_FILE, *path.glob(f"*/{layout.STORE_FILE}")]  # a pack or its shards
+    from wikigr.pack.shards import SHARDS_DIR
+
+    stores = [path / layout.STORE_FILE, *(path / SHARDS_DIR).glob(f"*/{layout.STORE_FILE}")]  # or its shards
     size = sum(store.stat().st_size for store in stores if store.is_file() and not store.is_symlink())
     return CHECK_SECONDS + size / CHECK_BYTES_PER_SECOND
 
