@@ -10,9 +10,15 @@ set (dev) from STEPS and the second half (test) is reported; every step is print
 Latency (--latency): retrieval milliseconds (the agent's own `retrieval_ms`) of one pack of ~10k
 chunks (bench/work/mixed-10k, built by bench/graph.py) and of a set of 10 such packs (copies of it
 in bench/work/packs10/; identical copies are the worst case for the set: every pack ties on
-relevance, so the most packs run their full profile), the packs opened in parallel; and the wall
+relevance, so the most packs run their full profile), the packs opened in parallel, the two
+asked each question in turn (so that both see the same load on a shared machine); and the wall
 time of fresh `wikigr query all` processes over the two shipped packs (packs/pydocs and
 packs/amlb2019 installed in a temporary WIKIGR_HOME) beside `wikigr query pydocs`.
+
+Retrieval only (the `synthesize` stage disabled: a set answers once, over the merged passages, as
+one pack does). The CPU time of each query (the whole process's, the database's threads included)
+is recorded beside: on a shared machine it depends less on the load than the wall time, and on an
+idle one the set's wall time is about its CPU time over the cores.
 
 Writes bench/results/packs.json with the machine's load average.
 
@@ -163,21 +169,31 @@ def latency(n_questions: int) -> dict[str, Any]:
     _, musique = load_musique()
     questions = [q["question"] for q in musique][:n_questions]
     out: dict[str, Any] = {}
-    with KnowledgeGraphAgent(TEN_K, profile="auto", llm=None) as agent:
-        agent.query(questions[0])
-        one = [agent.query(q).trace["retrieval_ms"] for q in questions]
-    out["one_pack"] = {"chunks": 10278, "p50_ms": pct(one, 0.5), "p95_ms": pct(one, 0.95)}
     copies = ten_copies()
-    start = time.perf_counter()
-    with PackSet.open(copies, profile="auto", llm=None) as agents:
-        open_s = time.perf_counter() - start
-        agents.query(questions[0])
-        ten = []
-        searched = []
-        for q in questions:
-            result = agents.query(q)
-            ten.append(result.trace["retrieval_ms"])
-            searched.append(sum(1 for p in result.trace["packs"] if p["searched"]))
+    retrieval = {"profile": "auto", "llm": None, "disable": ["synthesize"]}  # the answer is timed apart
+    with KnowledgeGraphAgent(TEN_K, **retrieval) as agent:
+        start = time.perf_counter()
+        with PackSet.open(copies, **retrieval) as agents:
+            open_s = time.perf_counter() - start
+            agent.query(questions[0])
+            agents.query(questions[0])
+            one, ten, searched = [], [], []
+            one_cpu, ten_cpu = [], []  # the process's CPU time, every thread's (the database's too)
+            for q in questions:  # interleaved: the one pack and the ten see the same load
+                cpu = time.process_time()
+                one.append(agent.query(q).trace["retrieval_ms"])
+                one_cpu.append((time.process_time() - cpu) * 1000)
+                cpu = time.process_time()
+                result = agents.query(q)
+                ten_cpu.append((time.process_time() - cpu) * 1000)
+                ten.append(result.trace["retrieval_ms"])
+                searched.append(sum(1 for p in result.trace["packs"] if p["searched"]))
+    out["one_pack"] = {
+        "chunks": 10278,
+        "p50_ms": pct(one, 0.5),
+        "p95_ms": pct(one, 0.95),
+        "cpu_p50_ms": pct(one_cpu, 0.5),
+    }
     out["ten_packs"] = {
         "packs": len(copies),
         "open_s": round(open_s, 2),
@@ -185,6 +201,9 @@ def latency(n_questions: int) -> dict[str, Any]:
         "p95_ms": pct(ten, 0.95),
         "packs_searched_mean": round(statistics.mean(searched), 2),
         "ratio_p50": round(pct(ten, 0.5) / pct(one, 0.5), 2),
+        "cpu_p50_ms": pct(ten_cpu, 0.5),
+        "cpu_ratio_p50": round(pct(ten_cpu, 0.5) / pct(one_cpu, 0.5), 2),
+        "cpu_count": os.cpu_count(),
     }
     out["fresh_process"] = fresh_process()
     return out

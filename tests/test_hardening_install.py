@@ -138,6 +138,103 @@ def test_a_query_on_a_damaged_store_is_one_clean_error(
     assert "internal error" not in err
 
 
+# A store damaged in its catalogue (the table schemas, read when the database opens): LadybugDB
+# does not check it, and some damage crashes the library (a segmentation fault) or hangs it while
+# opening. The recipe: invert one byte at an offset into the catalogue's pages (the store's header
+# says where they are). These offsets were found on this fixture's store (ladybug 0.22) by inverting
+# every 64th byte of the catalogue, each store opened in a child process; the tests try them in
+# order and, should none do it any more (another library version), every 64th byte again.
+CATALOGUE_CRASHES = (1408, 1600, 2496)  # SIGSEGV while opening (1408, 1600) or reading (2496)
+CATALOGUE_HANGS = (1664, 2048, 4160)  # still running after 10 s (opening takes well under 1 s)
+PAGE = 4096
+OPEN_AND_READ = "import sys; from pathlib import Path; from wikigr.pack.store import Store; " + (
+    "Store.open(Path(sys.argv[1])).verify()"
+)
+
+
+def _catalogue(store: bytes) -> range:
+    """The byte range of the store's catalogue, from its header: after the magic ``LBUG`` and the
+    storage version (8 bytes), the catalogue's first page and page count (two uint32)."""
+    assert store[:4] == b"LBUG", "not a LadybugDB single-file store"
+    first, pages = int.from_bytes(store[12:16], "little"), int.from_bytes(store[16:20], "little")
+    assert first > 0 and pages > 0 and (first + pages) * PAGE <= len(store)
+    return range(first * PAGE, (first + pages) * PAGE)
+
+
+def _damaged_catalogue(store: Path, want: str, tmp_path: Path) -> Path:
+    """A copy of ``store`` with one catalogue byte inverted that makes the database library
+    ``want`` ("crash": killed by a signal; "hang": not done in 10 s) on opening and reading it,
+    tried in a real child process."""
+    data = store.read_bytes()
+    catalogue = _catalogue(data)
+    known = CATALOGUE_CRASHES if want == "crash" else CATALOGUE_HANGS
+    tried: list[int] = []
+    for offset in [*known, *(o for o in range(0, len(catalogue), 64) if o not in known)]:
+        damaged = bytearray(data)
+        damaged[catalogue.start + offset] ^= 0xFF
+        target = tmp_path / f"probe-{offset}" / "pack.db"
+        target.parent.mkdir()
+        target.write_bytes(bytes(damaged))
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", OPEN_AND_READ, str(target)], capture_output=True, timeout=10
+            )
+        except subprocess.TimeoutExpired:
+            if want == "hang":
+                return target
+        else:
+            if want == "crash" and done.returncode < 0:
+                return target
+        tried.append(offset)
+        shutil.rmtree(target.parent)
+    raise AssertionError(f"no catalogue byte makes the database library {want} (tried {tried})")
+
+
+def test_a_store_that_crashes_the_database_library_is_one_clean_error(
+    archive: Path, built_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    damaged = _damaged_catalogue(built_pack / "pack.db", "crash", tmp_path)
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    shutil.copyfile(damaged, pack / "pack.db")
+
+    done = _run_wikigr(["pack", "validate", str(pack)], wikigr_home, timeout=120)  # died of SIGSEGV
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert_one_error(done.stderr, "invalid pack")
+    assert "store: the database library crashed (SIG" in done.stderr and "the store is damaged" in done.stderr
+
+    install_pack(archive, register_skill=False)
+    installed = wikigr_home / "packs" / "fixture"
+    before = sha256(installed / "pack.db")
+    done = _run_wikigr(["pack", "install", str(pack), "--force", "--no-skill"], wikigr_home, timeout=120)
+    assert done.returncode == 1, (done.returncode, done.stderr)
+    assert_one_error(done.stderr, "refusing the pack: invalid store: the database library crashed (SIG")
+    assert sha256(installed / "pack.db") == before  # the installed pack is untouched, and answers
+    assert packs_home_entries(wikigr_home) == ["fixture"]
+    done = _run_wikigr(["query", "fixture", "socket timeout", "--json", "--profile", "baseline"], wikigr_home)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sources"][0]["title"] == "Sockets guide"
+
+
+def test_a_store_that_hangs_the_database_library_is_stopped_at_the_timeout(
+    built_pack: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    from wikigr.pack.validate import validate_pack
+
+    damaged = _damaged_catalogue(built_pack / "pack.db", "hang", tmp_path)
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    shutil.copyfile(damaged, pack / "pack.db")
+    start = time.monotonic()
+    report = validate_pack(pack, timeout=5)
+    assert time.monotonic() - start < 30
+    assert not report.ok
+    failed = [c for c in report.checks if not c.ok]
+    assert [c.name for c in failed] == ["store"]
+    assert failed[0].detail.startswith("opening and querying the store did not finish within 5 s (stopped)")
+    assert "\n" not in failed[0].detail
+
+
 # -- 2. validate checks what the agent loads, with the agent's code ------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,3 +186,47 @@ def test_all_is_reserved_as_a_pack_name(tmp_path: Path, capsys: pytest.CaptureFi
     assert run(["pack", "create", "all", "--url", str(DOCS / "dates.md"), "--out", str(tmp_path / "x")]) == 2
     assert "reserved" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_each_pack_is_searched_once_and_answered_once(two_packs: tuple[Path, Path]) -> None:
+    """The search that measures a pack's relevance is the one its vector stage uses (one scan of
+    each store per question), the question is embedded once per embedder, and the answer is
+    synthesised once, over the merged passages; the passages a pack gives are those it gives alone."""
+    garden, network = two_packs
+    with PackSet.open([garden, network], llm=None, step=10.0) as agents:
+        searches: list[tuple[str, int]] = []
+        embeddings: list[str] = []
+        for agent in agents.agents:
+            store, embedder = agent.context.store, agent.context.embedder
+
+            def nearest(
+                vector: list[float], k: int, real: Any = store.nearest_chunks, name: str = agent.name
+            ) -> Any:
+                searches.append((name, k))
+                return real(vector, k)
+
+            store.nearest_chunks = nearest  # type: ignore[method-assign]
+            for method in ("embed", "embed_queries"):
+                real = getattr(embedder, method, None)
+                if real is not None and not hasattr(real, "spied"):
+
+                    def spy(texts: list[str], real: object = real) -> object:
+                        embeddings.extend(texts)
+                        return real(texts)  # type: ignore[operator]
+
+                    spy.spied = True  # type: ignore[attr-defined]
+                    setattr(embedder, method, spy)
+        question = "Which module handles timeouts, dates or sockets?"
+        result = agents.query(question, top_k=4)
+        searched = [e["pack"] for e in result.trace["packs"] if e["searched"]]
+        assert sorted(searched) == ["garden", "network"]
+        assert sorted(name for name, _ in searches) == ["garden", "network"]  # one scan each
+        assert embeddings.count(question) == 1  # both packs use the same embedder
+        assert [e["stage"] for e in result.trace["stages"]].count("synthesize") == 1
+        assert not any(e["stage"].endswith("/synthesize") for e in result.trace["stages"])
+        assert result.answer
+    for pack in (garden, network):
+        with KnowledgeGraphAgent(pack, llm=None) as alone:
+            own = [s.chunk_id for s in alone.query(question, top_k=4).sources]
+        merged = [s.chunk_id for s in result.sources if s.pack == pack.name]
+        assert merged and merged == own[: len(merged)]

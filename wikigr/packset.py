@@ -8,13 +8,14 @@ with open_agent("pydocs,notes") as agent:   # a PackSet; one name gives a Knowle
 How a question runs over a set of packs:
 
 1. **Embed once per embedder.** Packs built with the same embedder share the question's vector.
-2. **Probe.** Each pack's best cosine similarity to the question (one exact vector search per pack,
-   in parallel) is the pack's *relevance*. Cosines of one embedder are comparable across packs: the
-   same model scores the same question against every passage. Cosines of different embedders are
-   not (each model has its own baseline similarity between unrelated texts), so when the set mixes
-   embedders, each pack's cosines are first standardised against its embedder's background (the
-   mean and spread of the cosine between passages of the packs using that embedder) and put on the
-   scale of the set's first embedder.
+2. **Probe.** Each pack's best cosine similarity to the question is the pack's *relevance*: one
+   vector search per pack, in parallel, as deep as the pack's ``vector`` stage searches, so that
+   the stage reuses it when the pack is searched (QueryState.nearest). Cosines of one embedder are
+   comparable across packs: the same model scores the same question against every passage.
+   Cosines of different embedders are not (each model has its own baseline similarity between
+   unrelated texts), so when the set mixes embedders, each pack's cosines are first standardised
+   against its embedder's background (the mean and spread of the cosine between passages of the
+   packs using that embedder) and put on the scale of the set's first embedder.
 3. **Retrieve where it can matter.** A pack whose relevance is more than ``step × (k - 1)`` below
    the best pack's cannot reach the merged top k (see 4), so it is not searched further; of the
    rest, at most ``max_packs`` (the most relevant) run their own profile, in parallel, each as it
@@ -123,8 +124,18 @@ def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
 @dataclass
 class _Probe:
     agent: KnowledgeGraphAgent
+    state: QueryState  # the pack's query state, holding the question's vector and nearest chunks
     raw: float = -1.0  # the best cosine of the pack's passages with the question
     relevance: float = -1.0  # on the set's common scale
+
+
+def _probe_depth(agent: KnowledgeGraphAgent) -> int:
+    """How many nearest chunks the probe fetches from a pack: as many as its vector stage asks for,
+    so that the stage reuses the probe's search instead of scanning the pack again."""
+    from wikigr.retrieval.stages.vector import VectorOptions
+
+    options = agent.context.options.get("vector")
+    return options.candidates if isinstance(options, VectorOptions) else VectorOptions().candidates
 
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
@@ -266,17 +277,17 @@ class PackSet:
                 self._background[embedder] = (float(upper.mean()), float(max(upper.std(), 1e-6)))
         return self._background[embedder]
 
-    def _probe(self, question: str) -> list[_Probe]:
+    def _probe(self, question: str, k: int) -> list[_Probe]:
         vectors: dict[str, np.ndarray] = {}
         for agent in self.agents:  # one embedding per embedder
             name = agent.pack.manifest.embedder.name
             if name not in vectors:
-                vectors[name] = agent.context.embedder.embed([question])[0]
+                vectors[name] = agent.new_state(question, k).vector()
 
         def best(agent: KnowledgeGraphAgent) -> _Probe:
-            vector = vectors[agent.pack.manifest.embedder.name]
-            hits = agent.context.store.search_chunks(vector.tolist(), 1)
-            return _Probe(agent, hits[0].score if hits else -1.0)
+            state = agent.new_state(question, k, vector=vectors[agent.pack.manifest.embedder.name])
+            nearest = state.nearest(_probe_depth(agent))  # the vector stage's search, done once
+            return _Probe(agent, state, max(nearest.values(), default=-1.0))
 
         with ThreadPoolExecutor(max_workers=min(len(self.agents), 8)) as pool:
             probes = list(pool.map(best, self.agents))
@@ -417,7 +428,7 @@ class PackSet:
         if k < 1:
             raise UsageError("top_k must be at least 1")
         start = time.perf_counter()
-        probes = self._probe(question)
+        probes = self._probe(question, k)
         probe_ms = (time.perf_counter() - start) * 1000
         best = probes[0].relevance
         reach = best - self.step * (k - 1)
@@ -426,9 +437,7 @@ class PackSet:
         searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
 
         def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
-            agent = probe.agent
-            vector = self._vectors[agent.pack.manifest.embedder.name]
-            state = agent.new_state(question, k, vector=vector)
+            agent, state = probe.agent, probe.state
             stages = [s for s in agent.stages if s.name != "synthesize"]
             with agent.budget():
                 return state, run_stages(stages, state)

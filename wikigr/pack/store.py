@@ -501,6 +501,11 @@ class Store:
 
     def search_chunks(self, query_vector: Sequence[float], k: int) -> list[ChunkHit]:
         """The top ``k`` chunks by cosine similarity to ``query_vector``, best first."""
+        return self.chunk_details(self.nearest_chunks(query_vector, k))
+
+    def nearest_chunks(self, query_vector: Sequence[float], k: int) -> dict[str, float]:
+        """The ids of the top ``k`` chunks by cosine similarity to ``query_vector`` with their
+        similarity, best first (:meth:`chunk_details` gives their citations)."""
         vector = [float(x) for x in query_vector]
         if self.vector_path == "hnsw":
             top = self.rows(
@@ -514,7 +519,7 @@ class Store:
                 "ORDER BY score DESC LIMIT $k",
                 {"q": vector, "k": int(k)},
             )
-        return self.chunk_details({row[0]: float(row[1]) for row in top})
+        return dict(sorted(((row[0], float(row[1])) for row in top), key=lambda pair: (-pair[1], pair[0])))
 
     def chunk_details(self, scores: dict[str, float]) -> list[ChunkHit]:
         """Citations for the chunks in ``scores`` (id -> score), best score first."""

@@ -5,11 +5,21 @@ It checks what the agent will load, with the agent's own code: the manifest, the
 value of every table read once, so damage anywhere in it shows), and finally it opens the pack
 with :class:`~wikigr.agent.KnowledgeGraphAgent` (read-only, no Claude) and answers a question.
 ``pack install`` refuses what this refuses.
+
+The checks that open the store (the store, its statistics, a pack's shards, the question) run in a
+child process (``python -m wikigr.pack.checker PATH``): a store damaged where the database library
+does not check (its catalogue) can make the library crash (a segmentation fault) or hang while
+opening it, and the child's death or its timeout becomes a failed ``store`` check, one line, instead
+of the death of ``pack validate`` or ``pack install``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,6 +30,10 @@ from wikigr.pack.manifest import Manifest, load_manifest
 from wikigr.pack.store import Store
 
 MAX_QUESTIONS_BYTES = 64 * 1024 * 1024
+CHECK_SECONDS = 120.0  # the child's time for the store checks and the question, at the least
+CHECK_BYTES_PER_SECOND = 2 * 1024 * 1024  # and one second more per this many bytes of stores
+REPORT_PREFIX = "wikigr-checks: "  # the child's report line on its standard output
+IN_CHILD = False  # set by wikigr.pack.checker: the checks run here, not in another child
 
 
 @dataclass
@@ -132,9 +146,87 @@ def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> No
         report.add("query", False, f"{type(exc).__name__}: {_one_line(exc)}")
 
 
-def validate_pack(path: Path) -> ValidationReport:
+def database_checks(path: Path, query: bool) -> list[Check]:
+    """The checks that open the store, in this process: the store (or each shard, as a pack of its
+    own), then, when ``query`` is set and they passed, answering a question with the agent."""
+    report = ValidationReport(path)
+    try:
+        manifest: Manifest | None = load_manifest(path / layout.MANIFEST_FILE)
+    except WikigrError:
+        manifest = None  # the parent reports it
+    if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
+        from wikigr.pack.shards import validate_shards
+
+        validate_shards(path, manifest, report)
+    else:
+        _check_store(path, manifest, report)
+    if query and manifest is not None and report.ok:
+        _check_query(path, manifest, report)
+    return report.checks
+
+
+def check_timeout(path: Path) -> float:
+    """The seconds the child may take: CHECK_SECONDS, and more for large stores (every value of
+    every table is read)."""
+    from wikigr.pack.shards import SHARDS_DIR
+
+    stores = [path / layout.STORE_FILE, *(path / SHARDS_DIR).glob(f"*/{layout.STORE_FILE}")]  # or its shards
+    size = sum(store.stat().st_size for store in stores if store.is_file() and not store.is_symlink())
+    return CHECK_SECONDS + size / CHECK_BYTES_PER_SECOND
+
+
+def _isolated_checks(path: Path, query: bool, timeout: float | None) -> list[Check]:
+    """:func:`database_checks` in a child process; its crash, hang or garbled answer is a failed
+    ``store`` check."""
+    import wikigr
+
+    seconds = check_timeout(path) if timeout is None else timeout
+    command = [sys.executable, "-m", "wikigr.pack.checker", str(path), *(["--query"] if query else [])]
+    package_root = str(Path(wikigr.__file__).resolve().parent.parent)  # even when not installed
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
+    }
+    try:
+        done = subprocess.run(
+            command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=seconds
+        )
+    except subprocess.TimeoutExpired:
+        return [
+            Check(
+                "store",
+                False,
+                f"opening and querying the store did not finish within {seconds:g} s (stopped): "
+                "a damaged store can make the database library hang",
+            )
+        ]
+    if done.returncode < 0:
+        try:
+            name = signal.Signals(-done.returncode).name
+        except ValueError:
+            name = f"signal {-done.returncode}"
+        return [
+            Check(
+                "store",
+                False,
+                f"the database library crashed ({name}) opening or querying the store: the store is damaged",
+            )
+        ]
+    lines = [line for line in done.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
+    try:
+        rows = json.loads(lines[-1][len(REPORT_PREFIX) :])
+        return [Check(str(r["name"]), bool(r["ok"]), str(r["detail"])) for r in rows]
+    except (IndexError, TypeError, KeyError, ValueError):
+        errors = [line for line in done.stderr.splitlines() if line.strip()]
+        last = _one_line(Exception(errors[-1])) if errors else "no report"
+        return [Check("store", False, f"the store check failed (exit {done.returncode}): {last[:300]}")]
+
+
+def validate_pack(path: Path, timeout: float | None = None) -> ValidationReport:
     """Run every check; never raises for a broken pack (the report says what is wrong). The last
-    one, answering a question with the agent, runs when every other check passed."""
+    one, answering a question with the agent, runs when every other check passed. The checks that
+    open the store run in a child process, stopped after ``timeout`` seconds (default:
+    :func:`check_timeout`)."""
     report = ValidationReport(path)
     manifest: Manifest | None = None
     try:
@@ -167,12 +259,9 @@ def validate_pack(path: Path) -> ValidationReport:
         except WikigrError as exc:
             report.add("embedder", False, exc.message)
 
-    if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
-        from wikigr.pack.shards import validate_shards
-
-        validate_shards(path, manifest, report)
+    query = manifest is not None and report.ok  # the question, when every other check passes
+    if IN_CHILD:  # a shard's checks, in the child of its pack's
+        report.checks += database_checks(path, query)
     else:
-        _check_store(path, manifest, report)
-    if manifest is not None and report.ok:
-        _check_query(path, manifest, report)
+        report.checks += _isolated_checks(path, query, timeout)
     return report

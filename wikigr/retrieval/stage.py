@@ -146,6 +146,7 @@ class QueryState:
     notes: dict[str, Any] = field(default_factory=dict)  # stage name -> detail for the trace
     trace: dict[str, Any] = field(default_factory=dict)  # added to the top of the trace (tool_calls...)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
 
     def vector(self, text: str | None = None) -> np.ndarray:
         """The embedding of ``text`` (default: the question), computed once."""
@@ -154,6 +155,18 @@ class QueryState:
             embed = getattr(self.ctx.embedder, "embed_queries", self.ctx.embedder.embed)  # st: prompts
             self._vectors[key] = embed([key])[0]
         return self._vectors[key]
+
+    def nearest(self, k: int, text: str | None = None) -> dict[str, float]:
+        """The ``k`` chunks nearest ``text`` (default: the question) by embedding, chunk id ->
+        cosine similarity, best first. The store is searched once per text: a later ask for as many
+        or fewer reuses the search (several packs: the search that measures a pack's relevance is
+        the one its vector stage uses)."""
+        key = self.question if text is None else text
+        searched = self._nearest.get(key)
+        if searched is None or searched[0] < k:
+            searched = (k, self.ctx.store.nearest_chunks(self.vector(key).tolist(), k))
+            self._nearest[key] = searched
+        return dict(list(searched[1].items())[:k])
 
     def set_vector(self, text: str, vector: np.ndarray) -> None:
         """Give the embedding of ``text`` when it is already known (several packs, one embedder)."""

@@ -285,6 +285,7 @@ class RouterStage(Stage):
             queries=list(state.queries),
             usage=state.usage,
             _vectors=state._vectors,
+            _nearest=state._nearest,
         )
         start = time.perf_counter()
         skipped = []

@@ -29,7 +29,7 @@ class VectorStage(Stage):
         by_id: dict[str, Candidate] = {c.chunk_id: c for c in state.candidates}
         rankings: list[tuple[list[str], float]] = []
         for i, query in enumerate(queries):
-            hits = store.search_chunks(state.vector(query).tolist(), self.options.candidates)
+            hits = store.chunk_details(state.nearest(self.options.candidates, query))
             if i == 0 and hits:
                 state.confidence = max(state.confidence, hits[0].score)
             for hit in hits:
