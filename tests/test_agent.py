@@ -258,3 +258,11 @@ def test_auto_on_documentation_ranks_pages_over_fused_search(pack: Path) -> None
     [router] = [s for s in listing.trace["stages"] if s["stage"] == "router"]
     assert router["detail"]["kind"] == "global" and router["detail"]["strategy"] == "wide"
     assert router["detail"]["answer_style"] == "enumeration"
+
+
+def test_quality_counts_letters_as_python_does() -> None:
+    from wikigr.retrieval.stages.quality import visible_and_letters
+
+    for text in ["", "a b\tc\n", "x\x1cy\x1f z\x0b", "ÄÖ ü 数字 ½ ⅷ", "code: {[()]} == 1;", "é\u2003é"]:
+        visible = [ch for ch in text if not ch.isspace()]
+        assert visible_and_letters(text) == (len(visible), sum(ch.isalpha() for ch in visible)), text

