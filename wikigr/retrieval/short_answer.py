@@ -426,11 +426,20 @@ def follow(s: Scored, chosen: list[Scored]) -> float:
     """How well ``s`` continues the sentences chosen so far (0-1): the share of the question's
     words they leave unanswered that it holds, and whether it (or its passage's title) names an
     entity that their passages introduce — the next hop of a multi-hop question."""
-    asked = s.asked
+    return _follow(s, *_continuation(s.asked, chosen))
+
+
+def _continuation(asked: Asked, chosen: list[Scored]) -> tuple[dict[str, float], frozenset[str]]:
+    """What :func:`follow` needs of the sentences chosen so far: the question's words they leave
+    unanswered (with their weights), and the names their passages introduce."""
     covered = frozenset().union(*(c.tokens for c in chosen))
     residual = {t: w for t, w in asked.weights.items() if t not in covered}
     links = frozenset().union(*(c.passage_names for c in chosen)) - asked.names
-    link = max((asked.specific.get(n, 0.0) for n in s.names & links), default=0.0)
+    return residual, links
+
+
+def _follow(s: Scored, residual: dict[str, float], links: frozenset[str]) -> float:
+    link = max((s.asked.specific.get(n, 0.0) for n in s.names & links), default=0.0)
     return (_share(residual, set(s.tokens)) + link) / 2
 
 
@@ -449,28 +458,45 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     floor = lowest + options.min_relative * (best - lowest)
     left = list(scored[:POOL])  # best first: the answer takes a few of them
     words = 0
+    ranked: list[tuple[float, Scored]] = []
     while left:
-        used = {c.source for c in chosen}
-
-        def value(s: Scored, used: set[int] = used) -> float:
-            if not chosen:
-                return s.score
-            gain = options.follow * follow(s, chosen) if options.follow else 0.0
-            return s.score + gain - options.same_source * (s.source in used)
-
-        pick = max(left, key=value)
+        if not ranked:  # the values change only when a sentence is chosen
+            ranked = _ranked(left, chosen, options)
+        worth, pick = ranked.pop(0)
         left.remove(pick)
-        if chosen and value(pick) < floor:
+        if chosen and worth < floor:
             break
         if any(_similar(pick.words, c.words) for c in chosen):
             continue
         if chosen and words + pick.unit.words > room:
             continue
         chosen.append(pick)
+        ranked = []
         words += pick.unit.words
         if words >= room:
             break
     return chosen
+
+
+def _ranked(left: list[Scored], chosen: list[Scored], options: AnswerOptions) -> list[tuple[float, Scored]]:
+    """``left`` with the value of choosing each next, best first (equal values in their order, as
+    max() would pick): its score, plus ``follow`` × :func:`follow`, minus ``same_source`` if its
+    passage is quoted already."""
+    if not chosen:
+        values = [(s.score, s) for s in left]
+    else:
+        used = {c.source for c in chosen}
+        continuations: dict[int, tuple[dict[str, float], frozenset[str]]] = {}
+        values = []
+        for s in left:
+            gain = 0.0
+            if options.follow:
+                key = id(s.asked)  # one Asked per question: computed once per step
+                if key not in continuations:
+                    continuations[key] = _continuation(s.asked, chosen)
+                gain = options.follow * _follow(s, *continuations[key])
+            values.append((s.score + gain - options.same_source * (s.source in used), s))
+    return sorted(values, key=lambda pair: -pair[0])
 
 
 def budget(options: AnswerOptions, passage_words: int) -> int:
