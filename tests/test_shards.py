@@ -217,24 +217,39 @@ def test_shards_hold_about_as_many_chunks_each() -> None:
     assert max(load) <= -(-105 * total // 400) + 3 and min(load) > 0, load  # 5% and a document at most
 
 
-def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A multi-hop question whose second passage is in another shard: the first names its title
-    ("... founded by Zephyr Quill"), and the set follows that link across the boundary."""
+HOPS = {
+    # The first passage names the second's title ("... founded by Zephyr Quill").
+    "title": (
+        "The Quillville Rowing Club was founded in 1921 by Zephyr Quill, a boat builder. "
+        "Its crews race on the fjord every summer.",
+        "Zephyr Quill",
+        "Zephyr Quill came into the world in Tromsø, in the far north of Norway, and later "
+        "built racing shells for crews across Europe.",
+        "Where was the founder of the Quillville Rowing Club born?",
+    ),
+    # Not named by the first, but both name a rare entity the question does not (the Varnholt
+    # Boatyard): the same normalised name is the same entity in each shard.
+    "entity": (
+        "The Quillville Rowing Club was founded in 1921. Its first racing shells came from "
+        "the Varnholt Boatyard, and its crews race on the fjord every summer.",
+        "Halvard Strand",
+        "Halvard Strand ran the Varnholt Boatyard for forty years; he grew up in Bodø, "
+        "a town on the coast of Nordland.",
+        "Who made the first racing shells of the Quillville Rowing Club?",
+    ),
+}
+
+
+@pytest.mark.parametrize("link", sorted(HOPS))
+def test_the_next_hop_crosses_shards(link: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A multi-hop question whose second passage is in another shard: the set follows the link
+    (a title, or a shared entity) across the boundary."""
     import wikigr.pack.shards as shards
 
+    first, title, second, question = HOPS[link]
     rows = [
-        {
-            "id": "club",
-            "title": "Quillville Rowing Club",
-            "text": "The Quillville Rowing Club was founded in 1921 by Zephyr Quill, a boat builder. "
-            "Its crews race on the fjord every summer.",
-        },
-        {
-            "id": "quill",
-            "title": "Zephyr Quill",
-            "text": "Zephyr Quill came into the world in Tromsø, in the far north of Norway, and later "
-            "built racing shells for crews across Europe.",
-        },
+        {"id": "club", "title": "Quillville Rowing Club", "text": first},
+        {"id": "hop", "title": title, "text": second},
         *CORPUS,
         *MORE,
     ]
@@ -243,64 +258,18 @@ def test_the_next_hop_crosses_shards(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     def apart(docs: list[Any], count: int) -> list[int]:  # the two hops in different shards
         return [
-            1 if d.source == "passage:quill" else 0 if d.source == "passage:club" else i % 2
+            1 if d.source == "passage:hop" else 0 if d.source == "passage:club" else i % 2
             for i, d in enumerate(docs)
         ]
 
     monkeypatch.setattr(shards, "assign_shards", apart)
     out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
-    question = "Where was the founder of the Quillville Rowing Club born?"
     with open_agent(out, llm=None, top_k=5, hops=False) as agent:
-        assert "Zephyr Quill" not in [s.title for s in agent.query(question).sources]
+        assert title not in [s.title for s in agent.query(question).sources]
     with open_agent(out, llm=None, top_k=5) as agent:
         sources = agent.query(question).sources
     assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
-    [hop] = [s for s in sources if s.title == "Zephyr Quill"]
-    assert hop.origin == "bridge" and hop.pack == "hop"
-
-
-def test_the_next_hop_crosses_shards_through_a_shared_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The second passage's title is not named by the first, but both name a rare entity the
-    question does not (the Varnholt Boatyard): the same normalised name is the same entity in
-    each shard, and the set follows it across the boundary."""
-    import wikigr.pack.shards as shards
-
-    rows = [
-        {
-            "id": "club",
-            "title": "Quillville Rowing Club",
-            "text": "The Quillville Rowing Club was founded in 1921. Its first racing shells came from "
-            "the Varnholt Boatyard, and its crews race on the fjord every summer.",
-        },
-        {
-            "id": "yard",
-            "title": "Halvard Strand",
-            "text": "Halvard Strand ran the Varnholt Boatyard for forty years; he grew up in Bodø, "
-            "a town on the coast of Nordland.",
-        },
-        *CORPUS,
-        *MORE,
-    ]
-    corpus = tmp_path / "corpus.json"
-    corpus.write_text(json.dumps(rows))
-
-    def apart(docs: list[Any], count: int) -> list[int]:  # the two hops in different shards
-        return [
-            1 if d.source == "passage:yard" else 0 if d.source == "passage:club" else i % 2
-            for i, d in enumerate(docs)
-        ]
-
-    monkeypatch.setattr(shards, "assign_shards", apart)
-    out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
-    question = "Who made the first racing shells of the Quillville Rowing Club?"
-    with open_agent(out, llm=None, top_k=5, hops=False) as agent:
-        assert "Halvard Strand" not in [s.title for s in agent.query(question).sources]
-    with open_agent(out, llm=None, top_k=5) as agent:
-        sources = agent.query(question).sources
-    assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
-    [hop] = [s for s in sources if s.title == "Halvard Strand"]
+    [hop] = [s for s in sources if s.title == title]
     assert hop.origin == "bridge" and hop.pack == "hop"
 
 
