@@ -40,6 +40,7 @@ GRID: list[dict[str, Any]] = [
     *({"bridge": {"max_df": m}} for m in (50, 200)),
     *({"pair": {"candidates": c}} for c in (8, 12, 20, 24)),
     *({"pair": {"min_gain": g}} for g in (0.02, 0.1)),
+    *({"pair": {"entity": e}} for e in (0.0, 0.5, 1.5, 2.0)),
     *({"title_match": {"boost": b}} for b in (0.1, 0.4)),
 ]
 

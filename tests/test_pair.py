@@ -108,3 +108,62 @@ def test_pair_options_are_checked() -> None:
         make_options("pair", {"candidates": 1})
     with pytest.raises(UsageError):
         make_options("pair", {"coverage": -1})
+
+
+# A chain: the school's passage names the state (not named by the question), and the state's
+# passage answers. Another state's passage says more about selling alcohol, so the words of the
+# question alone pair the school with the wrong state; the entity the two share does not.
+CHAIN = [
+    {
+        "title": "Greenfield-Central High School",
+        "text": "Greenfield-Central High School is a secondary school located in the city of "
+        "Greenfield, Indiana. It had 1,363 students in 2009.",
+    },
+    {
+        "title": "Alcohol laws of Indiana",
+        "text": "In Indiana, alcohol may be sold to adults from 7 a.m. to 3 a.m., closing time.",
+    },
+    {
+        "title": "Alcohol laws of Utah",
+        "text": "In Utah, supermarkets stop selling strong beer.",
+    },
+    {
+        "title": "Hancock County",
+        "text": "Hancock County lies east of Indianapolis; its farms grow corn and soybeans.",
+    },
+    {
+        "title": "Liquor store",
+        "text": "A liquor store is a retail shop that sells alcoholic beverages, typically in bottles.",
+    },
+]
+CHAIN_QUESTION = "What time does the state where Greenfield-Central High is stop selling booze?"
+
+
+@pytest.fixture(scope="module")
+def chain_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("corpus-chain")
+    corpus = folder / "corpus.json"
+    corpus.write_text(json.dumps(CHAIN))
+    out = folder / "chain"
+    build_pack("chain", [], out=out, corpus=corpus, options=BuildOptions())
+    return out
+
+
+def _pair_entry(pack: Path, entity: float) -> dict[str, object]:
+    options = {"pair": {"entity": entity, "candidates": 5}}
+    with KnowledgeGraphAgent(
+        pack, profile="baseline", enable=["pair"], options=options, llm=None, top_k=5
+    ) as agent:
+        result = agent.query(CHAIN_QUESTION)
+    [entry] = [s for s in result.trace["stages"] if s["stage"] == "pair"]
+    detail = entry["detail"]
+    assert isinstance(detail, dict)
+    return detail
+
+
+def test_a_shared_entity_the_question_does_not_name_pairs_the_two_hops(chain_pack: Path) -> None:
+    without = _pair_entry(chain_pack, 0.0)
+    assert "Alcohol laws of Indiana" not in without.get("pair", [])
+    found = _pair_entry(chain_pack, 1.0)  # the default
+    assert found["moved"] is True and found["bridged"] is True
+    assert set(found["pair"]) == {"Greenfield-Central High School", "Alcohol laws of Indiana"}

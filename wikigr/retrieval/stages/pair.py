@@ -8,11 +8,15 @@ own are often two about the same half of the question. Among the top ``candidate
     - rank × (ln(1 + i) + ln(1 + j))        the current order still counts (i, j from 0)
     + coverage × share of the question's words (IDF-weighted) that the two passages hold together
     + link × (one passage names the other's title)
+    + entity × (the two share an entity the question does not name: the bridge of the two hops)
+
+A shared entity counts when at most ``max_df`` passages mention it (a specific name) and more than
+one does; it needs the pack's entity graph (without one the term is 0).
 
 The best pair moves to the top, in its order, when its coverage beats the current top two's by at
 least ``min_gain``; otherwise nothing changes. The weights were chosen on questions 1-50 of
-MuSiQue and HotpotQA (bench/multihop.py reports 51-100). Words come from the pack's keyword index
-(its tokenizer and document frequencies); without one the stage is skipped.
+MuSiQue and HotpotQA (bench/multihop_grid.py; bench/multihop.py reports 51-100). Words come from
+the pack's keyword index (its tokenizer and document frequencies); without one the stage is skipped.
 """
 
 from __future__ import annotations
@@ -70,12 +74,16 @@ class PairOptions:
     rank: float = 0.3
     coverage: float = 2.0
     link: float = 1.0
+    entity: float = 1.0  # the two share a specific entity the question does not name (a bridge)
+    max_df: int = 100  # entities mentioned by more passages than this are not bridges
     min_gain: float = 0.05  # coverage the best pair must add over the current top two
 
     def __post_init__(self) -> None:
         if self.candidates < 2:
             raise ValueError("candidates must be at least 2")
-        if min(self.rank, self.coverage, self.link) < 0:
+        if self.max_df < 2:
+            raise ValueError("max_df must be at least 2 (a bridge is mentioned by two passages)")
+        if min(self.rank, self.coverage, self.link, self.entity) < 0:
             raise ValueError("the weights must not be negative")
 
 
@@ -115,10 +123,16 @@ class PairStage(Stage):
             return names(i, j) or names(j, i)
 
         o = self.options
+        bridges = self._bridges(state, firsts) if o.entity > 0 else [frozenset()] * len(firsts)
+
+        def bridged(i: int, j: int) -> bool:
+            return bool(bridges[i] & bridges[j])
 
         def score(p: tuple[int, int]) -> float:
             order = math.log1p(p[0]) + math.log1p(p[1])
-            return float(-o.rank * order + o.coverage * coverage(*p) + o.link * linked(*p))
+            return float(
+                -o.rank * order + o.coverage * coverage(*p) + o.link * linked(*p) + o.entity * bridged(*p)
+            )
 
         best = max(combinations(range(len(firsts)), 2), key=score)
         gain = coverage(*best) - coverage(0, 1)
@@ -137,4 +151,21 @@ class PairStage(Stage):
             gain=round(gain, 3),
             pair=[c.article_title for c in chosen],
             linked=linked(*best),
+            bridged=bridged(*best),
         )
+
+    def _bridges(self, state: QueryState, firsts: list[Candidate]) -> list[frozenset[int]]:
+        """Each passage's specific entities that the question does not name (none without a graph)."""
+        from wikigr.retrieval.stages.ppr import pack_entity_graph
+
+        graph = pack_entity_graph(state.ctx)
+        if graph is None:
+            return [frozenset()] * len(firsts)
+        named = set(graph.link(state.question, concepts=False))
+        df, max_df = graph.entity_df, self.options.max_df
+        out = []
+        for c in firsts:
+            row = graph.chunk_index.get(c.chunk_id)
+            ents = [] if row is None else [int(e) for e in graph.chunk_entities(row)]
+            out.append(frozenset(e for e in ents if e not in named and 1 < df[e] <= max_df))
+        return out
