@@ -84,8 +84,8 @@ def title_index(ctx: Context) -> TitleIndex:
 @dataclass
 class BridgeOptions:
     seeds: int = 3  # the top passages to follow links from
-    title: float = 0.3  # gain of a passage whose title a seed names (× seed weight × similarity)
-    entity: float = 1.0  # gain of a passage sharing a specific entity with a seed (× similarity²)
+    title: float = 0.5  # gain of a passage whose title a seed names (× seed weight × similarity)
+    entity: float = 0.6  # gain of a passage sharing a specific entity with a seed (× similarity²)
     max_df: int = 100  # entities mentioned by more passages than this are not followed
     reach: int = 200  # passages reached through entities that are scored, at most
     added: int = 30  # passages not ranked yet that join the ranking, at most (the best gains)
