@@ -370,3 +370,20 @@ def test_pages_in_shards_keep_their_links(server: Any, tmp_path: Path) -> None:
     assert report.manifest.stats.links == 4  # none crosses a shard boundary
     assert sorted(s.articles for s in report.manifest.shards) == [2, 2]
     assert validate_pack(report.path).ok
+    # Pages answer through the stages that read links and whole pages (page_score, graph_rerank,
+    # multidoc) as the one store does; the graph view of `wikigr serve` reads the union too.
+    from wikigr.serve.graph import neighbourhood
+
+    with (
+        open_agent(report.path, llm=None, top_k=2) as paged,
+        open_agent(whole.path, llm=None, top_k=2) as one,
+    ):
+        assert isinstance(paged, KnowledgeGraphAgent) and isinstance(one, KnowledgeGraphAgent)
+        for question in ("How do I care for a kettle?", "What about cellos?"):
+            result, alone = paged.query(question), one.query(question)
+            assert result.trace["stages"][0]["detail"]["strategy"] == "pages"
+            assert [(s.url, s.text) for s in result.sources] == [(s.url, s.text) for s in alone.sources]
+        chunk = result.sources[0].chunk_id
+        shown = neighbourhood(paged.context.store, [chunk], [])
+        assert shown == neighbourhood(one.context.store, [chunk], [])
+        assert paged.context.store.stats() == one.context.store.stats()
