@@ -496,7 +496,10 @@ class KeywordIndex:
         scores = np.zeros(len(self._chunk_ids), dtype=np.float32)
         for column, factor in self._columns(factors):  # BM25: the sum of the precomputed weights
             start, end = int(self._indptr[column]), int(self._indptr[column + 1])
-            np.add.at(scores, self._indices[start:end], self._data[start:end] * np.float32(factor))
+            weights = self._data[start:end]
+            np.add.at(
+                scores, self._indices[start:end], weights if factor == 1.0 else weights * np.float32(factor)
+            )
         hits = np.flatnonzero(scores > 0)
         if hits.size > k:
             hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
