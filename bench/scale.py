@@ -409,19 +409,17 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
         (folder / "kg_config.json").write_text('{"profile": "auto"}\n')
         print(f"{label}: written in {time.perf_counter() - start:.1f}s", file=sys.stderr)
         folders[label] = folder
-        for hops in [True, False] if count > 1 else [True]:  # without the next hop across shards too
-            kwargs = {"hops": hops} if count > 1 else {}
-            with open_agent(folder, llm=None, top_k=10, **kwargs) as agent:
-                arm = multihop.run_arm(
-                    label if hops else f"{label}, no hop across shards",
-                    questions,
-                    lambda q, a=agent: [
-                        multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
-                    ],
-                )
-            arm["stats"] = {k: getattr(manifest.stats, k) for k in STAT_KEYS}
-            out["arms"].append(arm)
-            print(f"{arm['arm']}: {arm['dev']}, {arm['test']}", file=sys.stderr)
+        with open_agent(folder, llm=None, top_k=10) as agent:  # in shards: one agent over their union
+            arm = multihop.run_arm(
+                label,
+                questions,
+                lambda q, a=agent: [
+                    multihop.chunk_articles_from_url(s.url) for s in a.query(q["question"]).sources[:10]
+                ],
+            )
+        arm["stats"] = {k: getattr(manifest.stats, k) for k in STAT_KEYS}
+        out["arms"].append(arm)
+        print(f"{arm['arm']}: {arm['dev']}, {arm['test']}", file=sys.stderr)
     shards_module.assign_shards = graph_placement  # type: ignore[assignment]
     # What crosses: entities shared by chunks of different shards, and gold passages split.
     with Store.open(folders["1 store"] / "pack.db", read_only=True) as store:
@@ -447,7 +445,6 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
         split = sum(len({placed[label][g] for g in q["gold"]}) > 1 for q in questions)
         one = next(a for a in out["arms"] if a["arm"] == "1 store")
         mine = next(a for a in out["arms"] if a["arm"] == label)
-        bare = next(a for a in out["arms"] if a["arm"] == f"{label}, no hop across shards")
         crossing[label] = {
             "entity_pairs_cut_pct": round(100 * cut / max(pairs, 1), 1),
             "entities_in_several_shards": bridges,
@@ -459,8 +456,6 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
             ],
             "delta_R@5_test_points": round(mine["test"]["R@5"] - one["test"]["R@5"], 1),
             "delta_R@5_dev_points": round(mine["dev"]["R@5"] - one["dev"]["R@5"], 1),
-            "delta_R@5_test_points_no_hop": round(bare["test"]["R@5"] - one["test"]["R@5"], 1),
-            "delta_R@5_dev_points_no_hop": round(bare["dev"]["R@5"] - one["dev"]["R@5"], 1),
         }
     out["crossing"] = crossing
     out["load"] = load()

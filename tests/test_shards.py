@@ -1,6 +1,7 @@
 """Packs in shards (wikigr.pack.shards): ``pack create --shards N`` writes one logical pack in N
 stores with one manifest listing them and their checksums; the set validates, exports, installs,
-describes itself in one skill and answers as one pack through the machinery of several packs."""
+describes itself in one skill and answers as one pack: one agent over the union of its shards'
+stores (wikigr.pack.union)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,14 @@ import pytest
 from tests.cli.test_cli import assert_one_error, cli
 from tests.test_graph import CORPUS
 from tests.test_ray import MORE, QUESTIONS
+from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import build_pack
-from wikigr.errors import InvalidPackError, UsageError
+from wikigr.errors import InvalidPackError, StoreError, UsageError
+from wikigr.pack.keyword import KeywordUnion
 from wikigr.pack.manifest import load_manifest
 from wikigr.pack.pack import open_pack
 from wikigr.pack.shards import store_digest
+from wikigr.pack.union import StoreUnion
 from wikigr.pack.validate import validate_pack
 from wikigr.packset import PackSet, open_agent
 from wikigr.skill import parse_front_matter
@@ -67,18 +71,64 @@ def test_a_pack_in_shards_lists_its_shards_with_checksums(sharded: Path, one_sto
 def test_a_pack_in_shards_answers_as_one_pack(
     capsys: pytest.CaptureFixture[str], sharded: Path, one_store: Path
 ) -> None:
+    """One agent over the union of the shards' stores: the same passages as the one store."""
     with open_agent(sharded, llm=None, top_k=3) as agent:
-        assert isinstance(agent, PackSet) and agent.name == "wiki" and len(agent.agents) == 3
+        assert isinstance(agent, KnowledgeGraphAgent) and agent.name == "wiki"
+        union = agent.context.store
+        assert isinstance(union, StoreUnion) and [s.path.parent.name for s in union.members] == [
+            "00",
+            "01",
+            "02",
+        ]
         with open_agent(one_store, llm=None, top_k=3) as whole:
             for question in QUESTIONS:
-                result = agent.query(question)
-                assert {s.pack for s in result.sources} == {"wiki"}  # sources name the logical pack
-                assert {p["pack"] for p in result.trace["packs"]} == {"wiki-s00", "wiki-s01", "wiki-s02"}
-                assert result.sources[0].title == whole.query(question).sources[0].title
+                result, alone = agent.query(question), whole.query(question)
+                assert {s.pack for s in result.sources} == {"wiki"}
+                assert [s.title for s in result.sources] == [s.title for s in alone.sources]
+                # Exact vector search over every shard: the one store's nearest chunks and cosines.
+                vector = agent.new_state(question).vector().tolist()
+                assert union.nearest_chunks(vector, 6) == pytest.approx(
+                    whole.context.store.nearest_chunks(vector, 6)
+                )
     code, out, err = cli(capsys, "query", str(sharded), QUESTIONS[1], "--json")
     assert code == 0, err
     answer = json.loads(out)
     assert answer["sources"][0]["title"] == "Bread" and answer["sources"][0]["pack"] == "wiki"
+
+
+def test_the_union_reads_the_whole_pack(sharded: Path, one_store: Path) -> None:
+    """The entity graph, title index and BM25 statistics of the union are the whole pack's; what
+    the union cannot put together (raw Cypher) is refused."""
+    from wikigr.graph.index import EdgeWeights, EntityGraph, graph_cache_file
+
+    with open_agent(sharded, llm=None) as agent, open_agent(one_store, llm=None) as whole:
+        assert isinstance(agent, KnowledgeGraphAgent) and isinstance(whole, KnowledgeGraphAgent)
+        union, one = agent.context.store, whole.context.store
+        assert sorted(union.chunk_ids()) == sorted(one.chunk_ids())
+        assert sorted(union.chunk_articles()) == sorted(one.chunk_articles())
+        keys = [key for key, _ in union.entities()]
+        assert len(keys) == len(set(keys)) < sum(len(s.entities()) for s in union.members)  # shared: once
+        graph = EntityGraph.load(union, EdgeWeights())
+        assert graph.n_chunks == len(one.chunk_ids())
+        # The graph is cached under all the shards' files: read back, and not any one shard's.
+        cache = graph_cache_file(union, EdgeWeights())
+        assert cache is not None and cache.is_file()
+        assert cache not in {graph_cache_file(s, EdgeWeights()) for s in union.members}
+        assert EntityGraph.load(union, EdgeWeights()).chunk_ids == graph.chunk_ids
+        keyword, alone = agent.context.keyword_index(), whole.context.keyword_index()
+        assert isinstance(keyword, KeywordUnion) and len(keyword) == len(alone)
+        for token in ("bread", "court", "flour"):
+            assert keyword.document_frequency(token) == alone.document_frequency(token)
+        # BM25 weights rescaled to the pack's idf: the one store's best passage, where the shards'
+        # own scores, merged, would put first one whose words are rare in its shard only.
+        raw = sorted(
+            (hit for part in keyword.parts for hit in part.search(QUESTIONS[0], 3)), key=lambda h: -h[1]
+        )
+        assert raw[0][0] != alone.search(QUESTIONS[0], 1)[0][0]
+        for question in QUESTIONS:
+            assert keyword.search(question, 1)[0][0] == alone.search(question, 1)[0][0]
+        with pytest.raises(StoreError, match="no one database"):
+            union.rows("MATCH (c:Chunk) RETURN count(c)")
 
 
 def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) -> None:
@@ -86,8 +136,7 @@ def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) 
     shutil.copytree(sharded, copy)
     (copy / "kg_config.json").write_text(json.dumps({"profile": "baseline"}))
     with open_agent(copy, llm=None) as agent:
-        assert isinstance(agent, PackSet)
-        assert {a.profile for a in agent.agents} == {"baseline"}
+        assert isinstance(agent, KnowledgeGraphAgent) and agent.profile == "baseline"
 
 
 def test_export_install_and_skill_treat_it_as_one_pack(
@@ -242,8 +291,9 @@ HOPS = {
 
 @pytest.mark.parametrize("link", sorted(HOPS))
 def test_the_next_hop_crosses_shards(link: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A multi-hop question whose second passage is in another shard: the set follows the link
-    (a title, or a shared entity) across the boundary."""
+    """A multi-hop question whose second passage is in another shard: the pack follows the link
+    (a title, or a shared entity) across the boundary, where the shards answering each on its own
+    (and merged as several packs are) do not."""
     import wikigr.pack.shards as shards
 
     first, title, second, question = HOPS[link]
@@ -264,13 +314,26 @@ def test_the_next_hop_crosses_shards(link: str, tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(shards, "assign_shards", apart)
     out = build_pack("hop", [], out=tmp_path / "hop", corpus=corpus, shards=2).path
-    with open_agent(out, llm=None, top_k=5, hops=False) as agent:
-        assert title not in [s.title for s in agent.query(question).sources]
+    alone = [KnowledgeGraphAgent(shard, llm=None, top_k=5) for shard in open_pack(out).shards()]
+    with PackSet(alone, owns=True) as each:
+        assert title not in [s.title for s in each.query(question).sources]
     with open_agent(out, llm=None, top_k=5) as agent:
-        sources = agent.query(question).sources
-    assert [s.title for s in sources][:1] == ["Quillville Rowing Club"]
-    [hop] = [s for s in sources if s.title == title]
-    assert hop.origin == "bridge" and hop.pack == "hop"
+        titles = [s.title for s in agent.query(question).sources]
+    assert titles[0] == "Quillville Rowing Club" and title in titles
+
+    def bridge(pack: Any) -> tuple[dict[str, Any], list[str]]:  # the next hop from the first passage
+        with KnowledgeGraphAgent(pack, llm=None, top_k=5, profile="baseline", enable=["bridge"]) as agent:
+            result = agent.query(question)
+        [entry] = [s for s in result.trace["stages"] if s["stage"] == "bridge"]
+        return entry, [s.title for s in result.sources]
+
+    # The link itself: the union's title index and entity graph lead from the first passage to
+    # the second, in the other shard; the first passage's shard alone has nowhere to go.
+    alone_entry, _ = bridge(open_pack(out).shards()[0])
+    assert alone_entry["skipped"] == "the top passages link to no other passage"
+    entry, ranked = bridge(out)
+    assert entry["detail"]["entity_links" if link == "entity" else "title_links"] >= 1
+    assert ranked[:2] == ["Quillville Rowing Club", title]
 
 
 def test_the_agent_cache_of_mcp_and_serve_opens_a_pack_in_shards(sharded: Path) -> None:
@@ -279,10 +342,12 @@ def test_the_agent_cache_of_mcp_and_serve_opens_a_pack_in_shards(sharded: Path) 
     cache = AgentCache()
     try:
         agent = cache.get(str(sharded), None, "search")
-        assert isinstance(agent, PackSet) and len(agent.agents) == 3
+        assert isinstance(agent, KnowledgeGraphAgent) and isinstance(agent.context.store, StoreUnion)
         assert agent.query(QUESTIONS[1]).sources[0].pack == "wiki"
         with cache.use([str(sharded)], None, "query") as used:
-            assert isinstance(used, PackSet) and used.query(QUESTIONS[1]).sources[0].title == "Bread"
+            assert (
+                isinstance(used, KnowledgeGraphAgent) and used.query(QUESTIONS[1]).sources[0].title == "Bread"
+            )
     finally:
         cache.close()
 
@@ -305,3 +370,20 @@ def test_pages_in_shards_keep_their_links(server: Any, tmp_path: Path) -> None:
     assert report.manifest.stats.links == 4  # none crosses a shard boundary
     assert sorted(s.articles for s in report.manifest.shards) == [2, 2]
     assert validate_pack(report.path).ok
+    # Pages answer through the stages that read links and whole pages (page_score, graph_rerank,
+    # multidoc) as the one store does; the graph view of `wikigr serve` reads the union too.
+    from wikigr.serve.graph import neighbourhood
+
+    with (
+        open_agent(report.path, llm=None, top_k=2) as paged,
+        open_agent(whole.path, llm=None, top_k=2) as one,
+    ):
+        assert isinstance(paged, KnowledgeGraphAgent) and isinstance(one, KnowledgeGraphAgent)
+        for question in ("How do I care for a kettle?", "What about cellos?"):
+            result, alone = paged.query(question), one.query(question)
+            assert result.trace["stages"][0]["detail"]["strategy"] == "pages"
+            assert [(s.url, s.text) for s in result.sources] == [(s.url, s.text) for s in alone.sources]
+        chunk = result.sources[0].chunk_id
+        shown = neighbourhood(paged.context.store, [chunk], [])
+        assert shown == neighbourhood(one.context.store, [chunk], [])
+        assert paged.context.store.stats() == one.context.store.stats()

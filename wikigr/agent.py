@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from wikigr.embed import check_record, pack_embedder
 from wikigr.errors import UsageError
 from wikigr.pack.pack import Pack, open_pack
-from wikigr.pack.store import query_buffer_pool_size
+from wikigr.pack.union import open_pack_store
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
 from wikigr.retrieval.stage import Context, QueryState, Skip
@@ -136,7 +136,7 @@ class KnowledgeGraphAgent:
             embedder_future = (
                 pool.submit(pack_embedder, record, pack_name) if self.pack.manifest.stats.chunks else None
             )
-            store = pool.submit(self.pack.open_store, query_buffer_pool_size(self.pack.store_path)).result()
+            store = pool.submit(open_pack_store, self.pack).result()  # a pack in shards: all
             try:
                 embedder = embedder_future.result() if embedder_future else None
             except BaseException:

@@ -67,9 +67,9 @@ class AgentCache:
     ) -> KnowledgeGraphAgent | PackSet:
         """The agent of one pack, or a set over the packs ``ref`` names (a list, a,b or all)."""
         refs = pack_refs(ref)
-        if len(refs) == 1 and not open_pack(refs[0]).sharded:
+        if len(refs) == 1:  # in one store or in shards
             return self.one(refs[0], profile, mode, enable, disable)
-        packs, left_out = passage_packs(refs)  # a pack in shards: its shards
+        packs, left_out = passage_packs(refs)
         agents = [self._entry(pack, profile, mode, enable, disable).agent for pack in packs]
         return PackSet(agents, left_out=left_out, profile=profile)
 
@@ -99,7 +99,7 @@ class AgentCache:
         while True:
             left_out: dict[str, str] = {}
             if len(refs) == 1:
-                packs = open_pack(refs[0]).shards()  # itself, or a pack in shards' shards
+                packs = [open_pack(refs[0])]
             else:
                 packs, left_out = passage_packs(refs)
             entries = [self._entry(pack, profile, mode, enable, disable) for pack in packs]
@@ -122,8 +122,7 @@ class AgentCache:
     def _entry(
         self, pack: Pack, profile: str | None, mode: str, enable: Sequence[str], disable: Sequence[str]
     ) -> _Entry:
-        where = f"{pack.path}#{pack.shard_of}" if pack.shard_of else str(pack.path)  # a shard of a pack
-        key: Key = (where, profile, mode, tuple(sorted(set(enable))), tuple(sorted(set(disable))))
+        key: Key = (str(pack.path), profile, mode, tuple(sorted(set(enable))), tuple(sorted(set(disable))))
         stamp = self._stamp(pack.path)
         with self._guard:
             entry = self._agents.get(key)

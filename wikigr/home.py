@@ -121,22 +121,24 @@ def prune(folder: Path, keep: int) -> None:
 
 def store_cache_file(store: Store, kind: str, *parts: str) -> Path | None:
     """Where something computed from ``store`` is cached: ``cache/KIND/KEY.npz``, KEY the sha256 of
-    the store's file (and of its write-ahead log, if any) and ``parts`` (the format, the code, the
-    options). None when the files cannot be read, or are no longer in the state they were in when
-    the store was opened (the value is then computed from the open store, as it answers from that
-    state)."""
+    the store's files (its database file and write-ahead log, if any; a pack in shards: every
+    shard's) and ``parts`` (the format, the code, the options). None when the files cannot be read,
+    or are no longer in the state they were in when the store was opened (the value is then
+    computed from the open store, as it answers from that state)."""
     from wikigr.pack.store import files_state
 
-    if store.opened_state is None or files_state(store.path) != store.opened_state:
+    members = store.members
+    if any(m.opened_state is None or files_state(m.path) != m.opened_state for m in members):
         return None
     key_parts = [kind, *parts]
     try:
-        for path in (store.path, store.path.with_name(store.path.name + ".wal")):
-            if path.exists():
-                key_parts.append(f"{path.name} {file_digest(path)}")
+        for member in members:
+            for path in (member.path, member.path.with_name(member.path.name + ".wal")):
+                if path.exists():
+                    key_parts.append(f"{path.name} {file_digest(path)}")
     except OSError:
         return None
-    if files_state(store.path) != store.opened_state:  # changed while it was read
+    if any(files_state(m.path) != m.opened_state for m in members):  # changed while it was read
         return None
     key = hashlib.sha256("\n".join(key_parts).encode("utf-8")).hexdigest()
     return cache_dir(kind, f"{key[:40]}.npz")

@@ -30,10 +30,10 @@ How a question runs over a set of packs:
 OpenML packs answer with tools over their runs, not with passages: in a set they are left out
 (the trace says so); a set of only OpenML packs is refused.
 
-A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is a set of its own: its shards
-join the set as packs do (one embedder, so their cosines need no standardising), every source
-names the logical pack, and ``max_packs`` counts logical packs — every shard of a chosen pack
-within reach of the top k runs its profile (the pack's kg_config.json).
+A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is one pack here: one agent over
+the union of its shards' stores (wikigr.pack.union), which runs the pack's profile once over the
+whole pack — its vector search fans out to the shards, its entity graph is the shards' graphs put
+together.
 """
 
 from __future__ import annotations
@@ -61,8 +61,6 @@ ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
-HOP_SEEDS = 1  # merged passages whose links lead across shards (1-3 tried on MuSiQue's dev half)
-HOP_AFTER = 3.5  # a hop across shards joins this many steps below its seed (0.5-4.5 tried on the dev half)
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -94,31 +92,13 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
 
 
 def open_agent(ref: str | Path | Sequence[str | Path], **kwargs: Any) -> KnowledgeGraphAgent | PackSet:
-    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack in one
-    store (so ``all`` with one pack installed is that pack alone), else a :class:`PackSet` (several
-    packs, or a pack in shards). ``kwargs`` are the agent's."""
+    """An agent over the packs ``ref`` names: a :class:`KnowledgeGraphAgent` for one pack (in one
+    store or in shards; so ``all`` with one pack installed is that pack alone), else a
+    :class:`PackSet`. ``kwargs`` are the agent's."""
     refs = pack_refs(ref)
     if len(refs) == 1:
-        pack = open_pack(refs[0])
-        if not pack.sharded:
-            return KnowledgeGraphAgent(pack, **kwargs)
+        return KnowledgeGraphAgent(open_pack(refs[0]), **kwargs)
     return PackSet.open(refs, **kwargs)
-
-
-def label(agent: KnowledgeGraphAgent) -> str:
-    """The pack an agent answers for: its own name, or for a shard, its pack's."""
-    return agent.pack.shard_of or agent.name
-
-
-def _follows_links(state: QueryState, entries: list[dict[str, Any]]) -> bool:
-    """Whether a pack's profile took the next hop (the bridge stage) for a question: as a stage
-    of its own, or in the strategy the router chose."""
-    from wikigr.retrieval.stages.router import STRATEGIES
-
-    strategy = state.notes.get("router", {}).get("strategy")
-    if isinstance(strategy, str) and "bridge" in STRATEGIES.get(strategy, []):
-        return True
-    return any(entry["stage"] == "bridge" and not entry.get("skipped") for entry in entries)
 
 
 @dataclass
@@ -139,13 +119,12 @@ def _probe_depth(agent: KnowledgeGraphAgent) -> int:
 
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
-    """The packs ``refs`` name, opened (manifests only, duplicates dropped; a pack in shards as its
-    shards), and those left out of a set with why: OpenML packs answer with tools over their runs,
-    not with passages."""
+    """The packs ``refs`` name, opened (manifests only, duplicates dropped), and those left out of a
+    set with why: OpenML packs answer with tools over their runs, not with passages."""
     opened: dict[Path, Pack] = {}
     for ref in refs:
-        for pack in open_pack(ref).shards():
-            opened.setdefault(pack.path, pack)
+        pack = open_pack(ref)
+        opened.setdefault(pack.path, pack)
     left_out = {
         pack.name: "an OpenML pack answers with tools over its runs, not passages: ask it alone"
         for pack in opened.values()
@@ -173,7 +152,6 @@ class PackSet:
         step: float = STEP,
         max_packs: int = MAX_PACKS,
         owns: bool = False,
-        hops: bool = True,
     ) -> None:
         if not agents:
             raise UsageError("a pack set needs at least one pack")
@@ -189,7 +167,6 @@ class PackSet:
         self.step = step
         self.max_packs = max_packs
         self._owns = owns
-        self.hops = hops  # the next hop across the shards of a pack (_cross_shard_hops)
         self._background: dict[str, tuple[float, float]] = {}
         self._vectors: dict[str, np.ndarray] = {}
 
@@ -204,7 +181,6 @@ class PackSet:
         timeout: float | None = None,
         step: float = STEP,
         max_packs: int = MAX_PACKS,
-        hops: bool = True,
         **kwargs: Any,
     ) -> PackSet:
         """Open the packs (in parallel) with one Claude client between them; ``kwargs`` are the
@@ -237,7 +213,7 @@ class PackSet:
             if close_llm is not None:
                 close_llm()
             raise errors[0]
-        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True, hops=hops)
+        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True)
 
     def close(self) -> None:
         if not self._owns:
@@ -256,7 +232,7 @@ class PackSet:
 
     @property
     def name(self) -> str:
-        return ",".join(dict.fromkeys(label(agent) for agent in self.agents))
+        return ",".join(agent.name for agent in self.agents)
 
     def background(self, embedder: str) -> tuple[float, float]:
         """Mean and spread of the cosine between passages of the set's packs built with
@@ -303,118 +279,6 @@ class PackSet:
         self._vectors = vectors
         return sorted(probes, key=lambda p: -p.relevance)
 
-    def _cross_shard_hops(
-        self,
-        question: str,
-        merged: list[tuple[Candidate, int]],
-        searched: list[_Probe],
-        runs: list[tuple[QueryState, list[dict[str, Any]]]],
-    ) -> list[tuple[Candidate, int]]:
-        """The next hop across the shards of a pack. Where the pack's profile follows the top
-        passages' links to the next passage (its ``bridge`` stage ran, or the router chose a
-        strategy with it), the top ``HOP_SEEDS`` passages of the pack (the first: more hops crowd
-        out the passages ranked after them) each lead to one passage of the pack: the best that
-        :meth:`_next_hop` reaches. It joins ``HOP_AFTER`` steps below its seed. Inside a shard the
-        profile did that already: this is the hop a boundary cut."""
-        hopped: list[tuple[Candidate, int]] = []
-        known = {c.chunk_id for c, _ in merged}
-        for name in dict.fromkeys(label(p.agent) for p in searched):
-            shards = [a for a in self.agents if a.pack.shard_of and label(a) == name]
-            bridged = any(
-                _follows_links(state, entries)
-                for probe, (state, entries) in zip(searched, runs, strict=True)
-                if label(probe.agent) == name
-            )
-            if len(shards) < 2 or not bridged:
-                continue
-            for seed, index in [(c, i) for c, i in merged if c.pack == name][:HOP_SEEDS]:
-                found = self._next_hop(question, seed, searched[index].agent, shards, known)
-                if found is None:
-                    continue
-                gain, similarity, agent, chunk_id = found
-                for hit in agent.context.store.chunk_details({chunk_id: seed.score - self.step * HOP_AFTER}):
-                    candidate = Candidate.from_hit(hit, "hop", origin="bridge")
-                    candidate.pack = name
-                    candidate.scores["vector"] = similarity
-                    candidate.scores["bridge"] = gain
-                    hopped.append((candidate, index))
-                    known.add(chunk_id)
-        return hopped
-
-    def _next_hop(
-        self,
-        question: str,
-        seed: Candidate,
-        home: KnowledgeGraphAgent,
-        shards: list[KnowledgeGraphAgent],
-        known: set[str],
-    ) -> tuple[float, float, KnowledgeGraphAgent, str] | None:
-        """The passage of the pack that ``seed`` (a passage of the shard ``home``) leads to, as the
-        bridge stage scores a next hop, over every shard: ``(gain, similarity, shard, chunk id)``.
-
-        - **title links**: a passage of any shard whose title the seed names;
-        - **entity links**: a passage of another shard that mentions an entity the seed mentions
-          (the same normalised name is the same entity id in every shard), that the question does
-          not name, and that at most the bridge's ``max_df`` passages of the whole pack mention
-          (the document frequencies are summed over the shards).
-
-        Gain: ``title × similarity + entity × reach × similarity²`` (the bridge stage's weights),
-        the similarity being the passage's cosine with the question. None when nothing is reached."""
-        from wikigr.retrieval.stages.bridge import BridgeOptions, title_index
-        from wikigr.retrieval.stages.ppr import pack_entity_graph
-
-        options = home.context.options.get("bridge") or BridgeOptions()
-        graphs = {a.name: pack_entity_graph(a.context) for a in shards}
-        own = graphs[home.name]
-        row = own.chunk_index.get(seed.chunk_id) if own is not None else None
-        keys: list[str] = []
-        if own is not None and row is not None:
-            asked = {own.entity_keys[e] for e in own.link(question, concepts=False)}
-            keys = [
-                own.entity_keys[int(e)]
-                for e in own.chunk_entities(row)
-                if own.entity_keys[int(e)] not in asked
-            ]
-        df = {
-            key: sum(
-                int(g.entity_df[g.entity_index[key]]) for g in graphs.values() if g and key in g.entity_index
-            )
-            for key in keys
-        }
-        specific = [key for key in keys if 1 < df[key] <= options.max_df]
-        best: tuple[float, float, KnowledgeGraphAgent, str] | None = None
-        for agent in shards:
-            titles = title_index(agent.context)
-
-            def new(chunk_id: str, titles: Any = titles) -> bool:
-                return chunk_id not in known and titles.article.get(chunk_id) != seed.article_id
-
-            by_title = {c: 1.0 for c in titles.named_in(seed.text) if new(c)}
-            by_entity: dict[str, float] = {}
-            graph = graphs[agent.name] if agent is not home else None  # in its shard the profile hopped
-            for key in specific:
-                entity = graph.entity_index.get(key) if graph is not None else None
-                if graph is None or entity is None:
-                    continue
-                for row_index in graph.entity_chunks(entity):
-                    chunk_id = graph.chunk_ids[int(row_index)]
-                    if new(chunk_id):
-                        reach = by_entity.get(chunk_id, 0.0) + 1.0 / float(np.log1p(df[key]))
-                        by_entity[chunk_id] = min(1.0, reach)
-            reached = sorted(set(by_title) | set(by_entity))
-            if not reached:
-                continue
-            vector = self._vectors[agent.pack.manifest.embedder.name].tolist()
-            for chunk_id, similarity in agent.context.store.chunk_similarities(reached, vector).items():
-                rel = max(0.0, similarity)
-                gain = (
-                    options.title * by_title.get(chunk_id, 0.0) * rel
-                    + options.entity * by_entity.get(chunk_id, 0.0) * rel**2
-                )
-                if best is None or gain > best[0]:
-                    best = (gain, similarity, agent, chunk_id)
-        return best
-
     def _why_not(self, probe: _Probe, reach: float) -> str:
         if probe.relevance < reach:
             return "too far below the most relevant pack to reach the top k"
@@ -433,8 +297,7 @@ class PackSet:
         best = probes[0].relevance
         reach = best - self.step * (k - 1)
         reachable = [p for p in probes if p.relevance >= reach]
-        chosen = list(dict.fromkeys(label(p.agent) for p in reachable))[: self.max_packs]
-        searched = [p for p in reachable if label(p.agent) in chosen]  # a pack in shards: all its shards
+        searched = reachable[: self.max_packs]
 
         def retrieve(probe: _Probe) -> tuple[QueryState, list[dict[str, Any]]]:
             agent, state = probe.agent, probe.state
@@ -447,12 +310,10 @@ class PackSet:
         merged: list[tuple[Candidate, int]] = []  # with the index of the pack it comes from
         for index, (probe, (state, _)) in enumerate(zip(searched, runs, strict=True)):
             for rank, candidate in enumerate(state.candidates[: state.top_k]):
-                candidate.pack = label(probe.agent)
+                candidate.pack = probe.agent.name
                 candidate.scores["own"] = candidate.score
                 candidate.score = probe.relevance - self.step * rank
                 merged.append((candidate, index))
-        if self.hops:
-            merged += self._cross_shard_hops(question, merged, searched, runs)
         merged.sort(key=lambda pair: (-pair[0].score, pair[1], pair[0].chunk_id))
         lead, (lead_state, _) = searched[0], runs[0]
         lead_vector = self._vectors[lead.agent.pack.manifest.embedder.name]

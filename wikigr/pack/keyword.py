@@ -415,7 +415,7 @@ class KeywordIndex:
         vocab = _read_json(vocab_path, MAX_VOCAB_BYTES)
         if not isinstance(vocab, dict) or len(vocab) != vocab_size:
             raise InvalidPackError(f"corrupt keyword index {vocab_path}: expected {vocab_size} tokens")
-        # Token ids are checked when a query looks them up (see _token_ids): it keeps loading fast.
+        # Token ids are checked when a query looks them up (see _columns): it keeps loading fast.
 
         indptr = _open_array(folder / INDPTR_FILE, _INDPTR_DTYPE, vocab_size + 1)
         data = _open_array(folder / DATA_FILE, _DATA_DTYPE)
@@ -449,20 +449,21 @@ class KeywordIndex:
     def idf(self, tokens: Sequence[str]) -> dict[str, float]:
         """A smoothed inverse document frequency of each token, ``ln((N + 1) / (df + 1)) + 0.5``
         (a token the index never saw counts as the rarest)."""
-        total = len(self._chunk_ids)
+        total = len(self)
         return {t: float(np.log((total + 1) / (self.document_frequency(t) + 1))) + 0.5 for t in tokens}
 
-    def _token_ids(self, query: str) -> list[int]:
+    def _columns(self, factors: dict[str, float]) -> list[tuple[int, float]]:
+        """The index's column of each token it holds, with the token's factor."""
         columns = len(self._indptr) - 1
-        ids: list[int] = []
-        for token in dict.fromkeys(tokenize(query, self._stopwords)):  # each token counts once
+        found: list[tuple[int, float]] = []
+        for token, factor in factors.items():
             column = self._vocab.get(token)
             if column is None:
                 continue
             if isinstance(column, bool) or not isinstance(column, int) or not 0 <= column < columns:
                 raise InvalidPackError(f"corrupt keyword index: bad vocabulary entry for {token!r}")
-            ids.append(column)
-        return ids
+            found.append((column, factor))
+        return found
 
     def document_frequency(self, token: str) -> int:
         """The number of indexed chunks that hold ``token`` (0 for a token not indexed)."""
@@ -483,17 +484,69 @@ class KeywordIndex:
             raise TypeError(f"k must be an integer, not {k!r}")
         if k < 0:
             raise ValueError(f"k must be >= 0, not {k}")
-        if k == 0 or not self._chunk_ids:
+        if k == 0 or not len(self):
             return []
-        ids = self._token_ids(query)
-        if not ids:
+        return self._search(dict.fromkeys(tokenize(query, self._stopwords), 1.0), k)  # each token once
+
+    def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
+        """The ``k`` best chunks by the sum of the tokens' BM25 weights, each weight times the
+        token's factor (1: the index's own BM25)."""
+        if not self._chunk_ids:
             return []
         scores = np.zeros(len(self._chunk_ids), dtype=np.float32)
-        for column in ids:  # BM25: the sum of the query tokens' precomputed per-document weights
+        for column, factor in self._columns(factors):  # BM25: the sum of the precomputed weights
             start, end = int(self._indptr[column]), int(self._indptr[column + 1])
-            np.add.at(scores, self._indices[start:end], self._data[start:end])
+            weights = self._data[start:end]
+            np.add.at(
+                scores, self._indices[start:end], weights if factor == 1.0 else weights * np.float32(factor)
+            )
         hits = np.flatnonzero(scores > 0)
         if hits.size > k:
             hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
         hits = hits[np.lexsort((hits, -scores[hits]))]
         return [(self._chunk_ids[i], float(scores[i])) for i in hits.tolist()]
+
+
+def lucene_idf(documents: int, frequency: int) -> float:
+    """BM25's inverse document frequency of a token in ``frequency`` of ``documents`` (``lucene``)."""
+    return math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+class KeywordUnion(KeywordIndex):
+    """The keyword indexes of a pack's shards searched as one index of the whole pack.
+
+    A shard's stored BM25 weight of a token in a passage is the token's idf in that shard times
+    its term-frequency part; the union rescales each shard's weights to the token's idf over the
+    whole pack (document frequencies summed over the shards), so that a word rare in one shard and
+    common in the pack does not lift that shard's passages. (Length normalisation keeps each
+    shard's average passage length: close to the pack's with shards of about equal size.)"""
+
+    def __init__(self, parts: Sequence[KeywordIndex]) -> None:  # no super(): the parts hold the data
+        if not parts:
+            raise ValueError("a union needs at least one index")
+        self.parts = list(parts)
+        self._stopwords = self.parts[0]._stopwords
+        self.k1, self.b = self.parts[0].k1, self.parts[0].b
+
+    @classmethod
+    def load_all(cls, folders: Sequence[Path]) -> KeywordUnion:
+        return cls([KeywordIndex.load(folder) for folder in folders])
+
+    def __len__(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+    def document_frequency(self, token: str) -> int:
+        return sum(part.document_frequency(token) for part in self.parts)
+
+    def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
+        total = len(self)
+        pack_idf = {t: lucene_idf(total, self.document_frequency(t)) for t in factors}
+        hits: list[tuple[str, float]] = []
+        for part in self.parts:
+            size, rescaled = len(part), {}
+            for token, factor in factors.items():
+                frequency = part.document_frequency(token)
+                if frequency:
+                    rescaled[token] = factor * pack_idf[token] / lucene_idf(size, frequency)
+            hits += part._search(rescaled, k)
+        return sorted(hits, key=lambda hit: -hit[1])[:k]  # stable: ties keep the shards' order

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +53,6 @@ class Pack:
 
     path: Path
     manifest: Manifest
-    shard_of: str = ""  # a shard opened through its pack (shards()): that pack's name
-    config_from: Path | None = None  # the folder whose kg_config.json applies (None: this one)
 
     @property
     def name(self) -> str:
@@ -66,17 +64,13 @@ class Pack:
         return bool(self.manifest.shards)
 
     def shards(self) -> list[Pack]:
-        """The shards of a pack in shards, opened (their manifests checked) and named after it;
-        [self] for a pack in one store. A shard answers with the pack's kg_config.json."""
+        """The shards of a pack in shards, opened (their manifests checked); [self] for a pack in
+        one store."""
         if not self.sharded:
             return [self]
         from wikigr.pack.shards import shard_folder
 
-        found: list[Pack] = []
-        for record in self.manifest.shards:
-            shard = open_pack(shard_folder(self.path, record))
-            found.append(replace(shard, shard_of=self.name, config_from=self.path))
-        return found
+        return [open_pack(shard_folder(self.path, record)) for record in self.manifest.shards]
 
     @property
     def store_path(self) -> Path:
@@ -88,7 +82,7 @@ class Pack:
             first = self.manifest.shards[0].path
             raise InvalidPackError(
                 f"pack {self.name} is in {len(self.manifest.shards)} shards, not one store: ask it with "
-                f"`wikigr query` (or wikigr.packset.open_agent), or name one shard ({self.path / first})"
+                f"`wikigr query` (or wikigr.KnowledgeGraphAgent), or name one shard ({self.path / first})"
             )
         return Store.open(
             self.store_path, read_only=True, kind=self.manifest.source_kind, buffer_pool_size=buffer_pool_size
@@ -96,7 +90,7 @@ class Pack:
 
     def config(self) -> dict[str, Any]:
         """``kg_config.json`` as a dict ({} when absent)."""
-        return read_config(self.config_from or self.path)
+        return read_config(self.path)
 
 
 def read_config(folder: Path) -> dict[str, Any]:

@@ -339,6 +339,11 @@ class Store:
             raise StoreError(f"store {path} lacks tables: {', '.join(missing)}")
         return store
 
+    @property
+    def members(self) -> list[Store]:
+        """The stores whose files hold what this one reads: itself (a pack in shards: its shards')."""
+        return [self]
+
     def close(self) -> None:
         """Checkpoint (when writable) and release the database."""
         if self._db is None:

@@ -110,14 +110,16 @@ class Context:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
         if self._keyword is None and self._keyword_error is None:
             from wikigr.errors import InvalidPackError
-            from wikigr.pack.keyword import KeywordIndex
+            from wikigr.pack.keyword import KeywordIndex, KeywordUnion
 
-            folder = self.pack.path / "bm25"
-            if not folder.is_dir():
+            folders = [pack.path / "bm25" for pack in self.pack.shards()]  # a pack in shards: theirs
+            if not all(folder.is_dir() for folder in folders):
                 self._keyword_error = "the pack has no keyword index (bm25/); rebuild it"
             else:
                 try:
-                    self._keyword = KeywordIndex.load(folder)
+                    self._keyword = (
+                        KeywordIndex.load(folders[0]) if len(folders) == 1 else KeywordUnion.load_all(folders)
+                    )
                 except InvalidPackError as exc:
                     self._keyword_error = str(exc)
         if self._keyword is None:
