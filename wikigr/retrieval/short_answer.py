@@ -130,8 +130,8 @@ class AnswerOptions:
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
     window_words: int = 20  # the best candidate's part of its sentence, at most
     next_window_words: int = 10  # ... the next candidates'
-    max_candidates: int = 8  # candidates quoted, at most
-    listed: int = 0  # candidates named after those quoted ("Also possible: ..."), at most
+    max_candidates: int = 1  # candidates quoted, at most
+    listed: int = 8  # candidates named after those quoted ("Also possible: ..."), at most
     candidate_margin: float = 3.0  # none scoring more than this below the best
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
