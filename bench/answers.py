@@ -124,11 +124,6 @@ def page(url: str) -> str:
     return url.split("#", 1)[0].removeprefix(PUBLIC)
 
 
-def lead(answer: str) -> str:
-    """The answer without its list of other candidates ("Also possible: ...")."""
-    return answer.split(sa.ALSO, 1)[0]
-
-
 def words(text: str) -> int:
     return len(text.split())
 
@@ -164,7 +159,7 @@ def report_rows(
                 row["in_passages"] = names_function(passages, q["functions"]) or bool(top_pages & q["pages"])
             else:
                 row["in_answer"] = contains(answer, q["truths"])
-                row["in_lead"] = contains(lead(answer), q["truths"])
+                row["in_lead"] = contains(sa.asserted(answer), q["truths"])
                 row["in_passages"] = contains(passages, q["truths"])
             rows.append(row)
     return rows
@@ -260,8 +255,9 @@ def answer_with(p: Prepared, options: sa.AnswerOptions) -> str:
 
 def objective(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> tuple[float, dict[str, Any]]:
     """The mean share of answers holding the gold over the sets; lengths over 10% are penalised,
-    and so is, ten times as much, a docs set whose reported ratio falls under the target of 0.8 (the docs' share
-    counts naming the function only, which says nothing of the pages the answer cites)."""
+    and so is, ten times as much, a docs set whose reported ratio falls under the target of 0.8
+    (the docs' share counts naming the function only, which says nothing of the pages the answer
+    cites)."""
     detail = {}
     shares = []
     for name, prepared in sets.items():

@@ -524,6 +524,11 @@ def answer_candidates(question: str, scored: list[Scored], options: AnswerOption
 ALSO = "Also possible:"  # leads the list of the candidates named after the quoted ones
 
 
+def asserted(answer: str) -> str:
+    """``answer`` without its list of other candidates ("Also possible: ..."): what it states."""
+    return answer.split(f" {ALSO} ", 1)[0] if not answer.startswith(ALSO) else ""
+
+
 def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
     """The answer built around the best candidates: the part of its sentence that holds the best
     one, then those of the next ones (each cited) while the budget lasts and they score within
