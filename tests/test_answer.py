@@ -29,7 +29,7 @@ from wikigr.retrieval.candidates import (
 )
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.sentences import CODE, ITEM, LABEL, TEXT, split_sentences, split_units, strip_citations
-from wikigr.retrieval.short_answer import cite, clip
+from wikigr.retrieval.short_answer import ALSO, AnswerOptions, answer_candidates, cite, clip, score_sentences
 from wikigr.retrieval.stage import QueryState
 
 FILLER = (
@@ -96,6 +96,28 @@ CORPUS = [
         "title": "Limnology",
         "text": "Limnology is the study of inland aquatic ecosystems, such as lakes, rivers and "
         "wetlands. Lakes are studied for their chemistry, biology and physics.",
+    },
+]
+# The answer is the subject of a passage that its sentences name in lower case ("The Finnish
+# markka"): the passage's title makes it a candidate.
+CURRENCIES = [
+    {
+        "title": "Signmark",
+        "text": "Signmark is a deaf rapper from Finland. He was the first deaf artist to sign a "
+        "recording contract with a major label.",
+    },
+    {
+        "title": "Finnish markka",
+        "text": "The Finnish markka was the currency of Finland from 1860 until 2002, when the euro "
+        "replaced it.",
+    },
+    {
+        "title": "Euro",
+        "text": "The euro is the official currency of most member states of the European Union.",
+    },
+    {
+        "title": "Swedish krona",
+        "text": "The krona has been the currency of Sweden since 1873.",
     },
 ]
 TIMEOUT = "How do I set a socket timeout?"
@@ -309,6 +331,52 @@ def test_a_factoid_answer_leads_with_the_sentence_of_the_best_candidate(
     assert flat(lead.strip("… ")) in flat(result.sources[n - 1].text)
     words = len(strip_citations(result.answer).split())
     assert words <= max(25, round(0.1 * sum(len(s.text.split()) for s in result.sources[:5])))
+
+
+def test_the_other_candidates_are_listed_by_name_each_cited(hops_pack: Path) -> None:
+    question = "Who was the first president of the association that publishes the Journal of Lake Studies?"
+    listing = {"synthesize": {"max_candidates": 1, "listed": 4, "candidate_margin": 100.0}}
+    with KnowledgeGraphAgent(hops_pack, llm=None, options=listing) as agent:
+        result = agent.query(question)
+    lead, also = result.answer.split(f" {ALSO} ")
+    assert "Ingrid Haldorsen" in lead and len(sentences_of(lead)) == 1, result.answer
+    assert also.endswith(".")
+    items = re.findall(r"(.+?) \[(\d+)\](?:, |\.$)", also)
+    assert 1 <= len(items) <= 4 and "".join(f"{n} [{i}]" for n, i in items) == also.replace(", ", "")[:-1]
+    for name, n in items:  # each a name its cited passage holds, none quoted already
+        assert name in flat(result.sources[int(n) - 1].text) and name not in lead
+    passages = sum(len(s.text.split()) for s in result.sources[:5])
+    assert len(strip_citations(result.answer).split()) <= max(25, round(0.1 * passages))
+    with KnowledgeGraphAgent(hops_pack, llm=None, options={"synthesize": {"listed": 0}}) as agent:
+        assert ALSO not in agent.query(question).answer
+    with pytest.raises(ValueError, match="listed"):
+        AnswerOptions(listed=-1)
+
+
+def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    text = "The Finnish markka was the currency of Finland from 1860 until 2002."
+    assert ("Finnish markka", NAME) not in {(span, kind) for span, kind, _, _ in spans(text)}
+    found = spans(text, "Finnish markka")
+    assert ("Finnish markka", NAME, 4, 18) in found
+    assert not any(span == "Finnish markka" for span, *_ in spans(text, "Finnish markka coins"))
+    corpus = tmp_path_factory.mktemp("titles") / "corpus.json"
+    corpus.write_text(json.dumps(CURRENCIES))
+    pack = tmp_path_factory.mktemp("answerpacks") / "currencies"
+    build_pack("currencies", [], out=pack, corpus=corpus)
+    question = "What currency predated the euro in the country Signmark is from?"
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        state = QueryState(question=question, ctx=agent.context, top_k=5)
+        *retrieval, synthesize = agent.stages
+        run_stages(retrieval, state)
+        options = AnswerOptions()
+        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
+        found = answer_candidates(question, scored, options)
+        result = agent.query(question)
+    markka = next(c for c in found if c.text == "Finnish markka")
+    assert markka.features["subject"] == 1.0
+    assert "Finnish markka" in result.answer
 
 
 def test_a_comparison_quotes_a_sentence_for_each_thing(hops_pack: Path) -> None:

@@ -284,6 +284,10 @@ def test_the_offline_judge_cannot_be_fooled_by_length() -> None:
         assert long_wrong.correct is False, at
         assert long_wrong.scores["contains"] == 1.0 and long_wrong.scores["words"] > judge.max_words
     assert not judge.judge("q", right.replace("G. Stanley Hall", "William James"), truths, [], []).correct
+    # A short offline answer's list of other candidates is named, not stated: not graded.
+    listed = "Its first president was William James [1]. Also possible: G. Stanley Hall [2], Clark [2]."
+    assert not judge.judge("q", listed, truths, [], []).correct
+    assert judge.judge("q", listed.replace("William James", "G. Stanley Hall"), truths, [], []).correct
     assert not judge.judge("q", "", truths, [], []).correct
     assert judge.judge("q", "anything", [" "], [], []).correct is None  # no ground truth: no verdict
 

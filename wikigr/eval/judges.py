@@ -6,8 +6,10 @@
   or when its best sentence reaches a token F1 of ``F1_THRESHOLD`` (or an embedding similarity to
   the ground truth of ``SIMILARITY_THRESHOLD``, with the pack's embedder) — both scaled by
   ``MAX_WORDS / words`` for a longer answer. The ground truth somewhere in a dump of passages is
-  not an answer. The thresholds come from ``bench/judge_calibration.py`` (see
-  docs/evaluation.md): chosen on the first half of its labelled pairs, reported on the second.
+  not an answer; nor are the other candidates a short offline answer names after "Also
+  possible:" (the judge grades what the answer states). The thresholds come from
+  ``bench/judge_calibration.py`` (see docs/evaluation.md): chosen on the first half of its
+  labelled pairs, reported on the second.
 - ``claude``: Claude scores grounding, reasoning and completeness from 1 to 5, seeing the question,
   the ground truth, the answer, the retrieved passages and any tool results.
 """
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from wikigr.errors import WikigrError
 from wikigr.eval.metrics import f1_score, normalize_answer
 from wikigr.retrieval.sentences import split_units, strip_citations
+from wikigr.retrieval.short_answer import asserted
 
 if TYPE_CHECKING:
     from wikigr.embed import Embedder
@@ -42,8 +45,10 @@ class Verdict:
 
 
 def answer_spans(answer: str) -> tuple[str, list[str]]:
-    """The answer without citations, and its sentences (or list items) to grade one by one."""
-    text = strip_citations(answer).strip()
+    """The answer without citations and without the list of other candidates that ends a short
+    offline answer ("Also possible: ...": named, not stated), and its sentences (or list items) to
+    grade one by one."""
+    text = strip_citations(asserted(answer)).strip()
     spans = [u.text for u in split_units(text)] or [text]
     return text, spans
 

@@ -60,24 +60,25 @@ CANDIDATE_FEATURES = (
     "cover",
 )
 DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "type": 2.741,
-    "sentence": 5.305,
-    "near": -4.3,
-    "rank": -0.665,
-    "passages": -3.968,
-    "subject": 0.445,
-    "hop2": 1.413,
-    "hop1": 0.33,
-    "bridge": -0.459,
-    "lead": 0.648,
-    "words": 0.695,
-    "fits": 1.689,
-    "order": -1.733,
-    "relation": 3.848,
-    "head": -0.413,
-    "cover": 1.568,
+    "type": 2.684,
+    "sentence": 5.597,
+    "near": -4.049,
+    "rank": -0.357,
+    "passages": -2.141,
+    "subject": 0.732,
+    "hop2": 1.144,
+    "hop1": 0.061,
+    "bridge": -0.424,
+    "lead": 0.651,
+    "words": 0.64,
+    "fits": 1.717,
+    "order": -1.757,
+    "relation": 4.054,
+    "head": -0.124,
+    "cover": 1.833,
 }
 NEAR = 10  # words either side of a candidate that count as near it
+_TITLE_WORDS = 6  # a passage's title is a candidate where its sentences name it, if this short
 
 DATE, NUMBER, PERSON, PLACE, NAME = "date", "number", "person", "place", "name"
 _MONTH = (
@@ -216,8 +217,10 @@ class AnswerCandidate:
         return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
 
 
-def spans(text: str) -> list[tuple[str, str, int, int]]:
-    """The spans of ``text`` that may answer a question: (span, type, start, end)."""
+def spans(text: str, title: str = "") -> list[tuple[str, str, int, int]]:
+    """The spans of ``text`` that may answer a question: (span, type, start, end); ``title``, the
+    subject of its passage, is one where the text names it ("The Finnish markka was the currency
+    of Finland": a name that is not all capitalised)."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -240,6 +243,10 @@ def spans(text: str) -> list[tuple[str, str, int, int]]:
         start = text.find(name)
         if start >= 0:
             found.append((name, NAME, start, start + len(name)))
+    if title and len(title.split()) <= _TITLE_WORDS:
+        named = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.I)
+        if named:
+            found.append((named.group(0), NAME, named.start(), named.end()))
     return found
 
 
@@ -303,8 +310,9 @@ def candidates(
     relation_total = sum(relation.values()) or 1.0
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
+    titles = {n: title_name(title) for n, (_, title) in articles.items()}
     for s in scored:
-        for span, kind, start, end in spans(s.unit.text):
+        for span, kind, start, end in spans(s.unit.text, titles.get(s.source, "")):
             key = keys.get(span)
             if key is None:
                 key = keys[span] = normalize(span)
@@ -319,7 +327,7 @@ def candidates(
             candidate.occurrences.append(Occurrence(s, start, end))
     if not found:
         return []
-    subjects = {n: normalize(title_name(title)) for n, (_, title) in articles.items()}
+    subjects = {n: normalize(title) for n, title in titles.items()}
     named_by: dict[str, set[str]] = {}  # a candidate key -> the articles naming it
     for candidate in found.values():
         named_by[candidate.key] = {articles[o.scored.source][0] for o in candidate.occurrences}

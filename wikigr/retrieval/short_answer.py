@@ -130,7 +130,8 @@ class AnswerOptions:
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
     window_words: int = 20  # the best candidate's part of its sentence, at most
     next_window_words: int = 10  # ... the next candidates'
-    max_candidates: int = 8  # candidates quoted, at most
+    max_candidates: int = 1  # candidates quoted, at most
+    listed: int = 8  # candidates named after those quoted ("Also possible: ..."), at most
     candidate_margin: float = 3.0  # none scoring more than this below the best
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
@@ -147,6 +148,8 @@ class AnswerOptions:
         self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
         if min(self.window_words, self.next_window_words, self.max_candidates) < 1:
             raise ValueError("window_words, next_window_words and max_candidates must be at least 1")
+        if self.listed < 0:
+            raise ValueError("listed must be at least 0")
         if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
             raise ValueError(
                 "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
@@ -518,26 +521,50 @@ def answer_candidates(question: str, scored: list[Scored], options: AnswerOption
     return rank_candidates(found, options.candidate_weights, options.one_hop)
 
 
+ALSO = "Also possible:"  # leads the list of the candidates named after the quoted ones
+
+
+def asserted(answer: str) -> str:
+    """``answer`` without its list of other candidates ("Also possible: ..."): what it states."""
+    return answer.split(f" {ALSO} ", 1)[0] if not answer.startswith(ALSO) else ""
+
+
 def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
     """The answer built around the best candidates: the part of its sentence that holds the best
     one, then those of the next ones (each cited) while the budget lasts and they score within
-    ``candidate_margin`` of the best."""
+    ``candidate_margin`` of the best, at most ``max_candidates``; then, at most ``listed`` more
+    candidates by name alone, each cited, in what is left of the budget ("Also possible: Studio 33
+    [4], Codemasters [5].")."""
     room = budget(options, passage_words)
     parts: list[str] = []
+    listed: list[str] = []
     shown = ""
-    for c in found[: options.max_candidates]:
+    used = 0  # the answer's words so far
+    for c in found[: options.max_candidates + options.listed]:
         if parts and c.score < found[0].score - options.candidate_margin:
             break
         if f" {c.key} " in shown:  # already quoted with another
             continue
-        left = room if not parts else room - len(" ".join(parts).split())
-        if parts and left < 6:
-            break
+        left = room - used
         o = c.best
-        width = options.next_window_words if parts else options.window_words
-        text = window(o.scored.unit.text, o.start, o.end, min(width, left))
-        parts.append(cite(text, o.scored.source))
+        if len(parts) < options.max_candidates:
+            if parts and left < 6:
+                break
+            width = options.next_window_words if parts else options.window_words
+            text = window(o.scored.unit.text, o.start, o.end, min(width, left))
+            parts.append(cite(text, o.scored.source))
+        else:
+            text = c.text
+            cost = len(text.split()) + 1 + (0 if listed else len(ALSO.split()))
+            if cost > left:
+                continue  # a shorter one may fit
+            listed.append(f"{text} [{o.scored.source}]")
+        used = len(" ".join(parts + listed).split()) + (len(ALSO.split()) if listed else 0)
         shown += f" {normalize(text)} "
+        if used >= room:
+            break
+    if listed:
+        parts.append(f"{ALSO} {', '.join(listed)}.")
     return " ".join(parts)
 
 
