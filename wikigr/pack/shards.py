@@ -49,7 +49,7 @@ from wikigr.pack.manifest import GraphStats, Manifest, ShardRecord, SourceRecord
 if TYPE_CHECKING:
     from wikigr.build import BuildOptions, _Prepared
     from wikigr.embed import Embedder
-    from wikigr.graph.build import GraphReport
+    from wikigr.graph.build import GraphReport, GraphTables
     from wikigr.pack.validate import ValidationReport
     from wikigr.skill import PackDigest
 
@@ -193,7 +193,12 @@ def write_shards(
 ) -> Manifest:
     """Write ``docs`` as ``count`` shards into ``folder/shards/`` (each with build.py's
     ``write_documents_pack`` and support files) and return the manifest of the logical pack (not
-    yet written: the caller writes it and the pack's own support files)."""
+    yet written: the caller writes it and the pack's own support files).
+
+    The entity graph is built once, over all the documents (build.py's ``corpus_graph``, as for
+    one store: its report is appended to ``graph_reports``), and each shard stores its part
+    (``GraphTables.part``)."""
+    from wikigr.build import corpus_graph
     from wikigr.pack.manifest import FORMAT_VERSION, now_iso
 
     check_count(count)
@@ -204,6 +209,14 @@ def write_shards(
         groups[index].append(doc)
     if any(not group for group in groups):  # a tiny corpus: deal the documents out instead
         groups = [docs[i::count] for i in range(count)]
+    graphs: list[GraphTables | None] = [None] * count
+    if options.graph:
+        shard_of = {id(doc): index for index, group in enumerate(groups) for doc in group}
+        parts = [shard_of[id(doc)] for doc in docs]
+        graph, report = corpus_graph(docs, embedder.dimension, options, embedder, aliases, parts)
+        if graph_reports is not None:
+            graph_reports.append(report)
+        graphs = [graph.part(index) for index in range(count)]
     for stale in [folder / SHARDS_DIR, folder / KEYWORD_DIR, *folder.glob(layout.STORE_FILE + "*")]:
         if stale.is_dir():  # what an interrupted build left (in shards, or in one store)
             shutil.rmtree(stale)
@@ -212,18 +225,23 @@ def write_shards(
     by_source = {r.url: r for r in records}
     width = max(2, len(str(count - 1)))
     jobs = [
-        (f"{SHARDS_DIR}/{index:0{width}d}", index, group, [by_source[doc.source] for doc in group])
+        (
+            f"{SHARDS_DIR}/{index:0{width}d}",
+            index,
+            group,
+            [by_source[doc.source] for doc in group],
+            graphs[index],
+        )
         for index, group in enumerate(groups)
     ]
     if options.ray is not None and options.llm is None:  # each shard's store written by a Ray task
         from wikigr.distributed import write_shards_on_ray
 
-        manifests = write_shards_on_ray(folder, name, count, jobs, options, graph_reports, aliases)
+        manifests = write_shards_on_ray(folder, name, count, jobs, options, aliases)
     else:
-        reports = graph_reports
         manifests = [
-            write_shard(folder / rel, name, i, count, group, sources, embedder, options, reports, aliases)
-            for rel, i, group, sources in jobs
+            write_shard(folder / rel, name, i, count, group, sources, embedder, options, aliases, graph)
+            for rel, i, group, sources, graph in jobs
         ]
     shard_records = [
         ShardRecord(
@@ -261,10 +279,11 @@ def write_shard(
     sources: list[SourceRecord],
     embedder: Embedder,
     options: BuildOptions,
-    graph_reports: list[GraphReport] | None = None,
     aliases: dict[str, str] | None = None,
+    graph: GraphTables | None = None,
 ) -> Manifest:
-    """Write one shard of the pack ``name`` — a complete pack folder — at ``shard``."""
+    """Write one shard of the pack ``name`` — a complete pack folder — at ``shard``, with
+    ``graph``: its part of the pack's entity graph (see :func:`write_shards`)."""
     from wikigr.build import _write_support_files, write_documents_pack
 
     shard.mkdir(parents=True)
@@ -276,29 +295,13 @@ def write_shard(
         embedder,
         options,
         f"shard {index + 1} of {count} of the pack {name}",
-        graph_reports,
+        None,
         aliases,
+        graph,
     )
     manifest.dump(shard / layout.MANIFEST_FILE)
     _write_support_files(shard, manifest, "".join(f"{s.url}\n" for s in sources))
     return manifest
-
-
-def merge_graph_reports(reports: Sequence[GraphReport]) -> GraphReport | None:
-    """The graph reports of the shards as one (counts and seconds summed)."""
-    from wikigr.graph.build import GraphReport
-
-    if not reports:
-        return None
-    total = GraphReport(extractor=reports[0].extractor, note=reports[0].note)
-    for report in reports:
-        for key in ("entities", "facts", "relations", "mentions", "entity_vectors", "skeleton_chunks"):
-            setattr(total, key, getattr(total, key) + getattr(report, key))
-        for key in ("llm_calls", "input_tokens", "output_tokens"):
-            setattr(total, key, getattr(total, key) + getattr(report, key))
-        for stage, seconds in report.seconds.items():
-            total.seconds[stage] = total.seconds.get(stage, 0.0) + seconds
-    return total
 
 
 def validate_shards(path: Path, manifest: Manifest, report: ValidationReport) -> None:
