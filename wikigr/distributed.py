@@ -20,7 +20,8 @@ store). What runs where:
   merged by key over every chunk, the skeleton by PageRank over all the chunk vectors). spaCy's
   extraction of the skeleton's chunks and the embedding of entity names run as Ray tasks again
   (:class:`RayExtractor`, :class:`RayEmbed`). The store is written by the driver with COPY (bulk
-  load), as a local build writes it; with ``--shards N``, one store per shard (wikigr.pack.shards).
+  load), as a local build writes it; with ``--shards N``, one store per shard, each by a Ray task
+  (:func:`write_shard_task`) given its part of the pack's entity graph (wikigr.pack.shards).
 
 A source that fails on a worker (unreachable, not parseable, no text) is reported like a local
 one; a task that fails as a whole (its worker died, after Ray's retries) marks its sources failed

@@ -1,7 +1,7 @@
 """A pack in shards: one logical pack whose documents live in N stores.
 
     wikigr pack create wiki --corpus big.jsonl --shards 8 [--ray]
-    wikigr query wiki "..."          # fans out over the shards and merges (wikigr.packset)
+    wikigr query wiki "..."          # one agent over the union of the shards' stores (wikigr.pack.union)
 
 The pack's folder holds one manifest (``manifest.json``) that lists its shards — each a complete
 pack folder under ``shards/`` (its own manifest, ``pack.db``, BM25 index, support files), so a
@@ -11,23 +11,24 @@ article and chunk counts, the statistics summed over the shards, and every sourc
 the shards answer with its ``kg_config.json``.
 
 Documents that share rare names or link to each other go to the same shard (a streaming
-partition of the graph of documents: :func:`assign_shards`), so that what a multi-hop question
-walks through mostly stays in one store; the shards hold about as many chunks each. Everything
-that belongs to a document stays in its shard (sections, chunks, their vectors, the chunk's
-entity mentions and facts). What crosses shard boundaries, and so is lost in a pack in shards
-(bench/scale.py measures it; docs/scale.md):
+partition of the graph of documents: :func:`assign_shards`); the shards hold about as many chunks
+each. Everything that belongs to a document stays in its shard (sections, chunks, their vectors).
+The entity graph is the one store's: built once over all the pack's chunks (build.py's
+``corpus_graph``: the skeleton by PageRank over all the chunk vectors, names merged and
+``SYNONYM`` edges made over the whole pack), then each shard stores its part
+(``GraphTables.part``): its chunks' mentions and facts, the relations counted in its chunks (with
+its chunks' counts, so the weights summed over the shards are the pack's), and the entities these
+name (an entity mentioned in two shards is stored in both, with one id: its normalised name; the
+summed statistics count it once per shard). A ``SYNONYM`` edge is stored once: in the first shard
+that holds both names, else in the first shard holding its first name, the other name stored
+there too as an entity no chunk of that shard mentions.
 
-- ``LINKS_TO`` edges between articles of different shards (a store holds only its own articles);
-- the entity graph's reach: an entity mentioned in two shards is an entity in each (its id, the
-  normalised name, is the same in both; the summed statistics count it twice), so a multi-hop walk
-  (chunk → entity → chunk, personalised PageRank) stays inside one shard; ``SYNONYM`` edges
-  between names found only in different shards are not made; the skeleton (the chunks that get the
-  full extraction) is chosen per shard;
-- ``CO_OCCURS`` and fact relations are within a chunk, so they are never cut.
-
-A question goes to every shard in parallel (the probe of wikigr.packset), the shards within reach
-of the top k run the pack's profile, and their passages merge on one scale, each source naming
-the logical pack.
+At query time the union of the shards' stores (wikigr.pack.union) answers as the pack's one
+store: the entity graph put together from the shards is the one store's, so personalised
+PageRank and the bridge stage walk across shard boundaries. What crosses them and is lost
+(docs/scale.md, "What crosses shard boundaries"): ``LINKS_TO`` edges between articles of
+different shards (a store holds only its own articles), the paths of the ``vector_cypher`` stage
+(one walk per shard), and BM25's length normalisation (per shard).
 """
 
 from __future__ import annotations
