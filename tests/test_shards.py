@@ -387,3 +387,53 @@ def test_pages_in_shards_keep_their_links(server: Any, tmp_path: Path) -> None:
         shown = neighbourhood(paged.context.store, [chunk], [])
         assert shown == neighbourhood(one.context.store, [chunk], [])
         assert paged.context.store.stats() == one.context.store.stats()
+
+
+def _graph_of(
+    store: Any,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]], dict[tuple[str, str, str], float]]:
+    """A store's entity graph: its entities (key, type), mentions (chunk, entity) and relations
+    (from, to, type) -> weight, summed over the union's shards as the pack's graph sums them."""
+    relations: dict[tuple[str, str, str], float] = {}
+    for a, b, kind, weight in store.entity_relations():
+        relations[(a, b, kind)] = relations.get((a, b, kind), 0.0) + weight
+    return sorted(store.entities()), sorted(store.entity_mentions()), relations
+
+
+def test_a_pack_in_shards_has_the_one_stores_entity_graph(sharded: Path, one_store: Path) -> None:
+    """The entity graph is built once over all the pack's chunks — the skeleton (the chunks spaCy
+    reads in full) chosen over all their vectors, synonyms over all the names — and each shard
+    stores its part: the union's entities, mentions, facts and relations (SYNONYM edges between
+    names of different shards too) are the one store's, where skeletons and synonyms chosen per
+    shard would differ."""
+    from wikigr.graph.build import SYNONYM
+    from wikigr.graph.skeleton import skeleton
+    from wikigr.pack.store import Store
+
+    with open_agent(sharded, llm=None) as agent, Store.open(one_store / "pack.db", read_only=True) as one:
+        union = agent.context.store
+        assert isinstance(union, StoreUnion)
+        entities, mentions, relations = _graph_of(union)
+        assert (entities, mentions) == _graph_of(one)[:2]
+        assert relations.keys() == _graph_of(one)[2].keys()
+        assert relations == pytest.approx(_graph_of(one)[2])
+        ids = union.chunk_ids()
+        assert sorted(union.chunk_facts(ids)) == sorted(one.chunk_facts(ids))
+        # Each shard holds its own chunks' mentions and the entities they name; a SYNONYM edge is
+        # stored once, in a shard holding both names, or its first name's (the other a node there).
+        homes: dict[str, set[int]] = {}
+        for index, shard in enumerate(union.members):
+            own = set(shard.chunk_ids())
+            assert {chunk for chunk, _ in shard.entity_mentions()} <= own
+            for _, key in shard.entity_mentions():
+                homes.setdefault(key, set()).add(index)
+        synonyms = [(a, b) for a, b, kind in relations if kind == SYNONYM]
+        assert synonyms and any(not homes[a] & homes[b] for a, b in synonyms)  # across shards
+        # A corpus where the shards' own skeletons are not the pack's: the old build's graph differed.
+        ids_, _, vectors = one.chunk_matrix()
+        whole = {ids_[i] for i in skeleton(vectors, 0.25, 10).tolist()}
+        apart = set()
+        for shard in union.members:
+            shard_ids, _, shard_vectors = shard.chunk_matrix()
+            apart |= {shard_ids[i] for i in skeleton(shard_vectors, 0.25, 10).tolist()}
+        assert apart != whole

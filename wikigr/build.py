@@ -28,7 +28,7 @@ from wikigr import __version__
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
-from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, anchor_links, build_graph
+from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
 from wikigr.pack.manifest import (
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
 EMBED_GROUP = 256  # chunks embedded between two cache writes
+ARTICLE_COLUMNS = ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
 
 
 @dataclass
@@ -364,41 +365,51 @@ def _url_variants(url: str) -> list[str]:
     return variants
 
 
-def _write_store(
-    path: Path,
-    docs: list[_Prepared],
-    dim: int,
-    options: BuildOptions,
-    embedder: Embedder | None = None,
-    graph_report: list[GraphReport] | None = None,
-    aliases: dict[str, str] | None = None,
-) -> dict[str, int]:
-    """Bulk-load every prepared document into a new store at ``path``; return the graph stats.
+@dataclass
+class _Rows:
+    """The rows of a store's tables for some documents, and what the entity graph is built from."""
 
-    With ``options.graph`` the entity graph is built too (``embedder`` embeds entity names for
-    synonym edges); its report is appended to ``graph_report``. ``aliases``: other URLs of an
-    article (duplicates), so that links to them land on it."""
-    articles: dict[str, list[Any]] = {
-        k: []
-        for k in ("id", "title", "url", "source_url", "content_type", "sha256", "fetched_at", "word_count")
-    }
-    sections: dict[str, list[Any]] = {
-        k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")
-    }
-    chunks: dict[str, list[Any]] = {k: [] for k in ("id", "article_id", "section_id", "ord", "text")}
-    chunk_titles: list[str] = []
-    keyword_texts: list[str] = []
-    section_vectors: list[np.ndarray] = []
-    chunk_vectors: list[np.ndarray] = []
-    has_section: dict[str, list[str]] = {"from": [], "to": []}
-    has_chunk: dict[str, list[str]] = {"from": [], "to": []}
+    articles: dict[str, list[Any]]
+    sections: dict[str, list[Any]]
+    chunks: dict[str, list[Any]]
+    has_section: dict[str, list[str]]
+    has_chunk: dict[str, list[str]]
+    categories: dict[str, str]
+    in_category: dict[str, list[str]]
+    link_counts: dict[tuple[str, str], int]
+    link_anchors: dict[tuple[str, str], list[str]]
+    section_vectors: list[np.ndarray]
+    chunk_vectors: list[np.ndarray]
+    chunk_titles: list[str]
+    keyword_texts: list[str]
+    chunk_anchors: list[str]  # each chunk's section anchor (where links land)
+    chunk_mentions: list[list[list[str]] | None]  # found by a worker, or None
+    chunk_docs: list[int]  # each chunk's document (its index in ``docs``)
+
+
+def _rows(docs: list[_Prepared], options: BuildOptions, aliases: dict[str, str] | None) -> _Rows:
+    """The rows of every prepared document. ``aliases``: other URLs of an article (duplicates),
+    so that links to them land on it."""
+    rows = _Rows(
+        articles={k: [] for k in ARTICLE_COLUMNS},
+        sections={k: [] for k in ("id", "article_id", "title", "anchor", "level", "ord", "text")},
+        chunks={k: [] for k in ("id", "article_id", "section_id", "ord", "text")},
+        has_section={"from": [], "to": []},
+        has_chunk={"from": [], "to": []},
+        categories={},
+        in_category={"from": [], "to": []},
+        link_counts={},
+        link_anchors={},
+        section_vectors=[],
+        chunk_vectors=[],
+        chunk_titles=[],
+        keyword_texts=[],
+        chunk_anchors=[],
+        chunk_mentions=[],
+        chunk_docs=[],
+    )
     url_to_article: dict[str, str] = {}
-    categories: dict[str, str] = {}
-    in_category: dict[str, list[str]] = {"from": [], "to": []}
-    chunk_anchors: list[str] = []  # each chunk's section anchor (where links land)
-    chunk_mentions: list[list[list[str]] | None] = []  # found by a worker, or None
-
-    for doc in docs:
+    for d, doc in enumerate(docs):
         assert doc.embeddings is not None
         article_id = doc.fetch["final_url"] or doc.source
         for variant in _url_variants(doc.source) + _url_variants(article_id):
@@ -406,11 +417,11 @@ def _write_store(
         words = 0
         for s_ord, section in enumerate(doc.sections):
             section_id = f"{_key(article_id)[:16]}:{s_ord}"
-            rows = [i for i, c in enumerate(doc.chunks) if c["section"] == s_ord]
-            if not rows:
+            found = [i for i, c in enumerate(doc.chunks) if c["section"] == s_ord]
+            if not found:
                 continue
-            mean = doc.embeddings[rows].mean(axis=0)
-            section_vectors.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
+            mean = doc.embeddings[found].mean(axis=0)
+            rows.section_vectors.append(mean / max(float(np.linalg.norm(mean)), 1e-12))
             for key, value in (
                 ("id", section_id),
                 ("article_id", article_id),
@@ -420,11 +431,11 @@ def _write_store(
                 ("ord", s_ord),
                 ("text", section["text"]),
             ):
-                sections[key].append(value)
-            has_section["from"].append(article_id)
-            has_section["to"].append(section_id)
+                rows.sections[key].append(value)
+            rows.has_section["from"].append(article_id)
+            rows.has_section["to"].append(section_id)
             words += len(section["text"].split())
-            for i in rows:
+            for i in found:
                 chunk = doc.chunks[i]
                 chunk_id = f"{section_id}:{chunk['ord']}"
                 for key, value in (
@@ -434,14 +445,15 @@ def _write_store(
                     ("ord", chunk["ord"]),
                     ("text", chunk["text"]),
                 ):
-                    chunks[key].append(value)
-                chunk_anchors.append(section.get("anchor", "") or "")
-                chunk_vectors.append(doc.embeddings[i])
-                chunk_titles.append(doc.title)
-                chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
-                keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
-                has_chunk["from"].append(section_id)
-                has_chunk["to"].append(chunk_id)
+                    rows.chunks[key].append(value)
+                rows.chunk_anchors.append(section.get("anchor", "") or "")
+                rows.chunk_vectors.append(doc.embeddings[i])
+                rows.chunk_titles.append(doc.title)
+                rows.chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
+                rows.chunk_docs.append(d)
+                rows.keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
+                rows.has_chunk["from"].append(section_id)
+                rows.has_chunk["to"].append(chunk_id)
         meta = doc.fetch
         for key, value in (
             ("id", article_id),
@@ -453,80 +465,117 @@ def _write_store(
             ("fetched_at", meta["fetched_at"]),
             ("word_count", words),
         ):
-            articles[key].append(value)
+            rows.articles[key].append(value)
         category = _category(article_id)
         if category is not None:
-            categories.setdefault(category, category)
-            in_category["from"].append(article_id)
-            in_category["to"].append(category)
+            rows.categories.setdefault(category, category)
+            rows.in_category["from"].append(article_id)
+            rows.in_category["to"].append(category)
 
     for url, article_id in (aliases or {}).items():
         for variant in _url_variants(url):
             url_to_article.setdefault(variant, article_id)
-    link_counts: dict[tuple[str, str], int] = {}
-    link_anchors: dict[tuple[str, str], list[str]] = {}
     for doc in docs:
         source_id = doc.fetch["final_url"] or doc.source
         for link in doc.links:
             target = next((url_to_article[v] for v in _url_variants(link) if v in url_to_article), None)
             if target and target != source_id:
-                link_counts[(source_id, target)] = link_counts.get((source_id, target), 0) + 1
+                rows.link_counts[(source_id, target)] = rows.link_counts.get((source_id, target), 0) + 1
         for url, text in doc.anchors:
             base, _, fragment = url.partition("#")
             target = next((url_to_article[v] for v in _url_variants(base) if v in url_to_article), None)
             if target and target != source_id:
-                link_anchors.setdefault((source_id, target), []).append(f"{fragment}\t{text}")
+                rows.link_anchors.setdefault((source_id, target), []).append(f"{fragment}\t{text}")
+    return rows
 
-    def vectors(rows: list[np.ndarray]) -> pa.Array:
-        return vectors_to_arrow(np.vstack(rows) if rows else np.zeros((0, dim), np.float32))
 
-    build_keyword_index(path.parent / KEYWORD_DIR, chunks["id"], keyword_texts)
-    graph = None
-    if options.graph:
-        records = [ChunkRecord(*row) for row in zip(chunks["id"], chunk_titles, chunks["text"], strict=True)]
-        extractor: Any = None
-        embed = (lambda names: embedder.embed(names)) if embedder is not None else None
-        if options.llm is not None:
-            from wikigr.graph.claude import ClaudeExtractor
+def corpus_graph(
+    docs: list[_Prepared],
+    dim: int,
+    options: BuildOptions,
+    embedder: Embedder | None = None,
+    aliases: dict[str, str] | None = None,
+    parts: Sequence[int] | None = None,
+    rows: _Rows | None = None,
+) -> tuple[GraphTables, GraphReport]:
+    """The entity graph of ``docs`` (graph.build.build_graph over all their chunks; ``embedder``
+    embeds entity names for synonym edges). ``parts``: the part (shard) of each document, for
+    ``GraphTables.part``; ``rows``: the documents' rows, when they were made already."""
+    rows = rows or _rows(docs, options, aliases)
+    chunks = rows.chunks
+    records = [ChunkRecord(*row) for row in zip(chunks["id"], rows.chunk_titles, chunks["text"], strict=True)]
+    extractor: Any = None
+    embed = (lambda names: embedder.embed(names)) if embedder is not None else None
+    if options.llm is not None:
+        from wikigr.graph.claude import ClaudeExtractor
 
-            extractor = ClaudeExtractor(options.llm)
-        if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
-            from wikigr.distributed import RayEmbed, RayExtractor
+        extractor = ClaudeExtractor(options.llm)
+    if options.ray is not None:  # spaCy and the names' embeddings on the cluster's workers
+        from wikigr.distributed import RayEmbed, RayExtractor
 
-            extractor = extractor or RayExtractor(options.ray)
-            embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
-        graph, report = build_graph(
-            records,
-            np.vstack(chunk_vectors) if chunk_vectors else np.zeros((0, dim), np.float32),
-            embed,
-            options.graph_options,
-            extractor,
-            anchor_links(
-                list(zip(chunks["article_id"], chunk_anchors, chunks["text"], strict=True)),
-                [(a, b, anchor) for (a, b), anchors in link_anchors.items() for anchor in anchors],
-            ),
-            mentions=chunk_mentions if any(m is not None for m in chunk_mentions) else None,
-        )
+        extractor = extractor or RayExtractor(options.ray)
+        embed = RayEmbed(options.ray, embedder.name) if embedder is not None else None
+    mentions = rows.chunk_mentions
+    return build_graph(
+        records,
+        np.vstack(rows.chunk_vectors) if rows.chunk_vectors else np.zeros((0, dim), np.float32),
+        embed,
+        options.graph_options,
+        extractor,
+        anchor_links(
+            list(zip(chunks["article_id"], rows.chunk_anchors, chunks["text"], strict=True)),
+            [(a, b, anchor) for (a, b), anchors in rows.link_anchors.items() for anchor in anchors],
+        ),
+        mentions=mentions if any(m is not None for m in mentions) else None,
+        parts=None if parts is None else [parts[d] for d in rows.chunk_docs],
+    )
+
+
+def _write_store(
+    path: Path,
+    docs: list[_Prepared],
+    dim: int,
+    options: BuildOptions,
+    embedder: Embedder | None = None,
+    graph_report: list[GraphReport] | None = None,
+    aliases: dict[str, str] | None = None,
+    graph: GraphTables | None = None,
+) -> dict[str, int]:
+    """Bulk-load every prepared document into a new store at ``path``; return the graph stats.
+
+    With ``options.graph`` the entity graph is built too (:func:`corpus_graph`), unless ``graph``
+    gives it (a shard's part of its pack's graph); its report is appended to ``graph_report``.
+    ``aliases``: other URLs of an article (duplicates), so that links to them land on it."""
+    rows = _rows(docs, options, aliases)
+
+    def vectors(found: list[np.ndarray]) -> pa.Array:
+        return vectors_to_arrow(np.vstack(found) if found else np.zeros((0, dim), np.float32))
+
+    build_keyword_index(path.parent / KEYWORD_DIR, rows.chunks["id"], rows.keyword_texts)
+    if graph is None and options.graph:
+        graph, report = corpus_graph(docs, dim, options, embedder, rows=rows)
         if graph_report is not None:
             graph_report.append(report)
     store = Store.create(path, dim)
     try:
-        store.copy("Article", pa.table(articles))
-        store.copy("Section", pa.table({**sections, "embedding": vectors(section_vectors)}))
-        store.copy("Chunk", pa.table({**chunks, "embedding": vectors(chunk_vectors)}))
+        store.copy("Article", pa.table(rows.articles))
+        store.copy("Section", pa.table({**rows.sections, "embedding": vectors(rows.section_vectors)}))
+        store.copy("Chunk", pa.table({**rows.chunks, "embedding": vectors(rows.chunk_vectors)}))
+        categories = rows.categories
         store.copy("Category", pa.table({"id": list(categories), "name": list(categories.values())}))
-        store.copy("HAS_SECTION", pa.table(has_section))
-        store.copy("HAS_CHUNK", pa.table(has_chunk))
-        store.copy("IN_CATEGORY", pa.table(in_category))
+        store.copy("HAS_SECTION", pa.table(rows.has_section))
+        store.copy("HAS_CHUNK", pa.table(rows.has_chunk))
+        store.copy("IN_CATEGORY", pa.table(rows.in_category))
+        links = rows.link_counts
         store.copy(
             "LINKS_TO",
             pa.table(
                 {
-                    "from": [a for a, _ in link_counts],
-                    "to": [b for _, b in link_counts],
-                    "count": list(link_counts.values()),
+                    "from": [a for a, _ in links],
+                    "to": [b for _, b in links],
+                    "count": list(links.values()),
                     "anchors": pa.array(
-                        [link_anchors.get(pair, []) for pair in link_counts], pa.list_(pa.string())
+                        [rows.link_anchors.get(pair, []) for pair in links], pa.list_(pa.string())
                     ),
                 }
             ),
@@ -641,16 +690,20 @@ def write_documents_pack(
     description: str,
     graph_reports: list[GraphReport] | None = None,
     aliases: dict[str, str] | None = None,
+    graph: GraphTables | None = None,
     **kept: Any,
 ) -> Manifest:
     """Write a new store for ``docs`` in ``folder`` and return the manifest that describes it
     (``kept``: manifest fields carried over from a previous pack, e.g. by an update; the entity
     graph build's report, when it ran, is appended to ``graph_reports``; ``aliases``: see
-    :func:`classify_sources`)."""
+    :func:`classify_sources`; ``graph``: the store's entity graph, built already — a shard's
+    part of its pack's, wikigr.pack.shards)."""
     store_path = folder / layout.STORE_FILE
     for stale in folder.glob(layout.STORE_FILE + "*"):
         stale.unlink()
-    stats = _write_store(store_path, docs, embedder.dimension, options, embedder, graph_reports, aliases)
+    stats = _write_store(
+        store_path, docs, embedder.dimension, options, embedder, graph_reports, aliases, graph
+    )
     return Manifest(
         format_version=FORMAT_VERSION,
         name=name,
@@ -766,7 +819,7 @@ def build_pack(
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
         if shards > 1:
-            from wikigr.pack.shards import merge_graph_reports, write_shards
+            from wikigr.pack.shards import write_shards
 
             manifest = write_shards(
                 partial,
@@ -780,7 +833,6 @@ def build_pack(
                 graph_reports,
                 aliases,
             )
-            graph_reports = [r for r in [merge_graph_reports(graph_reports)] if r is not None]
         else:
             shutil.rmtree(partial / "shards", ignore_errors=True)  # of an interrupted build in shards
             manifest = write_documents_pack(

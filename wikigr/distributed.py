@@ -20,7 +20,8 @@ store). What runs where:
   merged by key over every chunk, the skeleton by PageRank over all the chunk vectors). spaCy's
   extraction of the skeleton's chunks and the embedding of entity names run as Ray tasks again
   (:class:`RayExtractor`, :class:`RayEmbed`). The store is written by the driver with COPY (bulk
-  load), as a local build writes it; with ``--shards N``, one store per shard (wikigr.pack.shards).
+  load), as a local build writes it; with ``--shards N``, one store per shard, each by a Ray task
+  (:func:`write_shard_task`) given its part of the pack's entity graph (wikigr.pack.shards).
 
 A source that fails on a worker (unreachable, not parseable, no text) is reported like a local
 one; a task that fails as a whole (its worker died, after Ray's retries) marks its sources failed
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
     from wikigr.build import BuildOptions, _Cache, _Prepared
     from wikigr.embed import Embedder
-    from wikigr.graph.build import GraphReport
+    from wikigr.graph.build import GraphTables
     from wikigr.graph.extract import Extraction
     from wikigr.pack.manifest import Manifest, SourceRecord
 
@@ -259,32 +260,31 @@ def write_shard_task(
     sources: list[SourceRecord],
     options: BuildOptions,
     aliases: dict[str, str],
+    graph: GraphTables | None,
     target: str,
     driver_node: str,
-) -> tuple[bytes, GraphReport | None]:
+) -> bytes:
     """On a worker: write one shard of a pack in shards (wikigr.pack.shards.write_shard: its
-    store, entity graph, BM25 index and support files). On the driver's machine, straight into
-    ``target`` (returns no bytes); elsewhere in a temporary folder, returned as an uncompressed
-    tar archive. With the graph build's report."""
+    store, its part ``graph`` of the pack's entity graph, BM25 index and support files). On the
+    driver's machine, straight into ``target`` (returns no bytes); elsewhere in a temporary
+    folder, returned as an uncompressed tar archive."""
     import ray
 
     from wikigr.embed import get_embedder
     from wikigr.pack.shards import write_shard
 
     docs = from_arrow(table)
-    reports: list[GraphReport] = []
+    embedder = get_embedder(options.embedder)
     if ray.get_runtime_context().get_node_id() == driver_node:
-        embedder = get_embedder(options.embedder)
-        write_shard(Path(target), name, index, count, docs, sources, embedder, options, reports, aliases)
-        return b"", (reports[0] if reports else None)
+        write_shard(Path(target), name, index, count, docs, sources, embedder, options, aliases, graph)
+        return b""
     with tempfile.TemporaryDirectory(prefix="wikigr-shard-") as tmp:
         folder = Path(tmp) / "shard"
-        embedder = get_embedder(options.embedder)
-        write_shard(folder, name, index, count, docs, sources, embedder, options, reports, aliases)
+        write_shard(folder, name, index, count, docs, sources, embedder, options, aliases, graph)
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(folder, arcname=".")
-    return buffer.getvalue(), (reports[0] if reports else None)
+    return buffer.getvalue()
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -391,13 +391,13 @@ def write_shards_on_ray(
     folder: Path,
     name: str,
     count: int,
-    jobs: Sequence[tuple[str, int, list[_Prepared], list[SourceRecord]]],
+    jobs: Sequence[tuple[str, int, list[_Prepared], list[SourceRecord], GraphTables | None]],
     options: BuildOptions,
-    graph_reports: list[GraphReport] | None = None,
     aliases: dict[str, str] | None = None,
 ) -> list[Manifest]:
-    """Write the shards of ``jobs`` (folder, index, documents, sources) in parallel, one Ray task
-    each, and unpack each into ``folder``; return their manifests, in the order of ``jobs``."""
+    """Write the shards of ``jobs`` (folder, index, documents, sources, its part of the pack's
+    entity graph) in parallel, one Ray task each, and unpack each into ``folder``; return their
+    manifests, in the order of ``jobs``."""
     from wikigr.pack import pack as layout
     from wikigr.pack.manifest import load_manifest
 
@@ -410,21 +410,28 @@ def write_shards_on_ray(
     node = ray.get_runtime_context().get_node_id()
     refs = [
         remote.remote(
-            name, index, count, to_arrow(docs, dim), sources, shipped, shared_aliases, str(folder / rel), node
+            name,
+            index,
+            count,
+            to_arrow(docs, dim),
+            sources,
+            shipped,
+            shared_aliases,
+            graph,
+            str(folder / rel),
+            node,
         )
-        for rel, index, docs, sources in jobs
+        for rel, index, docs, sources, graph in jobs
     ]
     manifests: list[Manifest] = []
     try:
         for (rel, *_), ref in zip(jobs, refs, strict=True):
-            data, report = ray.get(ref)
+            data = ray.get(ref)
             target = folder / rel
             if data:  # written on another machine: unpack it here
                 target.mkdir(parents=True)
                 with tarfile.open(fileobj=io.BytesIO(data)) as tar:
                     tar.extractall(target, filter="data")
-            if report is not None and graph_reports is not None:
-                graph_reports.append(report)
             manifests.append(load_manifest(target / layout.MANIFEST_FILE))
     except BaseException:
         for ref in refs:

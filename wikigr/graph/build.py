@@ -10,6 +10,9 @@ Mentions are merged by normalised name. Relations:
 - ``SYNONYM``: two entity names whose embeddings are at least ``synonym_threshold`` similar
   (weight: the similarity);
 - a fact's predicate ("published by"): its subject and object entities (weight: the count).
+
+A pack in shards builds the graph once, over all its chunks (``parts``: the shard of each chunk),
+and each shard stores its part (:meth:`GraphTables.part`).
 """
 
 from __future__ import annotations
@@ -79,13 +82,36 @@ class GraphReport:
 
 @dataclass
 class GraphTables:
-    """Columns for COPY, per table."""
+    """Columns for COPY, per table; ``parts``: per table (but ``entity``), the part of each row
+    (the shard whose store holds it; see :meth:`part`)."""
 
     entity: dict[str, list[Any]]
     fact: dict[str, list[Any]]
     has_entity: dict[str, list[Any]]
     has_fact: dict[str, list[Any]]
     relation: dict[str, list[Any]]
+    parts: dict[str, list[int]] = field(default_factory=dict)
+
+    def part(self, index: int) -> GraphTables:
+        """The rows of one part (a shard of a pack): its chunks' mentions and facts, the relations
+        counted in its chunks (weighted by its chunks' counts, so that the weights summed over the
+        parts are the whole graph's), the ``SYNONYM`` edges given to it (each edge is in one part:
+        see :func:`build_graph`), and the entities these rows name."""
+
+        def rows(table: str, columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+            keep = [i for i, p in enumerate(self.parts[table]) if p == index]
+            return {k: [v[i] for i in keep] for k, v in columns.items()}
+
+        has_entity, relation = rows("has_entity", self.has_entity), rows("relation", self.relation)
+        named = {*has_entity["to"], *relation["from"], *relation["to"]}
+        keep = [i for i, key in enumerate(self.entity["id"]) if key in named]
+        return GraphTables(
+            entity={k: [v[i] for i in keep] for k, v in self.entity.items()},
+            fact=rows("fact", self.fact),
+            has_entity=has_entity,
+            has_fact=rows("has_fact", self.has_fact),
+            relation=relation,
+        )
 
 
 @dataclass
@@ -173,6 +199,7 @@ def build_graph(
     extractor: Extractor | None = None,
     links: Sequence[tuple[int, int, str]] = (),
     mentions: Sequence[Sequence[Sequence[str]] | None] | None = None,
+    parts: Sequence[int] | None = None,
 ) -> tuple[GraphTables, GraphReport]:
     """The graph tables of ``chunks`` (with their embeddings ``vectors``).
 
@@ -184,9 +211,14 @@ def build_graph(
     at), or among the ``max_synonym_entities`` most frequent — for the ppr stage's embedding match
     and for synonym edges (None: neither). ``mentions``: per chunk, its keyword mentions as (name,
     type, key), when they were found before (on the workers of a distributed build; None for a
-    chunk, or for all, finds them here): the merge below is the same either way.
+    chunk, or for all, finds them here): the merge below is the same either way. ``parts``: the
+    part (shard) of each chunk, for :meth:`GraphTables.part` (None: one part, 0); the graph is the
+    same whatever the parts. A ``SYNONYM`` edge goes to the first part that holds both its
+    entities, else to the first part holding its first one (the other entity is stored there too,
+    as a node no chunk of that part mentions).
     """
     options = options or GraphOptions()
+    part_of = list(parts) if parts is not None else [0] * len(chunks)
     report = GraphReport()
     t0 = time.perf_counter()
     found = mentions if mentions is not None else [None] * len(chunks)
@@ -240,9 +272,11 @@ def build_graph(
     entities: dict[str, tuple[str, str]] = {}  # key -> (name, type)
     frequency: dict[str, int] = {}
     has_entity: dict[str, list[Any]] = {"from": [], "to": []}
-    relations: dict[tuple[str, str, str], float] = {}
+    relations: dict[tuple[str, str, str, int], float] = {}  # (from, to, type, part) -> weight
     fact_cols: dict[str, list[Any]] = {k: [] for k in ("id", "subject", "predicate", "object", "text")}
     has_fact: dict[str, list[Any]] = {"from": [], "to": []}
+    row_parts: dict[str, list[int]] = {"has_entity": [], "has_fact": []}
+    held: dict[str, set[int]] = {}  # entity -> the parts whose chunks mention it
 
     def entity(mention: Mention) -> str:
         if mention.key not in entities or (entities[mention.key][1] == CONCEPT and mention.type != CONCEPT):
@@ -250,6 +284,7 @@ def build_graph(
         return mention.key
 
     for i, chunk in enumerate(chunks):
+        part = part_of[i]
         keys = list(dict.fromkeys(entity(m) for m in per_chunk[i]))
         for n, fact in enumerate(facts_of.get(i, [])):
             subject, obj = normalize(fact.subject), normalize(fact.object)
@@ -258,7 +293,7 @@ def build_graph(
             for key, name in ((subject, fact.subject), (obj, fact.object)):
                 if key not in keys:
                     keys.append(entity(Mention(name, CONCEPT, key)))
-            relation = (subject, obj, fact.predicate)
+            relation = (subject, obj, fact.predicate, part)
             relations[relation] = relations.get(relation, 0.0) + 1.0
             fact_id = _fact_id(chunk.id, fact, n)
             for col, value in (
@@ -271,14 +306,17 @@ def build_graph(
                 fact_cols[col].append(value)
             has_fact["from"].append(chunk.id)
             has_fact["to"].append(fact_id)
+            row_parts["has_fact"].append(part)
         for key in keys:
             has_entity["from"].append(chunk.id)
             has_entity["to"].append(key)
+            row_parts["has_entity"].append(part)
+            held.setdefault(key, set()).add(part)
             frequency[key] = frequency.get(key, 0) + 1
         named = [k for k in keys if entities[k][1] != CONCEPT][: options.max_cooccur]
         for a_i, a in enumerate(named):
             for b in named[a_i + 1 :]:
-                pair = (a, b, CO_OCCURS) if a < b else (b, a, CO_OCCURS)
+                pair = (a, b, CO_OCCURS, part) if a < b else (b, a, CO_OCCURS, part)
                 relations[pair] = relations.get(pair, 0.0) + 1.0
     report.seconds["merge"] = time.perf_counter() - t0
 
@@ -300,7 +338,7 @@ def build_graph(
             keys = [k for k in synonym_keys if k in vector_of]
             matrix = np.asarray([vector_of[k] for k in keys], dtype=np.float32)
             for a, b, sim in _synonyms(keys, matrix, options.synonym_threshold):
-                relations[(a, b, SYNONYM)] = sim
+                relations[(a, b, SYNONYM, min(held[a] & held[b] or held[a]))] = sim
             report.seconds["synonyms"] = time.perf_counter() - t0
         report.entity_vectors = len(vector_of)
 
@@ -321,9 +359,10 @@ def build_graph(
             "type": [r[2] for r in relations],
             "weight": list(relations.values()),
         },
+        parts={**row_parts, "fact": row_parts["has_fact"], "relation": [r[3] for r in relations]},
     )
     report.entities = len(entities)
     report.facts = len(fact_cols["id"])
-    report.relations = len(relations)
+    report.relations = len({r[:3] for r in relations})
     report.mentions = len(has_entity["from"])
     return tables, report

@@ -1,7 +1,7 @@
 """A pack in shards: one logical pack whose documents live in N stores.
 
     wikigr pack create wiki --corpus big.jsonl --shards 8 [--ray]
-    wikigr query wiki "..."          # fans out over the shards and merges (wikigr.packset)
+    wikigr query wiki "..."          # one agent over the union of the shards' stores (wikigr.pack.union)
 
 The pack's folder holds one manifest (``manifest.json``) that lists its shards — each a complete
 pack folder under ``shards/`` (its own manifest, ``pack.db``, BM25 index, support files), so a
@@ -11,23 +11,24 @@ article and chunk counts, the statistics summed over the shards, and every sourc
 the shards answer with its ``kg_config.json``.
 
 Documents that share rare names or link to each other go to the same shard (a streaming
-partition of the graph of documents: :func:`assign_shards`), so that what a multi-hop question
-walks through mostly stays in one store; the shards hold about as many chunks each. Everything
-that belongs to a document stays in its shard (sections, chunks, their vectors, the chunk's
-entity mentions and facts). What crosses shard boundaries, and so is lost in a pack in shards
-(bench/scale.py measures it; docs/scale.md):
+partition of the graph of documents: :func:`assign_shards`); the shards hold about as many chunks
+each. Everything that belongs to a document stays in its shard (sections, chunks, their vectors).
+The entity graph is the one store's: built once over all the pack's chunks (build.py's
+``corpus_graph``: the skeleton by PageRank over all the chunk vectors, names merged and
+``SYNONYM`` edges made over the whole pack), then each shard stores its part
+(``GraphTables.part``): its chunks' mentions and facts, the relations counted in its chunks (with
+its chunks' counts, so the weights summed over the shards are the pack's), and the entities these
+name (an entity mentioned in two shards is stored in both, with one id: its normalised name; the
+summed statistics count it once per shard). A ``SYNONYM`` edge is stored once: in the first shard
+that holds both names, else in the first shard holding its first name, the other name stored
+there too as an entity no chunk of that shard mentions.
 
-- ``LINKS_TO`` edges between articles of different shards (a store holds only its own articles);
-- the entity graph's reach: an entity mentioned in two shards is an entity in each (its id, the
-  normalised name, is the same in both; the summed statistics count it twice), so a multi-hop walk
-  (chunk → entity → chunk, personalised PageRank) stays inside one shard; ``SYNONYM`` edges
-  between names found only in different shards are not made; the skeleton (the chunks that get the
-  full extraction) is chosen per shard;
-- ``CO_OCCURS`` and fact relations are within a chunk, so they are never cut.
-
-A question goes to every shard in parallel (the probe of wikigr.packset), the shards within reach
-of the top k run the pack's profile, and their passages merge on one scale, each source naming
-the logical pack.
+At query time the union of the shards' stores (wikigr.pack.union) answers as the pack's one
+store: the entity graph put together from the shards is the one store's, so personalised
+PageRank and the bridge stage walk across shard boundaries. What crosses them and is lost
+(docs/scale.md, "What crosses shard boundaries"): ``LINKS_TO`` edges between articles of
+different shards (a store holds only its own articles), the paths of the ``vector_cypher`` stage
+(one walk per shard), and BM25's length normalisation (per shard).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from wikigr.pack.manifest import GraphStats, Manifest, ShardRecord, SourceRecord
 if TYPE_CHECKING:
     from wikigr.build import BuildOptions, _Prepared
     from wikigr.embed import Embedder
-    from wikigr.graph.build import GraphReport
+    from wikigr.graph.build import GraphReport, GraphTables
     from wikigr.pack.validate import ValidationReport
     from wikigr.skill import PackDigest
 
@@ -193,7 +194,12 @@ def write_shards(
 ) -> Manifest:
     """Write ``docs`` as ``count`` shards into ``folder/shards/`` (each with build.py's
     ``write_documents_pack`` and support files) and return the manifest of the logical pack (not
-    yet written: the caller writes it and the pack's own support files)."""
+    yet written: the caller writes it and the pack's own support files).
+
+    The entity graph is built once, over all the documents (build.py's ``corpus_graph``, as for
+    one store: its report is appended to ``graph_reports``), and each shard stores its part
+    (``GraphTables.part``)."""
+    from wikigr.build import corpus_graph
     from wikigr.pack.manifest import FORMAT_VERSION, now_iso
 
     check_count(count)
@@ -204,6 +210,14 @@ def write_shards(
         groups[index].append(doc)
     if any(not group for group in groups):  # a tiny corpus: deal the documents out instead
         groups = [docs[i::count] for i in range(count)]
+    graphs: list[GraphTables | None] = [None] * count
+    if options.graph:
+        shard_of = {id(doc): index for index, group in enumerate(groups) for doc in group}
+        parts = [shard_of[id(doc)] for doc in docs]
+        graph, report = corpus_graph(docs, embedder.dimension, options, embedder, aliases, parts)
+        if graph_reports is not None:
+            graph_reports.append(report)
+        graphs = [graph.part(index) for index in range(count)]
     for stale in [folder / SHARDS_DIR, folder / KEYWORD_DIR, *folder.glob(layout.STORE_FILE + "*")]:
         if stale.is_dir():  # what an interrupted build left (in shards, or in one store)
             shutil.rmtree(stale)
@@ -212,18 +226,23 @@ def write_shards(
     by_source = {r.url: r for r in records}
     width = max(2, len(str(count - 1)))
     jobs = [
-        (f"{SHARDS_DIR}/{index:0{width}d}", index, group, [by_source[doc.source] for doc in group])
+        (
+            f"{SHARDS_DIR}/{index:0{width}d}",
+            index,
+            group,
+            [by_source[doc.source] for doc in group],
+            graphs[index],
+        )
         for index, group in enumerate(groups)
     ]
     if options.ray is not None and options.llm is None:  # each shard's store written by a Ray task
         from wikigr.distributed import write_shards_on_ray
 
-        manifests = write_shards_on_ray(folder, name, count, jobs, options, graph_reports, aliases)
+        manifests = write_shards_on_ray(folder, name, count, jobs, options, aliases)
     else:
-        reports = graph_reports
         manifests = [
-            write_shard(folder / rel, name, i, count, group, sources, embedder, options, reports, aliases)
-            for rel, i, group, sources in jobs
+            write_shard(folder / rel, name, i, count, group, sources, embedder, options, aliases, graph)
+            for rel, i, group, sources, graph in jobs
         ]
     shard_records = [
         ShardRecord(
@@ -261,10 +280,11 @@ def write_shard(
     sources: list[SourceRecord],
     embedder: Embedder,
     options: BuildOptions,
-    graph_reports: list[GraphReport] | None = None,
     aliases: dict[str, str] | None = None,
+    graph: GraphTables | None = None,
 ) -> Manifest:
-    """Write one shard of the pack ``name`` — a complete pack folder — at ``shard``."""
+    """Write one shard of the pack ``name`` — a complete pack folder — at ``shard``, with
+    ``graph``: its part of the pack's entity graph (see :func:`write_shards`)."""
     from wikigr.build import _write_support_files, write_documents_pack
 
     shard.mkdir(parents=True)
@@ -276,29 +296,13 @@ def write_shard(
         embedder,
         options,
         f"shard {index + 1} of {count} of the pack {name}",
-        graph_reports,
+        None,
         aliases,
+        graph,
     )
     manifest.dump(shard / layout.MANIFEST_FILE)
     _write_support_files(shard, manifest, "".join(f"{s.url}\n" for s in sources))
     return manifest
-
-
-def merge_graph_reports(reports: Sequence[GraphReport]) -> GraphReport | None:
-    """The graph reports of the shards as one (counts and seconds summed)."""
-    from wikigr.graph.build import GraphReport
-
-    if not reports:
-        return None
-    total = GraphReport(extractor=reports[0].extractor, note=reports[0].note)
-    for report in reports:
-        for key in ("entities", "facts", "relations", "mentions", "entity_vectors", "skeleton_chunks"):
-            setattr(total, key, getattr(total, key) + getattr(report, key))
-        for key in ("llm_calls", "input_tokens", "output_tokens"):
-            setattr(total, key, getattr(total, key) + getattr(report, key))
-        for stage, seconds in report.seconds.items():
-            total.seconds[stage] = total.seconds.get(stage, 0.0) + seconds
-    return total
 
 
 def validate_shards(path: Path, manifest: Manifest, report: ValidationReport) -> None:

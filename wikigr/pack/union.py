@@ -11,10 +11,10 @@ shards is the whole pack's, and personalised PageRank, the bridge stage's next h
 links walk across shard boundaries. So a pack in shards runs its profile once, as one pack.
 
 What stays inside a shard: ``LINKS_TO`` between articles of different shards (a store holds only
-its own articles, so the links a build found between them are not stored), the ``SYNONYM`` edges
-between names only found in different shards, and the paths of the ``vector_cypher`` stage (one
-walk per shard). Anything else — raw Cypher, writes — is refused with a :class:`StoreError`: a
-shard's folder is a pack of its own for that.
+its own articles, so the links a build found between them are not stored) and the paths of the
+``vector_cypher`` stage (one walk per shard). (The entity graph is built once for the whole pack
+and each shard stores its part: wikigr.pack.shards.) Anything else — raw Cypher, writes — is
+refused with a :class:`StoreError`: a shard's folder is a pack of its own for that.
 """
 
 from __future__ import annotations
