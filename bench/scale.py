@@ -624,11 +624,55 @@ def skeleton_seconds(sizes: list[int]) -> dict[str, float]:
     return found
 
 
+def approximate_knn() -> dict[str, Any]:
+    """The skeleton's approximate kNN (above EXACT_MAX chunks): its time on synthetic vectors at
+    two sizes (for the n^1.5 rate), and on the real vectors of bench/work/mixed-10k (10,278 chunks,
+    forced approximate) how many of the exact neighbours it finds and how much of the exact
+    skeleton it keeps."""
+    from wikigr.graph.skeleton import EXACT_MAX, PROBE, knn_graph, pagerank
+
+    seconds = {}
+    for n in (2 * EXACT_MAX, 4 * EXACT_MAX):
+        vectors = _vectors(n, seed=n)
+        start = time.perf_counter()
+        knn_graph(vectors)
+        seconds[str(n)] = round(time.perf_counter() - start, 2)
+        del vectors
+    out: dict[str, Any] = {"exact_max": EXACT_MAX, "probe": PROBE, "seconds": seconds}
+    pack = WORK.parent / "mixed-10k"
+    if (pack / "manifest.json").is_file():
+        from wikigr.pack.pack import open_pack
+
+        with open_pack(pack).open_store() as store:
+            matrix = np.asarray(store.chunk_matrix()[2], dtype=np.float32)
+        exact = knn_graph(matrix, exact_max=len(matrix))
+        approx = knn_graph(matrix, exact_max=100)
+
+        def rows(graph: Any) -> list[set[int]]:
+            return [
+                set(graph.indices[graph.indptr[i] : graph.indptr[i + 1]].tolist()) for i in range(len(matrix))
+            ]
+
+        e, a = rows(exact), rows(approx)
+        count = round(0.25 * len(matrix))
+        top_e = set(np.argsort(-pagerank(exact), kind="stable")[:count].tolist())
+        top_a = set(np.argsort(-pagerank(approx), kind="stable")[:count].tolist())
+        out["mixed_10k"] = {
+            "chunks": len(matrix),
+            "edge_recall": round(
+                float(np.mean([len(e[i] & a[i]) / max(1, len(e[i])) for i in range(len(e))])), 3
+            ),
+            "skeleton_overlap": round(len(top_e & top_a) / count, 3),
+        }
+    return out
+
+
 def cost_model(
     throughput: dict[str, Any], write: dict[str, Any], latency: dict[str, Any] | None
 ) -> dict[str, Any]:
     """Hours for N chunks on M machines like this one (2 cores): the workers' part divides by M,
-    the driver's (the write, the skeleton's exact kNN, the merge) does not."""
+    the driver's (the write, the skeleton's kNN, the merge) does not. The skeleton's kNN is exact
+    up to EXACT_MAX chunks (quadratic), approximate above (about n^1.5: wikigr.graph.skeleton)."""
     ray_run = throughput["ray"][-1]
     chunks = ray_run["chunks"]
     graph = ray_run["graph_seconds"]
@@ -639,9 +683,14 @@ def cost_model(
     driver_s_per_chunk = (
         1 / write["write_chunks_per_s"] + (graph.get("keywords", 0) + graph.get("merge", 0)) / chunks
     )
+    from wikigr.graph.skeleton import EXACT_MAX
+
     sizes = [5000, 10000, 20000]
     skel = skeleton_seconds(sizes)
     c2 = skel[str(sizes[-1])] / sizes[-1] ** 2  # the exact kNN is quadratic
+    approx = approximate_knn()
+    largest = max(approx["seconds"], key=int)
+    c15 = approx["seconds"][largest] / int(largest) ** 1.5  # the approximate kNN: about n^1.5
     model: dict[str, Any] = {
         "measured": {
             "worker_seconds_per_chunk_per_machine": round(worker_s_per_chunk, 4),
@@ -649,6 +698,8 @@ def cost_model(
             "driver_seconds_per_chunk": round(driver_s_per_chunk, 6),
             "skeleton_seconds": skel,
             "skeleton_seconds_per_chunk_squared": c2,
+            "approximate_knn": approx,
+            "approximate_knn_seconds_per_chunk_1_5": c15,
             "vector_bytes_per_chunk": DIM * 4,
         },
         "targets": {},
@@ -656,7 +707,7 @@ def cost_model(
     for n in (1_000_000, 30_000_000):
         worker_h = n * worker_s_per_chunk / 3600
         driver_h = n * driver_s_per_chunk / 3600
-        skeleton_h = c2 * n * n / 3600
+        skeleton_h = (c2 * n * n if n <= EXACT_MAX else c15 * n**1.5) / 3600
         rows = {}
         for machines in (1, 10, 100, 1000):
             rows[str(machines)] = round(worker_h / machines + driver_h + skeleton_h, 1)
@@ -667,7 +718,7 @@ def cost_model(
         model["targets"][str(n)] = {
             "worker_machine_hours": round(worker_h, 1),
             "driver_hours_write_and_merge": round(driver_h, 2),
-            "driver_hours_exact_skeleton": round(skeleton_h, 1),
+            "driver_hours_skeleton": round(skeleton_h, 2),
             "hours_by_machines": rows,
             "machines_to_finish_within": need,
             "driver_memory_gb_vectors": round(n * DIM * 4 / 1e9, 1),
@@ -677,7 +728,7 @@ def cost_model(
         }
         # In shards of SHARD_CHUNKS, each written by a Ray task (the shards in parallel); the
         # entity graph is the one store's, built once on the driver: the merge and the skeleton's
-        # exact kNN over all the chunks stay there (wikigr.pack.shards).
+        # kNN over all the chunks stay there (wikigr.pack.shards).
         shards = math.ceil(n / SHARD_CHUNKS)
         per_shard_s = SHARD_CHUNKS / write["write_chunks_per_s"]
         sharded_worker_h = worker_h + shards * per_shard_s / 3600
@@ -686,7 +737,7 @@ def cost_model(
             "shards": shards,
             "chunks_per_shard": SHARD_CHUNKS,
             "worker_machine_hours": round(sharded_worker_h, 1),
-            "driver_hours_merge_and_exact_skeleton": round(merge_h, 1),
+            "driver_hours_merge_and_skeleton": round(merge_h, 2),
             "hours_by_machines": {
                 str(m): round(max(sharded_worker_h / m, per_shard_s / 3600) + merge_h, 1)
                 for m in (1, 10, 100, 1000)

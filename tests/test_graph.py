@@ -185,6 +185,29 @@ def test_skeleton_picks_the_central_chunks() -> None:
     assert len(skeleton(vectors, beta=1.0)) == len(vectors)
 
 
+def test_above_exact_max_the_knn_graph_is_approximate_and_finds_most_neighbours() -> None:
+    # Topics as clusters of passages: the approximate graph (cells of about sqrt(n) vectors, 16
+    # searched per vector) must find most of each vector's exact neighbours, and the same on
+    # every run (the cells are seeded).
+    rng = np.random.default_rng(1)
+    centres = rng.normal(size=(60, 64))
+    vectors = np.repeat(centres, 40, axis=0) + 1.5 * rng.normal(size=(2400, 64))  # overlapping
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    exact = knn_graph(vectors, k=10)
+    approx = knn_graph(vectors, k=10, exact_max=100)
+    assert (approx != approx.T).nnz == 0 and approx.diagonal().sum() == 0
+    assert (approx != knn_graph(vectors, k=10, exact_max=100)).nnz == 0  # deterministic
+    found = [
+        len(set(exact[i].indices) & set(approx[i].indices)) / len(exact[i].indices)
+        for i in range(len(vectors))
+    ]
+    assert np.mean(found) >= 0.8  # 0.84 here
+    # it searches part of the pairs: with 2 cells per vector it finds clearly fewer (0.66 here)
+    narrow = knn_graph(vectors, k=10, exact_max=100, probe=2)
+    kept = [len(set(exact[i].indices) & set(narrow[i].indices)) / len(exact[i].indices) for i in range(2400)]
+    assert np.mean(kept) < np.mean(found) - 0.1
+
+
 def test_vector_cypher_follows_shared_entities(graph_pack: Path) -> None:
     question = "Which journal is published by the American Psychological Association?"
     with KnowledgeGraphAgent(
