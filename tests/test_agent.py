@@ -165,6 +165,24 @@ def test_graph_rerank_and_multidoc_use_the_links(pack: Path) -> None:
     assert stages["multidoc"]["detail"]["added"] == len(related)
 
 
+def test_multidoc_reads_the_vectors_page_score_loaded_with_the_same_result(pack: Path) -> None:
+    # balanced has no page_score: multidoc asks the store; with page_score enabled its chunk
+    # vectors are in memory and multidoc reads them there: the same passages, the same scores.
+    question = "settimeout raises TimeoutError"
+    with KnowledgeGraphAgent(pack, profile="balanced", llm=None, top_k=1) as agent:
+        from_store = agent.query(question)
+        assert "page_index" not in agent.context.cache
+    with KnowledgeGraphAgent(pack, profile="balanced", enable=["page_score"], llm=None, top_k=1) as agent:
+        in_memory = agent.query(question)
+        assert "page_index" in agent.context.cache
+
+    def added(result: object) -> list[tuple[str, float]]:
+        sources = result.sources  # type: ignore[attr-defined]
+        return [(s.title, round(s.score, 4)) for s in sources if s.origin == "multidoc"]
+
+    assert added(from_store) and added(in_memory) == added(from_store)
+
+
 def test_few_shot_never_uses_the_question_being_asked(
     pack: Path, tmp_path: Path, fake_claude: FakeClaude, wikigr_home: Path
 ) -> None:

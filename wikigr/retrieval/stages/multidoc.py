@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wikigr.pack.store import ChunkHit
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 
 
@@ -32,7 +33,7 @@ class MultidocStage(Stage):
         related = [a for a in store.linked_articles(seeds) if a not in present]
         if not related:
             raise Skip("the top sources link to no other article of the pack")
-        best = store.best_chunk_per_article(related, state.vector().tolist())
+        best = self._best_chunks(state, related)
         chosen = sorted((h for h in best if h.score >= self.options.min_similarity), key=lambda h: -h.score)[
             : self.options.max_added
         ]
@@ -43,3 +44,15 @@ class MultidocStage(Stage):
         rest = [c for c in state.candidates[state.top_k :] if c.chunk_id not in {e.chunk_id for e in extra}]
         state.candidates = [*top, *extra, *rest]
         state.note(self.name, related_articles=len(related), added=len(extra))
+
+    @staticmethod
+    def _best_chunks(state: QueryState, related: list[str]) -> list[ChunkHit]:
+        """Each related article's chunk closest to the question: from the chunk vectors in memory
+        when the page_score stage has loaded them for this pack, else from the store."""
+        from wikigr.retrieval.stages.page_score import PageIndex
+
+        index = state.ctx.cache.get("page_index")
+        if isinstance(index, PageIndex):
+            found = index.best_chunks(related, state.vector())
+            return sorted(state.ctx.store.chunk_details(found), key=lambda h: -h.score)
+        return state.ctx.store.best_chunk_per_article(related, state.vector().tolist())

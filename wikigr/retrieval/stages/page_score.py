@@ -141,8 +141,10 @@ class PageIndex:
         urls = store.article_urls()
         self.urls = [urls.get(p, p) for p in self.pages]  # what a citation shows
         page_index = {p: i for i, p in enumerate(self.pages)}
+        self.page_index = page_index
         self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        self._norms: np.ndarray | None = None  # the rows' norms, when best_chunks first needs them
         self.chunks_per_page = len(ids) / max(1, len(self.pages))
 
         degrees = store.article_in_degrees()
@@ -182,6 +184,23 @@ class PageIndex:
         for part in self.by_part:
             if len(part) >= MIN_PREFIX:
                 self.by_prefix[part[:MIN_PREFIX]].append(part)
+
+    def best_chunks(self, articles: list[str], vector: np.ndarray) -> dict[str, float]:
+        """For each of ``articles``, its chunk most similar (cosine) to ``vector``: chunk id ->
+        similarity (what :meth:`Store.best_chunk_per_article` finds, from the vectors in memory)."""
+        pages = [self.page_index[a] for a in articles if a in self.page_index]
+        rows = np.flatnonzero(np.isin(self.chunk_page, pages))
+        if not len(rows):
+            return {}
+        if self._norms is None:
+            self._norms = np.linalg.norm(self.matrix, axis=1)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = self._norms[rows] * (float(np.linalg.norm(query)) or 1.0)
+        scores = (self.matrix[rows] @ query) / np.where(norms > 0, norms, 1.0)
+        best: dict[int, int] = {}  # page -> the row of its best chunk
+        for i in np.argsort(-scores, kind="stable").tolist():
+            best.setdefault(int(self.chunk_page[rows[i]]), i)
+        return {self.chunk_ids[rows[i]]: float(scores[i]) for i in best.values()}
 
     @classmethod
     def of(cls, ctx: Context) -> PageIndex:
