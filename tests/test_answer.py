@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -256,6 +257,32 @@ def test_an_enumeration_lists_one_item_per_source_page(docs_pack: Path) -> None:
         listed.append(titles[n - 1])
     assert len(listed) == len(set(listed)) == len(set(titles))  # one item per page
     assert {"gzip — Support for gzip files", "bz2 — Support for bzip2 compression"} <= set(listed)
+
+
+def test_an_enumeration_embeds_no_sentence_unless_dense_weighs(docs_pack: Path) -> None:
+    # The sentences' embeddings only count with a `dense` weight (0 by default): without one an
+    # enumeration embeds nothing but the question, and with one it embeds its best sentences.
+    question = "List all the compression modules"
+    embedded: dict[str, list[str]] = {}
+    for name, options in (("default", {}), ("dense", {"synthesize": {"weights": {"dense": 1.0}}})):
+        with KnowledgeGraphAgent(docs_pack, llm=None, options=options) as agent:
+            embedder = agent.context.embedder
+            real = embedder.embed
+            texts: list[str] = []
+
+            def spy(batch: list[str], real: Any = real, texts: list[str] = texts) -> Any:
+                texts.extend(batch)
+                return real(batch)
+
+            embedder.embed = spy  # type: ignore[method-assign]
+            try:
+                result = agent.query(question)
+            finally:
+                embedder.embed = real  # type: ignore[method-assign]
+            assert result.answer.startswith("- ")
+            embedded[name] = [t for t in texts if t != question]
+    assert embedded["default"] == []
+    assert len(embedded["dense"]) >= 3
 
 
 def test_the_answer_of_a_two_hop_question_comes_from_the_second_hop(hops_pack: Path) -> None:

@@ -647,9 +647,12 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     by_source: dict[int, list[Scored]] = {}
     for scored in sentence_features(state, passages, wide):
         by_source.setdefault(scored.source, []).append(scored)
-    each = max(2, options.max_sentences // max(1, len(by_source)))  # the few worth embedding, each
-    kept = [s for group in by_source.values() for s in preselect(group, options.weights, each)]
-    add_dense(state, kept)
+    if options.weights["dense"]:  # the few worth embedding, from each source
+        each = max(2, options.max_sentences // max(1, len(by_source)))
+        kept = [s for group in by_source.values() for s in preselect(group, options.weights, each)]
+        add_dense(state, kept)
+    else:  # nothing to embed (the default): every sentence competes
+        kept = [s for group in by_source.values() for s in group]
     best: dict[int, Scored] = {}
     for scored in rank(kept, options.weights):
         best.setdefault(scored.source, scored)
