@@ -231,6 +231,12 @@ class EntityGraph:
         nodes = self.neighbours(chunk)
         return nodes[nodes >= self.n_chunks] - self.n_chunks
 
+    def bridge_entities(self, chunk: int, named: set[int] | dict[int, float], max_df: int) -> list[int]:
+        """The entities of a chunk that can lead to another passage: not ``named`` (by the
+        question), mentioned by more than one passage and at most ``max_df`` (a specific name)."""
+        df = self.entity_df
+        return [e for e in map(int, self.chunk_entities(chunk)) if e not in named and 1 < df[e] <= max_df]
+
     def entity_chunks(self, entity: int) -> np.ndarray:
         """The chunks that mention an entity (or are its home page)."""
         nodes = self.neighbours(self.n_chunks + entity)

@@ -183,10 +183,8 @@ class BridgeStage(Stage):
             if row is None or weight <= 0:
                 continue
             reach = np.zeros(graph.n_chunks)
-            for e in graph.chunk_entities(row):
-                e = int(e)
-                if e not in question_entities and 1 < df[e] <= o.max_df:
-                    reach[graph.entity_chunks(e)] += 1.0 / np.log1p(df[e])  # a specific name counts more
+            for e in graph.bridge_entities(row, question_entities, o.max_df):
+                reach[graph.entity_chunks(e)] += 1.0 / np.log1p(df[e])  # a specific name counts more
             np.minimum(reach, 1.0, out=reach)
             own = index.article.get(chunk_id)
             for i in np.flatnonzero(reach):  # a seed's own article is not a next hop

@@ -161,11 +161,9 @@ class PairStage(Stage):
         graph = pack_entity_graph(state.ctx)
         if graph is None:
             return [frozenset()] * len(firsts)
-        named = set(graph.link(state.question, concepts=False))
-        df, max_df = graph.entity_df, self.options.max_df
-        out = []
-        for c in firsts:
-            row = graph.chunk_index.get(c.chunk_id)
-            ents = [] if row is None else [int(e) for e in graph.chunk_entities(row)]
-            out.append(frozenset(e for e in ents if e not in named and 1 < df[e] <= max_df))
-        return out
+        named = graph.link(state.question, concepts=False)
+        rows = [graph.chunk_index.get(c.chunk_id) for c in firsts]
+        return [
+            frozenset() if row is None else frozenset(graph.bridge_entities(row, named, self.options.max_df))
+            for row in rows
+        ]
