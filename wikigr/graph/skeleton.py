@@ -30,9 +30,8 @@ def knn_graph(
         return sp.csr_matrix((n, n), dtype=np.float32)
     k = min(k, n - 1)
     matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-    everyone = np.arange(n)  # the queries are the first of the candidates: each one's own column
     parts = (
-        [_nearest(matrix, everyone, everyone, k, block)]
+        [_nearest(matrix, np.arange(n), None, k, block)]
         if n <= exact_max
         else [_nearest(matrix, q, c, k, block) for q, c in _cells(matrix, probe, block)]
     )
@@ -44,22 +43,22 @@ def knn_graph(
 
 
 def _nearest(
-    matrix: np.ndarray, queries: np.ndarray, candidates: np.ndarray, k: int, block: int
+    matrix: np.ndarray, queries: np.ndarray, candidates: np.ndarray | None, k: int, block: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each query's ``k`` most similar candidates, itself excluded (the queries are the first of
-    the candidates): rows, columns, similarities."""
-    k = min(k, len(candidates) - 1)
+    """Each query's ``k`` most similar candidates (None: every vector), itself excluded (the
+    queries are the first of the candidates): rows, columns, similarities."""
+    k = min(k, (len(matrix) if candidates is None else len(candidates)) - 1)
     if k < 1:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0, dtype=np.float32)
-    pool = matrix[candidates]
+    pool = matrix if candidates is None else matrix[candidates]  # everyone: no copy
     rows, cols, vals = [], [], []
     for start in range(0, len(queries), block):
         sims = pool[start : min(start + block, len(queries))] @ pool.T
         sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -np.inf
         top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
         rows.append(np.repeat(queries[start : start + len(sims)], k))
-        cols.append(candidates[top.reshape(-1)])
+        cols.append(top.reshape(-1) if candidates is None else candidates[top.reshape(-1)])
         vals.append(np.take_along_axis(sims, top, axis=1).reshape(-1))
     return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
