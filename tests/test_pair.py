@@ -55,14 +55,20 @@ CORPUS = [
 QUESTION = "Which magazine was started first, Arthur's Magazine or First for Women?"
 
 
+def corpus_pack(
+    factory: pytest.TempPathFactory, name: str, passages: list[dict[str, str]], graph: bool
+) -> Path:
+    """A real pack built from ``passages`` (with the entity graph or without)."""
+    folder = factory.mktemp(f"corpus-{name}")
+    corpus = folder / "corpus.json"
+    corpus.write_text(json.dumps(passages))
+    build_pack(name, [], out=folder / name, corpus=corpus, options=BuildOptions(graph=graph))
+    return folder / name
+
+
 @pytest.fixture(scope="module")
 def pair_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("corpus-pair")
-    corpus = folder / "corpus.json"
-    corpus.write_text(json.dumps(CORPUS))
-    out = folder / "pair"
-    build_pack("pair", [], out=out, corpus=corpus, options=BuildOptions(graph=False))
-    return out
+    return corpus_pack(tmp_path_factory, "pair", CORPUS, graph=False)
 
 
 def test_the_pair_that_covers_the_question_goes_first(pair_pack: Path) -> None:
@@ -141,12 +147,7 @@ CHAIN_QUESTION = "What time does the state where Greenfield-Central High is stop
 
 @pytest.fixture(scope="module")
 def chain_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("corpus-chain")
-    corpus = folder / "corpus.json"
-    corpus.write_text(json.dumps(CHAIN))
-    out = folder / "chain"
-    build_pack("chain", [], out=out, corpus=corpus, options=BuildOptions())
-    return out
+    return corpus_pack(tmp_path_factory, "chain", CHAIN, graph=True)
 
 
 def _pair_entry(pack: Path, entity: float) -> dict[str, object]:
