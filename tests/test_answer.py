@@ -309,6 +309,17 @@ def test_what_a_question_asks_for() -> None:
     assert answer_kind(TIMEOUT) is None
     assert answer_kind("sort list `x` by the second item where the key is `k`") is None
     assert answer_kind("find all anchor tags in html `soup` whose url begins with `http`") is None
+    # nor is one asking what a thing is or does: it gets sentences, never a list of names
+    assert answer_kind("What is the capital of Norway?") == NAME
+    for describe in (
+        "What does functools.lru_cache do?",
+        "What is asyncio?",
+        "What are generators?",
+        "What is the difference between a list and a tuple?",
+        "What is a decorator used for?",
+        "Why does the loop hang?",
+    ):
+        assert answer_kind(describe) is None, describe
     assert comparison("Which band was formed first, The Exies or Circus Diablo?") == (
         "The Exies",
         "Circus Diablo",
@@ -378,6 +389,23 @@ def test_the_other_candidates_are_listed_by_name_each_cited(hops_pack: Path) -> 
         assert ALSO not in agent.query(question).answer
     with pytest.raises(ValueError, match="listed"):
         AnswerOptions(listed=-1)
+
+
+def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> None:
+    question = "When was the Northern Limnology Association founded?"
+    listing = {"synthesize": {"max_candidates": 1, "listed": 6, "candidate_margin": 100.0}}
+    with KnowledgeGraphAgent(hops_pack, llm=None, options=listing) as agent:
+        state = QueryState(question=question, ctx=agent.context, top_k=5)
+        *retrieval, synthesize = agent.stages
+        run_stages(retrieval, state)
+        options = AnswerOptions()
+        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
+        found = answer_candidates(question, scored, options)
+        answer = agent.query(question).answer
+    assert any(not c.features["type"] for c in found[1:7])  # names were candidates too...
+    _, also = answer.split(f" {ALSO} ")
+    items = re.findall(r"(.+?) \[\d+\](?:, |\.$)", also)
+    assert items and all(re.search(r"\b1\d{3}\b", name) for name in items), answer  # ... dates are listed
 
 
 def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(

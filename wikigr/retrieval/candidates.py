@@ -130,6 +130,14 @@ _HOW_TO = re.compile(
     r"|\bwhat is the (best|right|correct|proper) way\b",
     re.I,
 )
+_DESCRIBE = re.compile(  # asks what a thing is or does: a description, not a name
+    r"^\s*what (?:does|do|did) .+ (?:do|mean|return|returns)\s*\??\s*$"
+    r"|^\s*what (?:is|are) (?:a |an |the )?[\w.()\[\]-]+\s*\??\s*$"
+    r"|^\s*what (?:is|are) the (?:difference|differences|purpose|point|use|meaning)s? (?:of|between)\b"
+    r"|\bused for\s*\??\s*$"
+    r"|^\s*(?:why|explain|describe)\b",
+    re.I,
+)
 
 
 _QUESTION = re.compile(
@@ -171,8 +179,9 @@ def asked_tokens(vocabulary: Vocabulary, question: str) -> set[str]:
 
 def answer_kind(question: str) -> str | None:
     """What a factoid question asks for (DATE, NUMBER, PERSON, PLACE or NAME), or None for what
-    is not a factoid question ("how do I ...", an instruction such as "sort a list by key")."""
-    if not _QUESTION.search(question):
+    is not a factoid question ("how do I ...", "what does X do?", "why ...", an instruction such as
+    "sort a list by key")."""
+    if not _QUESTION.search(question) or _DESCRIBE.search(question):
         return None
     if _ASKS_NUMBER.search(question):
         return NUMBER

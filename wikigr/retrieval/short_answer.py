@@ -534,7 +534,7 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
     one, then those of the next ones (each cited) while the budget lasts and they score within
     ``candidate_margin`` of the best, at most ``max_candidates``; then, at most ``listed`` more
     candidates by name alone, each cited, in what is left of the budget ("Also possible: Studio 33
-    [4], Codemasters [5].")."""
+    [4], Codemasters [5]."): those of the type asked for (a date for "when"...)."""
     room = budget(options, passage_words)
     parts: list[str] = []
     listed: list[str] = []
@@ -554,6 +554,8 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
             parts.append(cite(text, o.scored.source))
         else:
+            if not c.features.get("type"):  # named only if it is the kind of thing asked for
+                continue
             text = c.text
             cost = len(text.split()) + 1 + (0 if listed else len(ALSO.split()))
             if cost > left:
