@@ -15,7 +15,7 @@ from wikigr.errors import UsageError
 from wikigr.pack.store import open_store
 from wikigr.retrieval.profiles import CANONICAL_ORDER, make_options, resolve_stages
 from wikigr.retrieval.stages.literals import strip_literals
-from wikigr.retrieval.stages.page_score import PageIndex
+from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 
 def _page(title: str, sections: list[tuple[str, str, str]]) -> str:
@@ -362,3 +362,95 @@ def test_chunk_vectors_are_cached_and_read_back_the_same(
         assert page_score._read_vectors(cache) is None
         page_score._write_vectors(cache, ids[:-1], articles[:-1], matrix)  # counts disagree
         assert page_score._read_vectors(cache) is None
+
+
+# -- page_score: the definition of an API the question names -------------------------------------
+
+_FILLER = (
+    "cmp_to_key transforms an old-style comparison function to a key function. It is used with "
+    "tools that accept key functions, such as min, max, heapq.nlargest and itertools.groupby. A "
+    "comparison function is any callable that accepts two arguments, compares them, and returns a "
+    "negative number for less-than, zero for equality, or a positive number for greater-than. "
+)
+_CACHE_TALK = (  # about functools.lru_cache, closer to a question on it than its definition is
+    "What functools.lru_cache does for you: with functools.lru_cache a function keeps the results "
+    "of its latest calls, and functools.lru_cache gives it cache_info and cache_clear. "
+)
+API_DOCS = {
+    "library/functools.html": (
+        "<!DOCTYPE html><html><head><title>functools</title></head><body>"
+        '<div class="body" role="main"><h1>functools — Higher-order functions</h1>'
+        '<section id="module-functools">'
+        f"<p>{_FILLER * 2}</p>"
+        '<dl class="py function"><dt class="sig" id="functools.lru_cache">@functools.lru_cache('
+        'maxsize=128, typed=False)<a class="headerlink" href="#functools.lru_cache">¶</a></dt>'
+        "<dd><p>Decorator to wrap a function with a memoizing callable that saves up to the maxsize "
+        "most recent calls.</p>"
+        "<pre>@lru_cache\ndef count_vowels(sentence):\n    return sum(map(sentence.count, 'aeiou'))</pre>"
+        f"<p>{_CACHE_TALK * 5}</p></dd></dl>"
+        "</section></div></body></html>"
+    ),
+    "tutorial/caching.html": (
+        "<!DOCTYPE html><html><head><title>Caching</title></head><body>"
+        '<div class="body" role="main"><h1>Caching HOW TO</h1><section id="intro">'
+        '<p>Memoize a function with <a href="../library/functools.html#functools.lru_cache">'
+        "functools.lru_cache()</a>; sort old-style with "
+        '<a href="../library/functools.html#functools.cmp_to_key">cmp_to_key()</a>.</p>'
+        f"<p>{_CACHE_TALK * 2}</p></section></div></body></html>"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def api_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.httpserver import LocalServer
+
+    out = tmp_path_factory.mktemp("docpacks") / "api"
+    with LocalServer() as server:
+        for path, body in API_DOCS.items():
+            server.add("/" + path, body)
+        report = build_pack("api", [server.url("/" + p) for p in API_DOCS], out=out)
+    assert not report.failed
+    return out
+
+
+def test_defines_reads_definition_lines_not_prose_or_code() -> None:
+    assert defines("Intro.\n\n@functools.lru_cache(maxsize=128)\n\nDecorator.", "functools.lru_cache")
+    assert defines("socket.settimeout(value)\n\nSet a timeout.", "socket.socket.settimeout")
+    assert defines("class socket.socket(family=-1)", "socket.socket")
+    assert defines("sys.argv\n\nThe list of arguments.", "sys.argv")
+    assert not defines("Use functools.lru_cache(maxsize=None) for an unbounded cache.", "functools.lru_cache")
+    assert not defines("```\n@lru_cache\ndef f(): ...\n```", "functools.lru_cache")
+    assert not defines("socket.settimeout(value)", "socket.socket.setblocking")
+
+
+@pytest.mark.parametrize("question", ["What does functools.lru_cache do?", "what does `lru_cache()` do"])
+def test_a_named_api_brings_its_definition_first_cited_at_its_anchor(api_pack: Path, question: str) -> None:
+    def ask(defined: bool) -> Any:
+        options = {"page_score": {"defined_names": defined, "min_chunks_per_page": 1.0}}  # 2 small pages
+        with KnowledgeGraphAgent(api_pack, profile="auto", options=options, llm=None) as agent:
+            return agent.query(question)
+
+    before, after = ask(False), ask(True)
+    assert "Decorator to wrap" not in before.sources[0].text  # vector search ranks other chunks first
+    first = after.sources[0]
+    assert "Decorator to wrap" in first.text and first.url.endswith("functools.html#functools.lru_cache")
+    assert after.answer.startswith("@functools.lru_cache(maxsize=128, typed=False): Decorator to wrap"), (
+        after.answer
+    )
+
+
+def test_the_names_a_question_gives_are_matched_to_link_targets() -> None:
+    index = object.__new__(PageIndex)  # the lookup alone: its targets by last part, most linked first
+    index.fragments = {
+        "join": [(0, "str.join"), (1, "os.path.join")],
+        "lru_cache": [(2, "functools.lru_cache")],
+        "sorted": [(3, "sorted")],
+        "settimeout": [(4, "socket.socket.settimeout")],
+    }
+    assert index.named("what does str.join do") == [(0, "str.join")]
+    assert index.named("how to use os.path.join") == [(1, "os.path.join")]
+    assert index.named("what does join() do") == []  # two targets end so: which one is not said
+    assert index.named("what does `lru_cache()` do") == [(2, "functools.lru_cache")]
+    assert index.named("sorted() or socket.settimeout?") == [(3, "sorted"), (4, "socket.socket.settimeout")]
+    assert index.named("see e.g. the file data.txt, or sorted") == []

@@ -106,6 +106,8 @@ def test_the_union_reads_the_whole_pack(sharded: Path, one_store: Path) -> None:
         union, one = agent.context.store, whole.context.store
         assert sorted(union.chunk_ids()) == sorted(one.chunk_ids())
         assert sorted(union.chunk_articles()) == sorted(one.chunk_articles())
+        ids = one.chunk_ids()
+        assert union.chunk_texts(ids) == one.chunk_texts(ids) and len(one.chunk_texts(ids)) == len(ids)
         keys = [key for key, _ in union.entities()]
         assert len(keys) == len(set(keys)) < sum(len(s.entities()) for s in union.members)  # shared: once
         graph = EntityGraph.load(union, EdgeWeights())

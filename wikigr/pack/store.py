@@ -578,6 +578,10 @@ class Store:
         rows = self._chunks_by_id(chunk_ids, "c.embedding")
         return {r[0]: np.asarray(r[1], dtype=np.float32) for r in rows}
 
+    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
+        """The text of each of the given chunks (id -> text)."""
+        return {str(r[0]): str(r[1]) for r in self._chunks_by_id(chunk_ids, "c.text")}
+
     def _chunks_by_id(
         self, chunk_ids: list[str], expression: str, params: dict[str, Any] | None = None
     ) -> list[list[Any]]:

@@ -121,6 +121,9 @@ class StoreUnion(Store):
             return []
         return _by_score(self._joined(lambda s: s.chunk_details(scores)))
 
+    def chunk_texts(self, chunk_ids: list[str]) -> dict[str, str]:
+        return self._merged(lambda s: s.chunk_texts(chunk_ids))
+
     def chunk_similarities(self, chunk_ids: list[str], query_vector: Sequence[float]) -> dict[str, float]:
         return self._merged(lambda s: s.chunk_similarities(chunk_ids, query_vector))
 

@@ -63,6 +63,7 @@ from wikigr.retrieval.candidates import (
 )
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
+from wikigr.retrieval.stages.literals import api_names, same_api, shown_name
 
 if TYPE_CHECKING:
     from wikigr.pack.keyword import KeywordIndex
@@ -608,10 +609,24 @@ def compare(things: tuple[str, str], scored: list[Scored], options: AnswerOption
     return " ".join(parts)
 
 
+def definition_first(question: str, scored: list[Scored]) -> list[Scored]:
+    """``scored`` with, first, the best sentence that shows the definition of an API the question
+    names ("str.join(iterable): Return a string which is the concatenation ..." for "What does
+    str.join do?"); as it is when there is none."""
+    names = api_names(question)
+    if names:
+        for n, s in enumerate(scored):
+            shown = shown_name(s.unit.text)
+            if shown and any(same_api(shown, name) for name in names):  # first, with the best score
+                return [dataclasses.replace(s, score=scored[0].score), *scored[:n], *scored[n + 1 :]]
+    return scored
+
+
 def answer_from(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
     """The short answer made of the ``scored`` sentences (best first): one sentence per thing a
     comparison names; for a factoid question, the parts of sentences that hold its best candidates
-    (:func:`compose`); else the best sentences (:func:`select`). "" when there is no sentence."""
+    (:func:`compose`); else the best sentences (:func:`select`), the definition of an API the
+    question names first (:func:`definition_first`). "" when there is no sentence."""
     things = comparison(question) if options.candidates else None
     if things is not None and scored:
         answer = compare(things, scored, options, passage_words)
@@ -620,7 +635,7 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     found = answer_candidates(question, scored, options)
     if found:
         return compose(found, options, passage_words)
-    chosen = select(scored, options, passage_words)
+    chosen = select(definition_first(question, scored), options, passage_words)
     return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
 
 

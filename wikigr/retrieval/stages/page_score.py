@@ -18,6 +18,13 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   multiplied by 1 + log(1 + its number of links), a page takes its best target, and the
   result, scaled so that the best page has 1, weighs ``link_text``.
 
+A question that names an API the pack defines — a dotted name or a call, ``str.join``,
+``socket.settimeout``, ``sorted()``, matched to a link target: the same name, or one it ends
+(``socket.socket.settimeout``) — puts the page of that target first and, first among its passages,
+the chunk holding its definition (a line that shows the name, as Sphinx's ``str.join(iterable)``),
+cited at the target's anchor (``stdtypes.html#str.join``): that chunk is often about something
+else before it, which vector search ranks low (``defined_names``).
+
 Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
 in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
 as a candidate when it had none. Within a page, the ranking so far decides.
@@ -44,11 +51,13 @@ import numpy as np
 
 from wikigr.errors import WikigrError
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
+from wikigr.retrieval.stages.literals import api_names, same_api, shown_name
 
 if TYPE_CHECKING:
-    from wikigr.pack.store import Store
+    from wikigr.pack.store import ChunkHit, Store
 
 _NAME_PART = re.compile(r"[a-z0-9]+")
+MAX_NAMED = 2  # names of a question looked up
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
@@ -124,6 +133,30 @@ def _read_vectors(path: Path) -> tuple[list[str], list[str], np.ndarray] | None:
     return ids, articles, matrix
 
 
+def defines(text: str, fragment: str) -> bool:
+    """Whether a line of ``text`` shows the definition of ``fragment``: the name alone, or with its
+    signature or value, as the fragment or its end (``socket.settimeout(value)`` for
+    ``socket.socket.settimeout``), after a decorator's @ or a keyword such as ``class``."""
+    return _shown(text, fragment) > 0
+
+
+def _shown(text: str, fragment: str) -> int:
+    """How much of ``fragment`` a definition line of ``text`` shows, in dotted parts (0: none):
+    the fragment or its end; code blocks are not looked at (``@lru_cache`` there decorates an
+    example)."""
+    best = 0
+    code = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(("```", "~~~")):
+            code = not code
+            continue
+        shown = "" if code else shown_name(line)
+        if shown and same_api(shown, fragment) and (shown == fragment or fragment.endswith("." + shown)):
+            best = max(best, shown.count(".") + 1)
+    return best
+
+
 class PageIndex:
     """What the stage needs of a pack, loaded once per agent (``ctx.cache``) and checked: the
     chunk vectors and their pages, each page's in-degree, and the link-target names."""
@@ -173,6 +206,9 @@ class PageIndex:
             counts[place] += 1
             names[place] |= _parts(fragment) | _parts(text)
         targets = list(counts)
+        self.fragments: dict[str, list[tuple[int, str]]] = defaultdict(list)  # last part -> targets
+        for page, fragment in sorted(targets, key=lambda t: -counts[t]):
+            self.fragments[fragment.rsplit(".", 1)[-1]].append((page, fragment))
         self.target_page = np.asarray([t[0] for t in targets], dtype=np.int64)
         self.target_weight = np.asarray([1.0 + math.log1p(counts[t]) for t in targets])
         by_part: dict[str, list[int]] = defaultdict(list)
@@ -201,6 +237,38 @@ class PageIndex:
         for i in np.argsort(-scores, kind="stable").tolist():
             best.setdefault(int(self.chunk_page[rows[i]]), i)
         return {self.chunk_ids[rows[i]]: float(scores[i]) for i in best.values()}
+
+    def named(self, query: str) -> list[tuple[int, str]]:
+        """The link targets (page, fragment) that ``query`` names: a dotted name or a call
+        (``str.join``, ``sorted()``) that is a target's fragment or the end of one
+        (``socket.settimeout``: ``socket.socket.settimeout``; a call's name only when one target
+        ends so: ``lru_cache()`` but not ``join()``); the most linked first, at most ``MAX_NAMED``
+        names."""
+        found: list[tuple[int, str]] = []
+        for name in api_names(query):
+            targets = self.fragments.get(name.rsplit(".", 1)[-1], [])
+            exact = [t for t in targets if t[1] == name]
+            ends = [t for t in targets if t[1].endswith("." + name)]
+            chosen = exact or (ends if "." in name or len(ends) == 1 else [])
+            if chosen and chosen[0] not in found:
+                found.append(chosen[0])
+            if len(found) >= MAX_NAMED:
+                break
+        return found
+
+    def definitions(self, store: Store, page: int, fragment: str, similarity: np.ndarray) -> ChunkHit | None:
+        """The chunk of ``page`` that shows the definition of ``fragment`` (the one showing most of
+        its name, then the most similar to the question, when several do), or None."""
+        rows = np.flatnonzero(self.chunk_page == page).tolist()
+        texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
+        last = fragment.rsplit(".", 1)[-1]
+        shown = [
+            (_shown(text, fragment), float(similarity[r]), self.chunk_ids[r])
+            for r in rows
+            if last in (text := texts.get(self.chunk_ids[r], ""))
+        ]
+        parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
+        return store.chunk_details({chunk_id: score})[0] if parts else None
 
     @classmethod
     def of(cls, ctx: Context) -> PageIndex:
@@ -260,6 +328,7 @@ class PageScoreOptions:
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
     min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
+    defined_names: bool = True  # the page and chunk defining an API the question names come first
 
     def __post_init__(self) -> None:
         if self.top_chunks < 1 or self.pool < 1 or self.pages < 0 or self.passages_per_page < 1:
@@ -338,10 +407,30 @@ class PageScoreStage(Stage):
             added = {index.chunk_ids[row]: float(similarity[row]) for row in best.values()}
             for hit in state.ctx.store.chunk_details(added):
                 by_id[hit.chunk_id] = Candidate.from_hit(hit, "page_score")
+        # The chunks defining what the question names: their pages first, they first in them.
+        defining: set[str] = set()
+        if o.defined_names:
+            top = max(scores.values(), default=0.0)
+            for page, fragment in index.named(query):
+                found = index.definitions(state.ctx.store, page, fragment, similarity)
+                if found is None:
+                    continue
+                candidate = by_id.get(found.chunk_id) or Candidate.from_hit(found, "page_score")
+                candidate.anchor = fragment
+                by_id[found.chunk_id] = candidate
+                defining.add(found.chunk_id)
+                top += 1.0
+                scores[page] = top  # the first name's page first
+            if defining:
+                ranked = sorted(scores, key=lambda p: (-scores[p], p))
         # Page by page: each page's passages in the order so far (added ones last).
         per_page: dict[int, list[Candidate]] = defaultdict(list)
         others: list[Candidate] = []
-        for candidate in sorted(by_id.values(), key=lambda c: (c.chunk_id in added, -c.score, c.chunk_id)):
+        order = sorted(
+            by_id.values(),
+            key=lambda c: (c.chunk_id not in defining, c.chunk_id in added, -c.score, c.chunk_id),
+        )
+        for candidate in order:
             page = page_of.get(candidate.article_id)
             if page is None or page not in scores:
                 others.append(candidate)
@@ -364,6 +453,7 @@ class PageScoreStage(Stage):
             self.name,
             top_pages=[index.urls[p] for p in ranked[:5]],
             added=len(added),
+            defined=[by_id[c].anchor for c in sorted(defining)] or "no name of the pack's definitions",
             authority="yes" if index.has_links else "no links in this pack",
             link_targets=len(index.target_page)
             or "no link texts in this pack (a store written before they were kept has none)",
