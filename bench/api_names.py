@@ -39,7 +39,7 @@ from typing import Any
 from _common import header, load
 
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.retrieval.stages.literals import same_api, shown_name
+from wikigr.retrieval.api_names import same_api, shown_name
 from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent

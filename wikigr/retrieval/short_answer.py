@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.candidates import (
     CANDIDATE_FEATURES,
     DEFAULT_CANDIDATE_WEIGHTS,
@@ -63,7 +64,6 @@ from wikigr.retrieval.candidates import (
 )
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
-from wikigr.retrieval.stages.literals import api_names, same_api, shown_name
 
 if TYPE_CHECKING:
     from wikigr.pack.keyword import KeywordIndex

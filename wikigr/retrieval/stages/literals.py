@@ -31,34 +31,6 @@ _CODE_CHARS = frozenset("._/\\%[](){}<>=*+$#@|^~")
 _CODE_WORD = re.compile(r"[0-9]+|[a-z]+[A-Z]\w*")  # a number, a camelCase name
 
 
-_API_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\(\)))")
-_DEFINITION = re.compile(  # a line that shows a definition: "@functools.lru_cache(maxsize=128)"
-    r"(?:@|(?:abstractmethod|async|await|class|classmethod|coroutine|exception|property|staticmethod)\s+)*"
-    r"([A-Za-z_][\w.]*?)\s*(?:[(\[=:].*)?",
-    re.S,
-)
-
-
-def api_names(text: str) -> list[str]:
-    """The APIs ``text`` names: dotted names and calls (``os.path.join``, ``sorted()``: ``sorted``)."""
-    return list(dict.fromkeys(m.group(1) for m in _API_NAME.finditer(text)))
-
-
-def shown_name(line: str) -> str:
-    """The name a definition line shows (``str.join`` of ``str.join(iterable)``, of
-    ``@functools.lru_cache(maxsize=128)``, of ``class socket.socket(family=-1)``), or ""."""
-    match = _DEFINITION.fullmatch(line.strip())
-    return match.group(1) if match else ""
-
-
-def same_api(shown: str, name: str) -> bool:
-    """Whether two spellings name the same API: the same last part, one the end of the other
-    (``socket.settimeout`` and ``socket.socket.settimeout``)."""
-    if not shown or not name or shown.rsplit(".", 1)[-1] != name.rsplit(".", 1)[-1]:
-        return False
-    return shown == name or shown.endswith("." + name) or name.endswith("." + shown)
-
-
 def _code_like(quoted: str) -> bool:
     return bool(_CODE_CHARS & set(quoted)) or _CODE_WORD.fullmatch(quoted) is not None
 

@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikigr.errors import WikigrError
+from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
-from wikigr.retrieval.stages.literals import api_names, same_api, shown_name
 
 if TYPE_CHECKING:
     from wikigr.pack.store import ChunkHit, Store
