@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from wikigr.pack.store import ChunkHit, Store
 
 _NAME_PART = re.compile(r"[a-z0-9]+")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 MAX_NAMED = 2  # names of a question looked up
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
@@ -208,7 +209,8 @@ class PageIndex:
         targets = list(counts)
         self.fragments: dict[str, list[tuple[int, str]]] = defaultdict(list)  # last part -> targets
         for page, fragment in sorted(targets, key=lambda t: -counts[t]):
-            self.fragments[fragment.rsplit(".", 1)[-1]].append((page, fragment))
+            if _DOTTED.fullmatch(fragment):  # a name (it becomes a citation's anchor): nothing else
+                self.fragments[fragment.rsplit(".", 1)[-1]].append((page, fragment))
         self.target_page = np.asarray([t[0] for t in targets], dtype=np.int64)
         self.target_weight = np.asarray([1.0 + math.log1p(counts[t]) for t in targets])
         by_part: dict[str, list[int]] = defaultdict(list)
