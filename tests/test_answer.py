@@ -305,6 +305,11 @@ def test_what_a_question_asks_for() -> None:
     assert answer_kind("How many members does the society have?") == NUMBER
     assert answer_kind("In which city was the society founded?") == PLACE
     assert answer_kind("Which journal does the society publish?") == NAME
+    # "who" in a clause about a noun is not what the question asks for; "by whom?" is
+    assert answer_kind("What is the native language of the person who founded the society?") == NAME
+    assert answer_kind("Ingrid is a chemist who has worked in what city?") == PLACE
+    assert answer_kind("The journal is published by a society founded by whom?") == PERSON
+    assert answer_kind("Who mothered the person under whom the society grew?") == PERSON
     # not factoid questions: a how-to, an instruction (the docs set's questions)
     assert answer_kind(TIMEOUT) is None
     assert answer_kind("sort list `x` by the second item where the key is `k`") is None

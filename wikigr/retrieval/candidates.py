@@ -117,6 +117,9 @@ _ASKS_DATE = re.compile(
 )
 _WHEN = re.compile(r"\bwhen (was|were|did|is|does|do|will)\b", re.I)
 _ASKS_PERSON = re.compile(r"\b(who|whom|whose)\b", re.I)
+_RELATIVE = re.compile(  # "the person who made ...": a clause about a noun, not the question's word
+    r"\b(?!(?:by|to|with|for|from|of|under|and|or|than|about|on|in|at)\s)[a-z]+[,]?\s+(?:who|whom|whose)\b(?!\s*\??\s*$)"
+)
 _ASKS_PLACE = re.compile(
     r"\bwhere\b|\b(what|which|in what) (city|country|state|county|town|village|region|place|"
     r"continent|province|river|island|location|nation|district|area)\b",
@@ -189,7 +192,7 @@ def answer_kind(question: str) -> str | None:
         return DATE
     if _HOW_TO.search(question):
         return None
-    if _ASKS_PERSON.search(question):
+    if _ASKS_PERSON.search(_RELATIVE.sub(" ", question)):
         return PERSON
     if _WHEN.search(question):
         return DATE
