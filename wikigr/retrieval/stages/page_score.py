@@ -412,8 +412,9 @@ class PageScoreStage(Stage):
         # The chunks defining what the question names: their pages first, they first in them.
         defining: set[str] = set()
         if o.defined_names:
-            top = max(scores.values(), default=0.0)
-            for page, fragment in index.named(query):
+            named = index.named(query)
+            top = max(scores.values(), default=0.0) + len(named)
+            for n, (page, fragment) in enumerate(named):
                 found = index.definitions(state.ctx.store, page, fragment, similarity)
                 if found is None:
                     continue
@@ -421,8 +422,7 @@ class PageScoreStage(Stage):
                 candidate.anchor = fragment
                 by_id[found.chunk_id] = candidate
                 defining.add(found.chunk_id)
-                top += 1.0
-                scores[page] = top  # the first name's page first
+                scores[page] = max(scores.get(page, 0.0), top - n)  # the first name's page first
             if defining:
                 ranked = sorted(scores, key=lambda p: (-scores[p], p))
         # Page by page: each page's passages in the order so far (added ones last).
