@@ -18,6 +18,13 @@ and on, the default profile, no LLM:
 - ``answer_leads``: the short answer's first sentence shows the definition;
 - ``query_ms``: p50 and p95 of the whole query.
 
+And on the CoNaLa questions of bench/docqa.py (../shared/data/docqa; gold: anchors such as
+``library/stdtypes.html#str.join``), which seldom name the API they need: ``anchor@1`` and
+``anchor@5``, the share whose first source, or one of the first five, is cited at a gold anchor —
+a passage that shows several definitions is cited at the one the question's words name
+(``defined_names`` too), else at its section; and how many of the first five sources are cited at
+an API's entry (``#str.join``, not ``#module-os``), and how many of those at a gold one.
+
 Nothing is chosen on these questions (the rule has no parameter); both halves are printed. Writes
 bench/results/api_names.json with the load average.
 
@@ -115,6 +122,52 @@ def run(pack: Path, asked: list[dict[str, Any]], on: bool) -> list[dict[str, Any
     return rows
 
 
+PUBLIC = "https://docs.python.org/3.11/"
+DOCQA = ROOT.parent / "shared" / "data" / "docqa" / "conala_dev_python311doc.json"
+
+
+def _entry(url: str) -> bool:
+    """Whether ``url`` is cited at an API's entry (``#str.join``), not a section (``#module-os``,
+    ``#socket-objects``)."""
+    fragment = url.partition("#")[2]
+    return "." in fragment and not fragment.startswith("module-")
+
+
+def conala(pack: Path, on: bool) -> list[dict[str, Any]]:
+    """Per CoNaLa question: is its first source, or one of its first five, cited at a gold anchor."""
+    rows = []
+    options = {"page_score": {"defined_names": on}}
+    with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
+        for q in json.loads(DOCQA.read_text()):
+            if not q["all_gold_in_python_docs"]:
+                continue
+            gold = {g for g in q["gold_python311_html"] if "#" in g}
+            cited = [s.url.removeprefix(PUBLIC) for s in agent.query(q["nl"]).sources[:5]]
+            entries = [c for c in cited if _entry(c)]  # cited at an API's entry
+            rows.append(
+                {
+                    "anchor@1": bool(cited) and cited[0] in gold,
+                    "anchor@5": bool(gold & set(cited)),
+                    "entries": len(entries),
+                    "gold_entries": sum(c in gold for c in entries),
+                }
+            )
+    return rows
+
+
+def shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shares of questions, and the citations at an API's entry (a dotted anchor) among their
+    first five sources: how many, and how many of them are a gold anchor."""
+    n = len(rows)
+    return {
+        "questions": n,
+        "anchor@1_%": round(100 * sum(r["anchor@1"] for r in rows) / n, 1),
+        "anchor@5_%": round(100 * sum(r["anchor@5"] for r in rows) / n, 1),
+        "entry_citations": sum(r["entries"] for r in rows),
+        "gold_entry_citations": sum(r["gold_entries"] for r in rows),
+    }
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(rows)
     out: dict[str, Any] = {"questions": n}
@@ -150,6 +203,17 @@ def main() -> int:
             }
             for part in ("first_half", "second_half", "all"):
                 print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+        if DOCQA.is_file():
+            report["conala"] = {}
+            for arm, on in ARMS.items():
+                rows = conala(pack, on)
+                half = len(rows) // 2
+                report["conala"][arm] = {
+                    "first_half": shares(rows[:half]),
+                    "second_half": shares(rows[half:]),
+                    "all": shares(rows),
+                }
+                print(f"{name:24s} conala {arm:4s} {json.dumps(report['conala'][arm])}", flush=True)
         result["packs"][name] = report
     result["load_average_at_end"] = load()
     args.out.write_text(json.dumps(result, indent=2) + "\n")

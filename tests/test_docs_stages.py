@@ -454,3 +454,35 @@ def test_the_names_a_question_gives_are_matched_to_link_targets() -> None:
     assert index.named("what does `lru_cache()` do") == [(2, "functools.lru_cache")]
     assert index.named("sorted() or socket.settimeout?") == [(3, "sorted"), (4, "socket.socket.settimeout")]
     assert index.named("see e.g. the file data.txt, or sorted") == []
+
+
+def test_a_passage_of_definitions_is_cited_where_the_question_is() -> None:
+    index = object.__new__(PageIndex)
+    index.fragments = {
+        "setblocking": [(7, "socket.socket.setblocking")],
+        "settimeout": [(7, "socket.socket.settimeout")],
+    }
+    text = (
+        "socket.setblocking(flag)\n\nSet blocking or non-blocking mode of the socket.\n\n"
+        "socket.settimeout(value)\n\nSet a timeout on blocking socket operations.\n\n"
+        "```\nsocket.settimeout(value)\nset socket timeout\n```"
+    )
+    words = {"set", "socket", "timeout"}
+    assert index.entry(text, 7, words) == "socket.socket.settimeout"
+    assert index.entry(text, 8, words) == ""  # another page's targets are not this page's anchors
+    assert index.entry(text, 7, {"timeout", "flag"}) == ""  # one word: not enough to say where
+    del index.fragments["settimeout"]  # the best definition has no known anchor: not the next best
+    assert index.entry(text, 7, words) == ""
+
+
+def test_a_source_showing_definitions_is_cited_at_the_one_asked(api_pack: Path) -> None:
+    def ask(defined: bool) -> Any:
+        options = {"page_score": {"defined_names": defined, "min_chunks_per_page": 1.0}}
+        with KnowledgeGraphAgent(api_pack, profile="auto", options=options, llm=None, top_k=10) as agent:
+            return agent.query("which decorator wraps a function with a memoizing callable?")
+
+    def cited(result: Any) -> list[str]:
+        return [s.url for s in result.sources if "Decorator to wrap" in s.text]
+
+    assert cited(ask(False)) and not any(u.endswith("#functools.lru_cache") for u in cited(ask(False)))
+    assert [u.rsplit("#", 1)[-1] for u in cited(ask(True))] == ["functools.lru_cache"]

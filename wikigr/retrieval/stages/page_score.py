@@ -23,7 +23,10 @@ A question that names an API the pack defines — a dotted name or a call, ``str
 (``socket.socket.settimeout``) — puts the page of that target first and, first among its passages,
 the chunk holding its definition (a line that shows the name, as Sphinx's ``str.join(iterable)``),
 cited at the target's anchor (``stdtypes.html#str.join``): that chunk is often about something
-else before it, which vector search ranks low (``defined_names``).
+else before it, which vector search ranks low. Any other passage that shows definitions is cited
+at the one whose definition line and the line after it hold most of the question's words (two at
+least): "How do I set a socket timeout?" cites ``socket.html#socket.socket.settimeout``, not the
+section "Socket Objects" (``defined_names``, both).
 
 Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
 in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
@@ -58,7 +61,8 @@ if TYPE_CHECKING:
 
 _NAME_PART = re.compile(r"[a-z0-9]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
-MAX_NAMED = 2  # names of a question looked up
+MAX_NAMED = 2
+_COMMON = frozenset("the and for with how what does are can from into that this which".split())  # noqa: SIM905  # names of a question looked up
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
@@ -272,6 +276,35 @@ class PageIndex:
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
 
+    def entry(self, text: str, page: int, words: set[str]) -> str:
+        """The link target of ``page`` that ``text`` defines where the question's ``words`` are:
+        of the definitions ``text`` shows, the one whose line and the line after it hold most of
+        them (two at least, the first of equals), if that one is a link target of ``page``; else
+        "" (a definition the pages never link to has no known anchor, and the next best is not
+        what was asked)."""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        best, most = "", 1
+        code = False
+        for n, line in enumerate(lines):
+            if line.startswith(("```", "~~~")):
+                code = not code
+                continue
+            shown = "" if code else shown_name(line)
+            if not shown:
+                continue
+            held = len(words & (_parts(line) | _parts(lines[n + 1] if n + 1 < len(lines) else "")))
+            if held > most:
+                most = held
+                best = next(
+                    (
+                        f
+                        for p, f in self.fragments.get(shown.rsplit(".", 1)[-1], ())
+                        if p == page and same_api(f, shown)
+                    ),
+                    "",
+                )
+        return best
+
     @classmethod
     def of(cls, ctx: Context) -> PageIndex:
         cached = ctx.cache.get("page_index")
@@ -330,7 +363,8 @@ class PageScoreOptions:
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
     min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
-    defined_names: bool = True  # the page and chunk defining an API the question names come first
+    defined_names: bool = True  # the page and chunk defining an API the question names come first;
+    # a passage of definitions is cited at the one the question's words name
 
     def __post_init__(self) -> None:
         if self.top_chunks < 1 or self.pool < 1 or self.pages < 0 or self.passages_per_page < 1:
@@ -449,6 +483,12 @@ class PageScoreStage(Stage):
                 candidate.score = (rounds - step - 1 + scaled) / rounds
         for candidate in others:
             candidate.score = -1.0
+        if o.defined_names and index.fragments:  # a passage of definitions: cited at the one asked
+            words = {w for w in _parts(query) if len(w) >= 3} - _COMMON
+            for candidate in by_id.values():
+                page = page_of.get(candidate.article_id)
+                if candidate.chunk_id not in defining and page is not None:
+                    candidate.anchor = index.entry(candidate.text, page, words) or candidate.anchor
         state.candidates = list(by_id.values())
         state.sort()
         state.note(
