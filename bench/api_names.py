@@ -25,6 +25,10 @@ a passage that shows several definitions is cited at the one the question's word
 (``defined_names`` too), else at its section; and how many of the first five sources are cited at
 an API's entry (``#str.join``, not ``#module-os``), and how many of those at a gold one.
 
+And ``anchors``: every definition line of the pack's library pages, with the anchor the stage
+would cite (its link target, or for a dotted name no page links to, the one its siblings in the
+chunk give), checked against the ``id`` attributes of the page in Debian's python3.11-doc.
+
 Nothing is chosen on these questions (the rule has no parameter); both halves are printed. Writes
 bench/results/api_names.json with the load average.
 
@@ -126,6 +130,37 @@ PUBLIC = "https://docs.python.org/3.11/"
 DOCQA = ROOT.parent / "shared" / "data" / "docqa" / "conala_dev_python311doc.json"
 
 
+DOCS = Path("/usr/share/doc/python3.11/html")
+
+
+def inferred_anchors(pack: Path) -> dict[str, Any]:
+    """Every definition line of the pack's library pages (``PageIndex.definitions_in``): how many
+    have an anchor, known (a link target) or given by their siblings, and how many of each are an
+    ``id`` of the page's HTML (Debian's python3.11-doc: what the citation's link lands on)."""
+    counts = {"definitions": 0, "known": 0, "known_in_html": 0, "inferred": 0, "inferred_in_html": 0}
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        index = PageIndex.of(agent.context)
+        store = agent.context.store
+        for page, url in enumerate(index.urls):
+            local = DOCS / url.removeprefix(PUBLIC).partition("#")[0]
+            if "/library/" not in url or not local.is_file():
+                continue
+            ids = set(re.findall(r'\bid="([^"]+)"', local.read_text(errors="replace")))
+            chunks = [index.chunk_ids[r] for r in range(len(index.chunk_ids)) if index.chunk_page[r] == page]
+            seen: set[str] = set()
+            for text in store.chunk_texts(chunks).values():
+                for line, _following, anchor, known in index.definitions_in(text, page):
+                    if line in seen:  # the same line in two overlapping chunks
+                        continue
+                    seen.add(line)
+                    counts["definitions"] += 1
+                    if anchor:
+                        kind = "known" if known else "inferred"
+                        counts[kind] += 1
+                        counts[f"{kind}_in_html"] += anchor in ids
+    return counts
+
+
 def _entry(url: str) -> bool:
     """Whether ``url`` is cited at an API's entry (``#str.join``), not a section (``#module-os``,
     ``#socket-objects``)."""
@@ -203,6 +238,9 @@ def main() -> int:
             }
             for part in ("first_half", "second_half", "all"):
                 print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+        if DOCS.is_dir():
+            report["anchors"] = inferred_anchors(pack)
+            print(f"{name:24s} anchors {json.dumps(report['anchors'])}", flush=True)
         if DOCQA.is_file():
             report["conala"] = {}
             for arm, on in ARMS.items():

@@ -471,7 +471,13 @@ def test_a_passage_of_definitions_is_cited_where_the_question_is() -> None:
     assert index.entry(text, 7, words) == "socket.socket.settimeout"
     assert index.entry(text, 8, words) == ""  # another page's targets are not this page's anchors
     assert index.entry(text, 7, {"timeout", "flag"}) == ""  # one word: not enough to say where
-    del index.fragments["settimeout"]  # the best definition has no known anchor: not the next best
+    del index.fragments["settimeout"]  # no page links to it: where its sibling is, shown alike
+    assert index.entry(text, 7, words) == "socket.socket.settimeout"
+    assert [(anchor, known) for _, _, anchor, known in index.definitions_in(text, 7)] == [
+        ("socket.socket.setblocking", True),
+        ("socket.socket.settimeout", False),
+    ]
+    del index.fragments["setblocking"]  # no anchor known at all: not the next best either
     assert index.entry(text, 7, words) == ""
 
 

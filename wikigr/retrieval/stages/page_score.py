@@ -276,14 +276,17 @@ class PageIndex:
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
 
-    def entry(self, text: str, page: int, words: set[str]) -> str:
-        """The link target of ``page`` that ``text`` defines where the question's ``words`` are:
-        of the definitions ``text`` shows, the one whose line and the line after it hold most of
-        them (two at least, the first of equals), if that one is a link target of ``page``; else
-        "" (a definition the pages never link to has no known anchor, and the next best is not
-        what was asked)."""
+    def definitions_in(self, text: str, page: int) -> list[tuple[str, str, str, bool]]:
+        """The definitions ``text`` shows, in order: (their line, the line after it, their anchor
+        in ``page``, whether that anchor is a link target). The anchor of a dotted name no page
+        links to, shown with its signature, is the one its siblings give: Sphinx shows
+        ``socket.settimeout`` for the target ``socket.socket.settimeout``, so when
+        ``socket.setblocking`` is shown for ``socket.socket.setblocking``, ``socket.settimeout``
+        is at ``socket.socket.settimeout`` (siblings that disagree give none); "" when none does.
+        Code blocks are not looked at."""
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        best, most = "", 1
+        found: list[tuple[str, str, str, str]] = []  # line, next line, shown name, known target
+        prefixes: dict[str, set[str]] = defaultdict(set)  # what a shown qualifier stands for in anchors
         code = False
         for n, line in enumerate(lines):
             if line.startswith(("```", "~~~")):
@@ -292,17 +295,36 @@ class PageIndex:
             shown = "" if code else shown_name(line)
             if not shown:
                 continue
-            held = len(words & (_parts(line) | _parts(lines[n + 1] if n + 1 < len(lines) else "")))
+            known = next(
+                (
+                    f
+                    for p, f in self.fragments.get(shown.rsplit(".", 1)[-1], ())
+                    if p == page and same_api(f, shown)
+                ),
+                "",
+            )
+            if known and "." in shown and known.endswith(shown):
+                prefixes[shown.rsplit(".", 1)[0]].add(known[: len(known) - len(shown)])
+            found.append((line, lines[n + 1] if n + 1 < len(lines) else "", shown, known))
+        out = []
+        for line, following, shown, known in found:
+            anchor = known
+            given = prefixes.get(shown.rsplit(".", 1)[0], set()) if "." in shown else set()
+            if not anchor and "(" in line and len(given) == 1:  # siblings that disagree say nothing
+                anchor = next(iter(given)) + shown
+            out.append((line, following, anchor, bool(known)))
+        return out
+
+    def entry(self, text: str, page: int, words: set[str]) -> str:
+        """The anchor in ``page`` of the definition that ``text`` shows where the question's
+        ``words`` are: of its definitions (:meth:`definitions_in`), the one whose line and the
+        line after it hold most of them (two at least, the first of equals); "" when it has no
+        anchor (the next best is not what was asked)."""
+        best, most = "", 1
+        for line, following, anchor, _known in self.definitions_in(text, page):
+            held = len(words & (_parts(line) | _parts(following)))
             if held > most:
-                most = held
-                best = next(
-                    (
-                        f
-                        for p, f in self.fragments.get(shown.rsplit(".", 1)[-1], ())
-                        if p == page and same_api(f, shown)
-                    ),
-                    "",
-                )
+                best, most = anchor, held
         return best
 
     @classmethod
@@ -483,14 +505,14 @@ class PageScoreStage(Stage):
                 candidate.score = (rounds - step - 1 + scaled) / rounds
         for candidate in others:
             candidate.score = -1.0
+        state.candidates = list(by_id.values())
+        state.sort()
         if o.defined_names and index.fragments:  # a passage of definitions: cited at the one asked
             words = {w for w in _parts(query) if len(w) >= 3} - _COMMON
-            for candidate in by_id.values():
+            for candidate in state.candidates[: 2 * state.top_k]:  # those that may be cited
                 page = page_of.get(candidate.article_id)
                 if candidate.chunk_id not in defining and page is not None:
                     candidate.anchor = index.entry(candidate.text, page, words) or candidate.anchor
-        state.candidates = list(by_id.values())
-        state.sort()
         state.note(
             self.name,
             top_pages=[index.urls[p] for p in ranked[:5]],
