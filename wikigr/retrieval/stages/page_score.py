@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
 _NAME_PART = re.compile(r"[a-z0-9]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
-MAX_NAMED = 2
-_COMMON = frozenset("the and for with how what does are can from into that this which".split())  # noqa: SIM905  # names of a question looked up
+MAX_NAMED = 2  # names of a question looked up
+_COMMON = frozenset("the and for with how what does are can from into that this which".split())  # noqa: SIM905
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
@@ -145,21 +145,33 @@ def defines(text: str, fragment: str) -> bool:
     return _shown(text, fragment) > 0
 
 
-def _shown(text: str, fragment: str) -> int:
-    """How much of ``fragment`` a definition line of ``text`` shows, in dotted parts (0: none):
-    the fragment or its end; code blocks are not looked at (``@lru_cache`` there decorates an
-    example)."""
-    best = 0
+def _definition_lines(text: str) -> list[tuple[str, str, str]]:
+    """The lines of ``text`` that show a definition: (the line, the line after it, the name it
+    shows), in order; code blocks are not looked at (``@lru_cache`` there decorates an example)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = []
     code = False
-    for line in text.splitlines():
-        line = line.strip()
+    for n, line in enumerate(lines):
         if line.startswith(("```", "~~~")):
             code = not code
             continue
         shown = "" if code else shown_name(line)
-        if shown and same_api(shown, fragment) and (shown == fragment or fragment.endswith("." + shown)):
-            best = max(best, shown.count(".") + 1)
-    return best
+        if shown:
+            found.append((line, lines[n + 1] if n + 1 < len(lines) else "", shown))
+    return found
+
+
+def _shown(text: str, fragment: str) -> int:
+    """How much of ``fragment`` a definition line of ``text`` shows, in dotted parts (0: none):
+    the fragment or its end."""
+    return max(
+        (
+            shown.count(".") + 1
+            for _, _, shown in _definition_lines(text)
+            if same_api(shown, fragment) and (shown == fragment or fragment.endswith("." + shown))
+        ),
+        default=0,
+    )
 
 
 class PageIndex:
@@ -262,7 +274,9 @@ class PageIndex:
                 break
         return found
 
-    def definitions(self, store: Store, page: int, fragment: str, similarity: np.ndarray) -> ChunkHit | None:
+    def defining_chunk(
+        self, store: Store, page: int, fragment: str, similarity: np.ndarray
+    ) -> ChunkHit | None:
         """The chunk of ``page`` that shows the definition of ``fragment`` (the one showing most of
         its name, then the most similar to the question, when several do), or None."""
         rows = np.flatnonzero(self.chunk_page == page).tolist()
@@ -284,17 +298,9 @@ class PageIndex:
         ``socket.setblocking`` is shown for ``socket.socket.setblocking``, ``socket.settimeout``
         is at ``socket.socket.settimeout`` (siblings that disagree give none); "" when none does.
         Code blocks are not looked at."""
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
         found: list[tuple[str, str, str, str]] = []  # line, next line, shown name, known target
         prefixes: dict[str, set[str]] = defaultdict(set)  # what a shown qualifier stands for in anchors
-        code = False
-        for n, line in enumerate(lines):
-            if line.startswith(("```", "~~~")):
-                code = not code
-                continue
-            shown = "" if code else shown_name(line)
-            if not shown:
-                continue
+        for line, following, shown in _definition_lines(text):
             known = next(
                 (
                     f
@@ -305,7 +311,7 @@ class PageIndex:
             )
             if known and "." in shown and known.endswith(shown):
                 prefixes[shown.rsplit(".", 1)[0]].add(known[: len(known) - len(shown)])
-            found.append((line, lines[n + 1] if n + 1 < len(lines) else "", shown, known))
+            found.append((line, following, shown, known))
         out = []
         for line, following, shown, known in found:
             anchor = known
@@ -471,7 +477,7 @@ class PageScoreStage(Stage):
             named = index.named(query)
             top = max(scores.values(), default=0.0) + len(named)
             for n, (page, fragment) in enumerate(named):
-                found = index.definitions(state.ctx.store, page, fragment, similarity)
+                found = index.defining_chunk(state.ctx.store, page, fragment, similarity)
                 if found is None:
                     continue
                 candidate = by_id.get(found.chunk_id) or Candidate.from_hit(found, "page_score")
