@@ -149,17 +149,22 @@ DOCS = {
 }
 
 
-@pytest.fixture(scope="module")
-def docs_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _served_pack(tmp_path_factory: pytest.TempPathFactory, name: str, pages: dict[str, str]) -> Path:
+    """A pack built from ``pages`` (path -> HTML) served on 127.0.0.1."""
     from tests.httpserver import LocalServer
 
-    out = tmp_path_factory.mktemp("docpacks") / "docs"
+    out = tmp_path_factory.mktemp("docpacks") / name
     with LocalServer() as server:
-        for path, body in DOCS.items():
+        for path, body in pages.items():
             server.add("/" + path, body)
-        report = build_pack("docs", [server.url("/" + p) for p in DOCS], out=out)
+        report = build_pack(name, [server.url("/" + p) for p in pages], out=out)
     assert not report.failed
     return out
+
+
+@pytest.fixture(scope="module")
+def docs_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _served_pack(tmp_path_factory, "docs", DOCS)
 
 
 def _detail(result: Any, stage: str) -> dict[str, Any]:
@@ -403,15 +408,7 @@ API_DOCS = {
 
 @pytest.fixture(scope="module")
 def api_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.httpserver import LocalServer
-
-    out = tmp_path_factory.mktemp("docpacks") / "api"
-    with LocalServer() as server:
-        for path, body in API_DOCS.items():
-            server.add("/" + path, body)
-        report = build_pack("api", [server.url("/" + p) for p in API_DOCS], out=out)
-    assert not report.failed
-    return out
+    return _served_pack(tmp_path_factory, "api", API_DOCS)
 
 
 def test_defines_reads_definition_lines_not_prose_or_code() -> None:
