@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikigr.errors import WikigrError
+from wikigr.graph.extract import STOP_NAMES
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
 _NAME_PART = re.compile(r"[a-z0-9]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 MAX_NAMED = 2  # names of a question looked up
-_COMMON = frozenset("the and for with how what does are can from into that this which".split())  # noqa: SIM905
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
@@ -514,7 +514,7 @@ class PageScoreStage(Stage):
         state.candidates = list(by_id.values())
         state.sort()
         if o.defined_names and index.fragments:  # a passage of definitions: cited at the one asked
-            words = {w for w in _parts(query) if len(w) >= 3} - _COMMON
+            words = {w for w in _parts(query) if len(w) >= 3} - STOP_NAMES  # "how", "does", "with"...
             for candidate in state.candidates[: 2 * state.top_k]:  # those that may be cited
                 page = page_of.get(candidate.article_id)
                 if candidate.chunk_id not in defining and page is not None:
