@@ -26,9 +26,13 @@ def shown_name(line: str) -> str:
     return match.group(1) if match else ""
 
 
+def ends_with(full: str, name: str) -> bool:
+    """Whether ``name`` is ``full`` or its end in dotted parts (``socket.settimeout`` of
+    ``socket.socket.settimeout``; not ``timeout``)."""
+    return bool(name) and (full == name or full.endswith("." + name))
+
+
 def same_api(shown: str, name: str) -> bool:
-    """Whether two spellings name the same API: the same last part, one the end of the other
+    """Whether two spellings name the same API: one is the other or its end
     (``socket.settimeout`` and ``socket.socket.settimeout``)."""
-    if not shown or not name or shown.rsplit(".", 1)[-1] != name.rsplit(".", 1)[-1]:
-        return False
-    return shown == name or shown.endswith("." + name) or name.endswith("." + shown)
+    return ends_with(shown, name) or ends_with(name, shown)

@@ -54,7 +54,7 @@ import numpy as np
 
 from wikigr.errors import WikigrError
 from wikigr.graph.extract import STOP_NAMES
-from wikigr.retrieval.api_names import api_names, same_api, shown_name
+from wikigr.retrieval.api_names import api_names, ends_with, shown_name
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 
 if TYPE_CHECKING:
@@ -165,11 +165,7 @@ def _shown(text: str, fragment: str) -> int:
     """How much of ``fragment`` a definition line of ``text`` shows, in dotted parts (0: none):
     the fragment or its end."""
     return max(
-        (
-            shown.count(".") + 1
-            for _, _, shown in _definition_lines(text)
-            if same_api(shown, fragment) and (shown == fragment or fragment.endswith("." + shown))
-        ),
+        (shown.count(".") + 1 for _, _, shown in _definition_lines(text) if ends_with(fragment, shown)),
         default=0,
     )
 
@@ -266,7 +262,7 @@ class PageIndex:
         for name in api_names(query):
             targets = self.fragments.get(name.rsplit(".", 1)[-1], [])
             exact = [t for t in targets if t[1] == name]
-            ends = [t for t in targets if t[1].endswith("." + name)]
+            ends = [t for t in targets if ends_with(t[1], name)]
             chosen = exact or (ends if "." in name or len(ends) == 1 else [])
             if chosen and chosen[0] not in found:
                 found.append(chosen[0])
@@ -305,11 +301,11 @@ class PageIndex:
                 (
                     f
                     for p, f in self.fragments.get(shown.rsplit(".", 1)[-1], ())
-                    if p == page and same_api(f, shown)
+                    if p == page and ends_with(f, shown)
                 ),
                 "",
             )
-            if known and "." in shown and known.endswith(shown):
+            if known and "." in shown:  # what its qualifier stands for: "socket." for "socket.socket.
                 prefixes[shown.rsplit(".", 1)[0]].add(known[: len(known) - len(shown)])
             found.append((line, following, shown, known))
         out = []
