@@ -25,6 +25,8 @@ from wikigr.retrieval.candidates import (
     PLACE,
     answer_kind,
     comparison,
+    slot_fit,
+    slot_words,
     spans,
     window,
 )
@@ -354,6 +356,32 @@ def test_candidate_spans_and_their_windows() -> None:
     assert "Ingrid Haldorsen" in cut and len(cut.replace("…", "").split()) <= 12
     assert cut.startswith("… ") and cut.endswith(" …") and flat(cut.strip("… ")) in flat(long)
     assert window("Ingrid Haldorsen was its president.", 0, 16, 12) == "Ingrid Haldorsen was its president."
+
+
+def test_where_the_question_slot_stands() -> None:
+    assert slot_words("A racing game developed by what company?") == ("by", "devel")
+    assert slot_words("He was an Earl of which location?") == ("of", "earl")
+    assert slot_words("Who did the singer write the song for?") == ("for", "song")
+    assert slot_words("A chemist who was associated with members of what family?") == ("of", "membe")
+    assert slot_words("Who founded the society?") == ("", "found")
+    assert slot_words("Who was the first president?") == ("", "")  # "was": no verb to match
+    assert slot_words("How many members does it have?") == ("", "")
+    slot = slot_words("A racing game developed by what company?")
+    text = "Formula One Arcade is a racing game developed by Studio 33 and published by Sony."
+    at = text.index("Studio 33")
+    assert slot_fit(text, at, at + 9, slot) == 1.0
+    at = text.index("Sony")  # the preposition, not the verb
+    assert slot_fit(text, at, at + 4, slot) == 0.5
+    at = text.index("Formula One Arcade")
+    assert slot_fit(text, at, at + 18, slot) == 0.0
+    founded = slot_words("Who founded the society?")
+    for text, name in (
+        ("It was founded by Ingrid Haldorsen.", "Ingrid Haldorsen"),
+        ("Ingrid Haldorsen founded it.", "Ingrid Haldorsen"),
+    ):
+        at = text.index(name)
+        assert slot_fit(text, at, at + len(name), founded) == 1.0
+    assert slot_fit("Ingrid Haldorsen chaired it.", 0, 16, founded) == 0.0
 
 
 @pytest.mark.parametrize(

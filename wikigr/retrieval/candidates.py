@@ -26,7 +26,13 @@ HotpotQA with ``bench/answers.py --tune``) of:
 - ``head``: the noun the question asks for ("which *band*", "what *currency*") is near it, or in
   the first sentence of its passage when it is the passage's subject ("... is an American rock band");
 - ``cover``: the share of the question's words (by IDF) that a sentence holding it and its title
-  hold, at best (near 1: a one-hop question, answered in that sentence).
+  hold, at best (near 1: a one-hop question, answered in that sentence);
+- ``slot``: it stands where the question's "what" does (:func:`slot_words`, :func:`slot_fit`):
+  "developed by what company" and "... developed by Studio 33", "Earl of which location" and
+  "Earl of Northumbria", "who founded X" and "... founded by Y" or "Y founded ...";
+- ``described``: it is a name whose last word the question uses as a common noun, not the one
+  it asks for ("Northern Limnology Association" for "Who was the first president of the
+  association that ...?"): the thing the question describes, its bridge, rarely its answer.
 """
 
 from __future__ import annotations
@@ -58,24 +64,28 @@ CANDIDATE_FEATURES = (
     "relation",
     "head",
     "cover",
+    "slot",
+    "described",
 )
 DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "type": 2.684,
-    "sentence": 5.597,
-    "near": -4.049,
-    "rank": -0.357,
-    "passages": -2.141,
-    "subject": 0.732,
-    "hop2": 1.144,
-    "hop1": 0.061,
-    "bridge": -0.424,
-    "lead": 0.651,
-    "words": 0.64,
-    "fits": 1.717,
-    "order": -1.757,
-    "relation": 4.054,
-    "head": -0.124,
-    "cover": 1.833,
+    "type": 2.765,
+    "sentence": 5.537,
+    "near": -4.019,
+    "rank": -0.815,
+    "passages": -1.669,
+    "subject": 0.79,
+    "hop2": 1.048,
+    "hop1": 0.326,
+    "bridge": -0.5,
+    "lead": 0.784,
+    "words": 0.822,
+    "fits": 1.419,
+    "order": -1.564,
+    "relation": 3.623,
+    "head": -0.082,
+    "cover": 2.523,
+    "slot": 2.767,
+    "described": -4.174,
 }
 NEAR = 10  # words either side of a candidate that count as near it
 _TITLE_WORDS = 6  # a passage's title is a candidate where its sentences name it, if this short
@@ -301,6 +311,63 @@ def _is_type(kind: str, asked: str) -> bool:
     return kind == asked
 
 
+_PREPOSITIONS = frozenset("by of in for from into with to at on as under about after during".split())  # noqa: SIM905
+_ARTICLES = frozenset("the a an his her its their".split())  # noqa: SIM905
+_WH_SLOT = re.compile(r"\b(?:what|which|whose|who|whom|where)\b", re.I)
+_WORD = re.compile(r"[\w'’-]+")
+_LOWER_WORD = re.compile(r"\b[a-z][\w-]+")
+
+
+def _stem(word: str) -> str:
+    """A word's first five letters: what "developed" and "develops", "founded" and "founder" share
+    (there is no stemmer without a new dependency)."""
+    return word.casefold()[:5]
+
+
+def slot_words(question: str) -> tuple[str, str]:
+    """The words around the question's slot (its "what", "which", else "who"): the preposition
+    before it and the stem of the word before that ("developed by what company" -> ("by",
+    "devel")), or a stranded one at the end ("Who did she write the song for?" -> ("for",
+    "song")); for "who VERB ..." ("", the verb's stem); else ("", "")."""
+    matches = list(_WH_SLOT.finditer(question))
+    match = next((m for m in matches if not m.group(0).casefold().startswith("who")), None)
+    match = match or (matches[0] if matches else None)
+    if match is None:
+        return "", ""
+    before = [w.casefold() for w in _WORD.findall(question[: match.start()])]
+    if before and before[-1] in _PREPOSITIONS:
+        prior = [w for w in before[:-1] if w not in _ARTICLES]
+        return before[-1], _stem(prior[-1]) if prior else ""
+    words = [w.casefold() for w in _WORD.findall(question[match.end() :])]
+    if words and words[-1] in _PREPOSITIONS:  # stranded: "... translated into?"
+        return words[-1], _stem(words[-2]) if len(words) > 1 else ""
+    if match.group(0).casefold() == "who" and words and words[0] not in QUESTION_WORDS:
+        return "", _stem(words[0])
+    return "", ""
+
+
+def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
+    """How well the words around a candidate fill the question's slot: the preposition just
+    before it (0.5), the word before that preposition among its 4 words before (0.5), or for
+    "who VERB" the verb just after it or "VERB by" just before it (1)."""
+    prep, word = slot
+    if not prep and not word:
+        return 0.0
+    before = [w.casefold() for w in _WORD.findall(text[:start])[-5:]]
+    while before and before[-1] in _ARTICLES:
+        before.pop()
+    score = 0.0
+    if prep:
+        if before and before[-1] == prep:
+            score += 0.5
+        if word and any(_stem(w) == word for w in before[-5:-1]):
+            score += 0.5
+        return score
+    after = [w.casefold() for w in _WORD.findall(text[end:])[:3]]
+    passive = len(before) > 1 and before[-1] == "by" and _stem(before[-2]) == word
+    return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
+
+
 def candidates(
     question: str,
     asked: str,
@@ -320,6 +387,10 @@ def candidates(
     head_match = _HEAD.search(question)
     head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
     relation_total = sum(relation.values()) or 1.0
+    slot = slot_words(question)
+    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - {
+        w.casefold() for w in _WORD.findall(head_match.group(1) if head_match else "")
+    }
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
@@ -361,10 +432,11 @@ def candidates(
     low, high = min(scores), max(scores)
     spread = (high - low) or 1.0
     for candidate in found.values():
-        near = related = 0.0
+        near = related = slotted = 0.0
         headed = False
         for o in candidate.occurrences:
             text = o.scored.unit.text
+            slotted = max(slotted, slot_fit(text, o.start, o.end, slot))
             window: set[str] = set()
             for word in text[: o.start].split()[-NEAR:] + text[o.end :].split()[:NEAR]:
                 if word not in tokens_of:
@@ -392,6 +464,8 @@ def candidates(
             "order": 1.0 / order[id(best)],
             "relation": related,
             "cover": max(o.scored.features["joint"] for o in candidate.occurrences),
+            "slot": slotted,
+            "described": float(candidate.type == NAME and candidate.text.split()[-1].casefold() in described),
             "head": float(headed or (is_subject and bool(head & leads.get(min(sources), set())))),
         }
     return list(found.values())
