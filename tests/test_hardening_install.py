@@ -145,7 +145,7 @@ def test_a_query_on_a_damaged_store_is_one_clean_error(
 # every 64th byte of the catalogue, each store opened in a child process; the tests try them in
 # order and, should none do it any more (another library version), every 64th byte again.
 CATALOGUE_CRASHES = (1408, 1600, 2496)  # SIGSEGV while opening (1408, 1600) or reading (2496)
-CATALOGUE_HANGS = (1664, 2048, 4160)  # still running after 10 s (opening takes well under 1 s)
+CATALOGUE_HANGS = (1664, 2048, 4160)  # still running after 5 s (opening takes well under 1 s)
 PAGE = 4096
 OPEN_AND_READ = "import sys; from pathlib import Path; from wikigr.pack.store import Store; " + (
     "Store.open(Path(sys.argv[1])).verify()"
@@ -163,7 +163,7 @@ def _catalogue(store: bytes) -> range:
 
 def _damaged_catalogue(store: Path, want: str, tmp_path: Path) -> Path:
     """A copy of ``store`` with one catalogue byte inverted that makes the database library
-    ``want`` ("crash": killed by a signal; "hang": not done in 10 s) on opening and reading it,
+    ``want`` ("crash": killed by a signal; "hang": not done in 5 s) on opening and reading it,
     tried in a real child process."""
     data = store.read_bytes()
     catalogue = _catalogue(data)
@@ -177,7 +177,7 @@ def _damaged_catalogue(store: Path, want: str, tmp_path: Path) -> Path:
         target.write_bytes(bytes(damaged))
         try:
             done = subprocess.run(
-                [sys.executable, "-c", OPEN_AND_READ, str(target)], capture_output=True, timeout=10
+                [sys.executable, "-c", OPEN_AND_READ, str(target)], capture_output=True, timeout=5
             )
         except subprocess.TimeoutExpired:
             if want == "hang":
@@ -226,12 +226,12 @@ def test_a_store_that_hangs_the_database_library_is_stopped_at_the_timeout(
     shutil.copytree(built_pack, pack)
     shutil.copyfile(damaged, pack / "pack.db")
     start = time.monotonic()
-    report = validate_pack(pack, timeout=5)
+    report = validate_pack(pack, timeout=3)
     assert time.monotonic() - start < 30
     assert not report.ok
     failed = [c for c in report.checks if not c.ok]
     assert [c.name for c in failed] == ["store"]
-    assert failed[0].detail.startswith("opening and querying the store did not finish within 5 s (stopped)")
+    assert failed[0].detail.startswith("opening and querying the store did not finish within 3 s (stopped)")
     assert "\n" not in failed[0].detail
 
 
