@@ -441,6 +441,23 @@ def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> No
     assert items and all(re.search(r"\b1\d{3}\b", name) for name in items), answer  # ... dates are listed
 
 
+def test_a_word_capitalised_only_as_its_sentences_first_is_no_candidate(docs_pack: Path) -> None:
+    question = "Which classes read and write data in dictionary form?"
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        state = QueryState(question=question, ctx=agent.context, top_k=5)
+        *retrieval, synthesize = agent.stages
+        run_stages(retrieval, state)
+        options = AnswerOptions()
+        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
+        found = {c.text for c in answer_candidates(question, scored, options)}
+    # "Programmers can also ...", "Each row ...": capitalised as the sentence's first word only
+    assert {"DictReader", "DictWriter"} <= found and not found & {"Programmers", "Each", "Sockets", "They"}, (
+        found
+    )
+    # a name that opens its sentence is one where it is capitalised elsewhere too, or a passage's subject
+    assert "CSV" in found
+
+
 def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

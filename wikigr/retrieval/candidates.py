@@ -2,7 +2,8 @@
 person, a place, a name), the spans of the top passages' sentences that could be it, and their
 signals. No model: names are the capitalised spans and quoted titles of
 :func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
-dates and numbers come from regular expressions. A candidate the question names is left out.
+dates and numbers come from regular expressions. A candidate the question names is left out, and
+so is one word capitalised only where it opens a sentence ("Return ...", "Please ...").
 
 Each candidate is scored by a weighted sum (the weights fitted on the dev halves of MuSiQue and
 HotpotQA with ``bench/answers.py --tune``) of:
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -353,7 +355,7 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     prep, word = slot
     if not prep and not word:
         return 0.0
-    before = [w.casefold() for w in _WORD.findall(text[:start])[-5:]]
+    before = [w.casefold() for w in _WORD.findall(text[max(0, start - 80) : start])[-5:]]
     while before and before[-1] in _ARTICLES:
         before.pop()
     score = 0.0
@@ -363,9 +365,23 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
         if word and any(_stem(w) == word for w in before[-5:-1]):
             score += 0.5
         return score
-    after = [w.casefold() for w in _WORD.findall(text[end:])[:3]]
+    after = [w.casefold() for w in _WORD.findall(text[end : end + 60])[:3]]
     passive = len(before) > 1 and before[-1] == "by" and _stem(before[-2]) == word
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
+
+
+_OPENING = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word: quotes, bullets
+
+
+def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Iterable[str]) -> bool:
+    """Whether ``candidate`` is one word that is capitalised only because it opens its sentences
+    ("Return ...", "Please ...", "Deprecated since ...": no name), and no passage's subject."""
+    return (
+        candidate.type == NAME
+        and " " not in candidate.text
+        and all(_OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
+        and candidate.key not in set(subjects)
+    )
 
 
 def candidates(
@@ -408,9 +424,11 @@ def candidates(
                 continue
             candidate = found.setdefault(key, AnswerCandidate(key, span, kind))
             candidate.occurrences.append(Occurrence(s, start, end))
+    subjects = {n: normalize(title) for n, title in titles.items()}
+    for key in [k for k, c in found.items() if _only_capitalised_as_first_word(c, subjects.values())]:
+        del found[key]
     if not found:
         return []
-    subjects = {n: normalize(title) for n, title in titles.items()}
     named_by: dict[str, set[str]] = {}  # a candidate key -> the articles naming it
     for candidate in found.values():
         named_by[candidate.key] = {articles[o.scored.source][0] for o in candidate.occurrences}
