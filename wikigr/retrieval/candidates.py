@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -373,14 +373,14 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
 _OPENING = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word: quotes, bullets
 
 
-def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Iterable[str]) -> bool:
+def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Container[str]) -> bool:
     """Whether ``candidate`` is one word that is capitalised only because it opens its sentences
     ("Return ...", "Please ...", "Deprecated since ...": no name), and no passage's subject."""
     return (
         candidate.type == NAME
         and " " not in candidate.text
+        and candidate.key not in subjects
         and all(_OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
-        and candidate.key not in set(subjects)
     )
 
 
@@ -425,7 +425,8 @@ def candidates(
             candidate = found.setdefault(key, AnswerCandidate(key, span, kind))
             candidate.occurrences.append(Occurrence(s, start, end))
     subjects = {n: normalize(title) for n, title in titles.items()}
-    for key in [k for k, c in found.items() if _only_capitalised_as_first_word(c, subjects.values())]:
+    titled = set(subjects.values())
+    for key in [k for k, c in found.items() if _only_capitalised_as_first_word(c, titled)]:
         del found[key]
     if not found:
         return []
