@@ -24,6 +24,7 @@ from wikigr.retrieval.candidates import (
     PERSON,
     PLACE,
     answer_kind,
+    codes_in,
     comparison,
     slot_fit,
     slot_words,
@@ -456,6 +457,29 @@ def test_a_word_capitalised_only_as_its_sentences_first_is_no_candidate(docs_pac
     )
     # a name that opens its sentence is one where it is capitalised elsewhere too, or a passage's subject
     assert "CSV" in found
+
+
+@pytest.mark.parametrize(
+    ("question", "function"),
+    [
+        ("Which function sets the default timeout for new socket objects?", "socket.setdefaulttimeout("),
+        ("Which method sets a timeout on blocking socket operations?", "socket.settimeout("),
+    ],
+)
+def test_a_question_asking_for_a_function_is_answered_with_its_name(
+    docs_pack: Path, question: str, function: str
+) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        answer = agent.query(question).answer
+    (lead, _), *_ = sentences_of(answer)
+    assert lead.startswith(function), answer  # the code identifier is the best candidate
+    # without code identifiers among the candidates, the answer quotes another sentence
+    with KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"code_names": False}}) as agent:
+        assert function not in agent.query(question).answer
+    assert "e.g" not in {
+        c for c in codes_in("raise an exception, e.g. TimeoutError, in the U.S. and os.path")
+    }
+    assert codes_in("raise an exception, e.g. TimeoutError, in os.path") == ("os.path",)
 
 
 def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(

@@ -241,10 +241,11 @@ class AnswerCandidate:
         return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
 
 
-def spans(text: str, title: str = "") -> list[tuple[str, str, int, int]]:
+def spans(text: str, title: str = "", code: bool = False) -> list[tuple[str, str, int, int]]:
     """The spans of ``text`` that may answer a question: (span, type, start, end); ``title``, the
     subject of its passage, is one where the text names it ("The Finnish markka was the currency
-    of Finland": a name that is not all capitalised)."""
+    of Finland": a name that is not all capitalised); with ``code``, its code identifiers too
+    (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function")."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -267,6 +268,11 @@ def spans(text: str, title: str = "") -> list[tuple[str, str, int, int]]:
         start = text.find(name)
         if start >= 0:
             found.append((name, NAME, start, start + len(name)))
+    for name in codes_in(text) if code else ():
+        start = text.find(name)
+        if start >= 0:
+            end = start + len(name) + (2 if text.startswith("()", start + len(name)) else 0)
+            found.append((text[start:end], NAME, start, end))
     if title and len(title.split()) <= _TITLE_WORDS:
         named = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.I)
         if named:
@@ -279,6 +285,17 @@ def names_in(text: str) -> tuple[tuple[str, str], ...]:
     """The names of a sentence (not code, not noun phrases): (as written, key), remembered for
     the sentences of recent answers (the signals of a sentence and its candidates ask twice)."""
     return tuple((m.name, m.key) for m in keyword_entities("", text) if m.type not in (CODE, CONCEPT))
+
+
+@functools.lru_cache(maxsize=4096)
+def codes_in(text: str) -> tuple[str, ...]:
+    """The code identifiers of a sentence, as written (without a call's "()"); not an
+    abbreviation such as "e.g" or "U.S" (dotted single letters)."""
+    return tuple(
+        m.name
+        for m in keyword_entities("", text)
+        if m.type == CODE and any(len(part) > 1 for part in m.name.split("."))
+    )
 
 
 _NOT_PEOPLE = frozenset(
@@ -370,6 +387,7 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
 
 
+_WORD_CAPITALISED = re.compile(r"[A-Z][a-z]+")  # "Return", not "NASA", "McCartney" nor code
 _OPENING = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word: quotes, bullets
 
 
@@ -378,7 +396,7 @@ def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Contai
     ("Return ...", "Please ...", "Deprecated since ...": no name), and no passage's subject."""
     return (
         candidate.type == NAME
-        and " " not in candidate.text
+        and _WORD_CAPITALISED.fullmatch(candidate.text) is not None
         and candidate.key not in subjects
         and all(_OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
     )
@@ -391,9 +409,12 @@ def candidates(
     vocabulary: Vocabulary,
     articles: dict[int, tuple[str, str]],
     passages: int,
+    code: bool = True,
 ) -> list[AnswerCandidate]:
     """The answer candidates of the ``scored`` sentences (their scores set), with their signals.
-    ``articles`` gives each source's (article id, title); ``passages``: how many were read."""
+    ``articles`` gives each source's (article id, title); ``passages``: how many were read; with
+    ``code``, a question asking for a name ("which function ...?") has the sentences' code
+    identifiers among them."""
     question_norm = f" {normalize(question)} "
     question_tokens = asked_tokens(vocabulary, question)
     weights = {t: vocabulary.idf(t) for t in question_tokens}
@@ -411,7 +432,9 @@ def candidates(
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
     for s in scored:
-        for span, kind, start, end in spans(s.unit.text, titles.get(s.source, "")):
+        for span, kind, start, end in spans(
+            s.unit.text, titles.get(s.source, ""), code=code and asked == NAME
+        ):
             key = keys.get(span)
             if key is None:
                 key = keys[span] = normalize(span)

@@ -128,6 +128,7 @@ class AnswerOptions:
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
     candidates: bool = True  # a factoid question: the answer is built around its best candidates
+    code_names: bool = True  # ... and "which function ...?" has code identifiers among them
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
     window_words: int = 20  # the best candidate's part of its sentence, at most
     next_window_words: int = 10  # ... the next candidates'
@@ -518,7 +519,9 @@ def answer_candidates(question: str, scored: list[Scored], options: AnswerOption
     if kind is None or not options.candidates or not scored:
         return []
     asked = scored[0].asked
-    found = candidates(question, kind, scored, asked.vocabulary, asked.articles, len(asked.articles))
+    found = candidates(
+        question, kind, scored, asked.vocabulary, asked.articles, len(asked.articles), options.code_names
+    )
     return rank_candidates(found, options.candidate_weights, options.one_hop)
 
 

@@ -1,0 +1,138 @@
+"""Questions that ask for an API by what it does: does the offline answer name it?
+
+A user of a documentation pack often knows what they want done, not its name: "Which function
+returns the default timeout for new socket objects?". Such a question asks for a name, so the
+offline answer is built around answer candidates (wikigr/retrieval/candidates.py); with the
+``synthesize`` option ``code_names`` (on by default) the candidates of a question asking for a
+name include the code identifiers of the sentences (``socket.getdefaulttimeout()``), not only
+capitalised names.
+
+Questions: for definitions on the pack's library pages whose description opens with "Return ..."
+(``socket.getdefaulttimeout()`` / "Return the default timeout in seconds (float) for new socket
+objects."), "Which function returns the default timeout in seconds (float) for new socket
+objects?" — sampled with a fixed seed, one per definition. The question holds the description's
+words, so retrieval usually finds the definition; what is measured is whether the answer then
+names it. Per question, with ``code_names`` off and on, the default profile, no LLM:
+
+- ``names_in_lead``: the answer's quoted part (before "Also possible:") names the API: its last
+  part called (``getdefaulttimeout(``) or its whole dotted name;
+- ``names_in_answer``: the whole short answer does;
+- ``defined_in_top5``: one of the first five sources shows the definition (what the answer could
+  name at best).
+
+Nothing is chosen on these questions (the option has no parameter); both halves are printed.
+Writes bench/results/which_function.json with the load average.
+
+    uv run python bench/which_function.py [--packs packs/pydocs,bench/work/pydocs-whole] [--questions 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from _common import header, load
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.retrieval.sentences import split_sentences
+from wikigr.retrieval.short_answer import asserted
+from wikigr.retrieval.stages.page_score import PageIndex, defines
+
+ROOT = Path(__file__).resolve().parent.parent
+ARMS = {"off": False, "on": True}
+_RETURN = re.compile(r"^Return (?:an? |the )?\S.{8,140}?\.$")
+
+
+def questions(pack: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """``count`` definitions of ``pack``'s library pages described by "Return ...", as questions."""
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        index = PageIndex.of(agent.context)
+        store = agent.context.store
+        found: dict[str, dict[str, Any]] = {}
+        for page, url in enumerate(index.urls):
+            if "/library/" not in url:
+                continue
+            chunks = [index.chunk_ids[r] for r in range(len(index.chunk_ids)) if index.chunk_page[r] == page]
+            for text in store.chunk_texts(chunks).values():
+                for line, following, anchor, _known in index.definitions_in(text, page):
+                    sentences = split_sentences(following)
+                    first = sentences[0] if sentences else ""
+                    name = anchor or ""
+                    if not name or name in found or not _RETURN.match(first) or "." not in name:
+                        continue
+                    asks = first.removeprefix("Return ").rstrip(".")
+                    found[name] = {
+                        "question": f"Which function returns {asks}?",
+                        "name": name,
+                        "line": line,
+                    }
+    chosen = sorted(found)
+    random.Random(seed).shuffle(chosen)
+    return [found[name] for name in chosen[:count]]
+
+
+def names(text: str, name: str) -> bool:
+    """Whether ``text`` names the API ``name``: its last part called, or its whole dotted name."""
+    last = name.rsplit(".", 1)[-1]
+    return bool(re.search(rf"(?<![\w]){re.escape(last)}\s*\(", text)) or name in text
+
+
+def run(pack: Path, asked: list[dict[str, Any]], on: bool) -> list[dict[str, bool]]:
+    rows = []
+    options = {"synthesize": {"code_names": on}}
+    with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
+        for q in asked:
+            result = agent.query(q["question"])
+            rows.append(
+                {
+                    "names_in_lead": names(asserted(result.answer), q["name"]),
+                    "names_in_answer": names(result.answer, q["name"]),
+                    "defined_in_top5": any(defines(s.text, q["name"]) for s in result.sources[:5]),
+                }
+            )
+    return rows
+
+
+def summarize(rows: list[dict[str, bool]]) -> dict[str, Any]:
+    n = len(rows)
+    return {"questions": n, **{f"{k}_%": round(100 * sum(r[k] for r in rows) / n, 1) for k in rows[0]}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="'which function returns ...?': does the answer name it?")
+    parser.add_argument("--packs", default="packs/pydocs,bench/work/pydocs-whole")
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "which_function.json")
+    args = parser.parse_args()
+    result: dict[str, Any] = {**header(), "packs": {}}
+    for name in args.packs.split(","):
+        pack = ROOT / name
+        if not (pack / "manifest.json").is_file():
+            print(f"skipped {name}: no pack there", file=sys.stderr)
+            continue
+        asked = questions(pack, args.questions)
+        report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
+        for arm, on in ARMS.items():
+            rows = run(pack, asked, on)
+            half = len(rows) // 2
+            report[arm] = {
+                "first_half": summarize(rows[:half]),
+                "second_half": summarize(rows[half:]),
+                "all": summarize(rows),
+            }
+            for part in ("first_half", "second_half", "all"):
+                print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+        result["packs"][name] = report
+    result["load_average_at_end"] = load()
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
