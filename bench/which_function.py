@@ -12,15 +12,22 @@ Questions: for definitions on the pack's library pages whose description opens w
 objects."), "Which function returns the default timeout in seconds (float) for new socket
 objects?" — sampled with a fixed seed, one per definition. The question holds the description's
 words, so retrieval usually finds the definition; what is measured is whether the answer then
-names it. Per question, with ``code_names`` off and on, the default profile, no LLM:
+names it. Per question, the default profile, no LLM, in three arms: ``neither`` (the
+``synthesize`` option ``code_names`` off and ``page_score``'s ``definition_words`` 0),
+``code_names`` (on; ``definition_words`` still 0) and ``default`` (both as shipped: within a
+page, a chunk showing a definition whose line and next line hold two of the question's words
+comes first):
 
 - ``names_in_lead``: the answer's quoted part (before "Also possible:") names the API: its last
   part called (``getdefaulttimeout(``) or its whole dotted name;
 - ``names_in_answer``: the whole short answer does;
-- ``defined_in_top5``: one of the first five sources shows the definition (what the answer could
-  name at best).
+- ``defined_first``, ``defined_in_top5``: the first source, one of the first five, shows the
+  definition.
 
-Nothing is chosen on these questions (the option has no parameter); both halves are printed.
+``code_names`` has no parameter; ``definition_words`` (2) was chosen on the first half of these
+questions (2 to 5 tried: 2 and 3 tied on ``packs/pydocs``, 2 was ahead by one question on the
+whole docs) and on the dev half of bench/answers.py's CoNaLa questions (2 ahead of 3 on both
+packs); both halves are printed.
 Writes bench/results/which_function.json with the load average.
 
     uv run python bench/which_function.py [--packs packs/pydocs,bench/work/pydocs-whole] [--questions 100]
@@ -44,7 +51,11 @@ from wikigr.retrieval.short_answer import asserted
 from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent
-ARMS = {"off": False, "on": True}
+ARMS: dict[str, dict[str, Any]] = {  # the options of each arm; "default": none changed
+    "neither": {"synthesize": {"code_names": False}, "page_score": {"definition_words": 0}},
+    "code_names": {"page_score": {"definition_words": 0}},
+    "default": {},
+}
 _RETURN = re.compile(r"^Return (?:an? |the )?\S.{8,140}?\.$")
 
 
@@ -82,9 +93,8 @@ def names(text: str, name: str) -> bool:
     return bool(re.search(rf"(?<![\w]){re.escape(last)}\s*\(", text)) or name in text
 
 
-def run(pack: Path, asked: list[dict[str, Any]], on: bool) -> list[dict[str, bool]]:
+def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, bool]]:
     rows = []
-    options = {"synthesize": {"code_names": on}}
     with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
         for q in asked:
             result = agent.query(q["question"])
@@ -92,6 +102,7 @@ def run(pack: Path, asked: list[dict[str, Any]], on: bool) -> list[dict[str, boo
                 {
                     "names_in_lead": names(asserted(result.answer), q["name"]),
                     "names_in_answer": names(result.answer, q["name"]),
+                    "defined_first": bool(result.sources) and defines(result.sources[0].text, q["name"]),
                     "defined_in_top5": any(defines(s.text, q["name"]) for s in result.sources[:5]),
                 }
             )
@@ -117,8 +128,8 @@ def main() -> int:
             continue
         asked = questions(pack, args.questions)
         report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
-        for arm, on in ARMS.items():
-            rows = run(pack, asked, on)
+        for arm, options in ARMS.items():
+            rows = run(pack, asked, options)
             half = len(rows) // 2
             report[arm] = {
                 "first_half": summarize(rows[:half]),
@@ -126,7 +137,7 @@ def main() -> int:
                 "all": summarize(rows),
             }
             for part in ("first_half", "second_half", "all"):
-                print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+                print(f"{name:24s} {arm:10s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
         result["packs"][name] = report
     result["load_average_at_end"] = load()
     args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -424,7 +424,14 @@ def test_defines_reads_definition_lines_not_prose_or_code() -> None:
 @pytest.mark.parametrize("question", ["What does functools.lru_cache do?", "what does `lru_cache()` do"])
 def test_a_named_api_brings_its_definition_first_cited_at_its_anchor(api_pack: Path, question: str) -> None:
     def ask(defined: bool) -> Any:
-        options = {"page_score": {"defined_names": defined, "min_chunks_per_page": 1.0}}  # 2 small pages
+        # 2 small pages; off, definition_words too (the definition line holds the name's words)
+        options = {
+            "page_score": {
+                "defined_names": defined,
+                "definition_words": 2 * defined,
+                "min_chunks_per_page": 1.0,
+            }
+        }
         with KnowledgeGraphAgent(api_pack, profile="auto", options=options, llm=None) as agent:
             return agent.query(question)
 
@@ -489,3 +496,21 @@ def test_a_source_showing_definitions_is_cited_at_the_one_asked(api_pack: Path) 
 
     assert cited(ask(False)) and not any(u.endswith("#functools.lru_cache") for u in cited(ask(False)))
     assert [u.rsplit("#", 1)[-1] for u in cited(ask(True))] == ["functools.lru_cache"]
+
+
+def test_a_definition_described_in_the_question_words_comes_first_in_its_page(api_pack: Path) -> None:
+    question = "How do I keep the results of the latest calls of a function?"  # names no API
+
+    def first_functools(words: int) -> Any:
+        options = {"page_score": {"definition_words": words, "min_chunks_per_page": 1.0}}
+        with KnowledgeGraphAgent(api_pack, profile="auto", options=options, llm=None) as agent:
+            result = agent.query(question)
+        return next(s for s in result.sources if "/functools.html" in s.url)
+
+    off = first_functools(0)  # the page's best chunk by the ranking: talk about lru_cache
+    assert not defines(off.text, "functools.lru_cache") and off.text.startswith("What functools.lru_cache")
+    on = first_functools(2)  # its definition: "... saves up to the maxsize most recent calls" (2 words)
+    assert defines(on.text, "functools.lru_cache") and on.url.endswith("#functools.lru_cache")
+    assert first_functools(3).text == off.text  # 3 words: not enough
+    with pytest.raises(UsageError, match="definition_words"):
+        make_options("page_score", {"definition_words": -1})

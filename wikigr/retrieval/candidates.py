@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.retrieval.api_names import same_api, shown_name
 
 if TYPE_CHECKING:
     from wikigr.retrieval.short_answer import Scored, Vocabulary
@@ -234,6 +235,7 @@ class AnswerCandidate:
     occurrences: list[Occurrence] = field(default_factory=list)
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    defined: bool = False  # a sentence opens with its definition ("os.path.isabs(path): Return ...")
 
     @property
     def best(self) -> Occurrence:
@@ -387,6 +389,21 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
 
 
+_LABEL_END = re.compile(
+    r":\s"
+)  # a definition line joined to its first sentence ("str.join(iterable): Return")
+
+
+def _defines(text: str, start: int, name: str) -> bool:
+    """Whether ``text`` opens with the definition line of ``name``, which starts at ``start``."""
+    if start != 0:
+        return False
+    name = name.removesuffix("()")
+    return any(
+        same_api(shown_name(text[: m.start()]), name) for m in _LABEL_END.finditer(text) if m.start() > 0
+    )
+
+
 _WORD_CAPITALISED = re.compile(r"[A-Z][a-z]+")  # "Return", not "NASA", "McCartney" nor code
 _OPENING = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word: quotes, bullets
 
@@ -488,6 +505,9 @@ def candidates(
             related = max(related, sum(w for t, w in relation.items() if t in window) / relation_total)
             headed = headed or bool(head & window)
         best = candidate.best.scored
+        candidate.defined = any(
+            _defines(o.scored.unit.text, o.start, candidate.text) for o in candidate.occurrences
+        )
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
@@ -519,12 +539,15 @@ def rank_candidates(
     """``found`` with their scores set, best first. The weights are fitted on multi-hop questions,
     whose answer is away from the question's words; so a candidate of the type asked for in a
     sentence that holds at least ``one_hop`` of the question (``cover``: a one-hop question,
-    answered there) comes first."""
+    answered there) comes first, and so does one the best sentence defines (documentation:
+    "os.path.isabs(path): Return True if path is an absolute pathname.")."""
     for c in found:
         c.score = sum(weights.get(f, 0.0) * c.features[f] for f in CANDIDATE_FEATURES)
 
     def answered(c: AnswerCandidate) -> bool:
-        return c.features["type"] > 0 and c.features["cover"] >= one_hop
+        return c.features["type"] > 0 and (
+            c.features["cover"] >= one_hop or (c.defined and c.features["order"] == 1.0)
+        )
 
     return sorted(found, key=lambda c: (not answered(c), -c.score, c.best.scored.source, c.best.start))
 

@@ -30,7 +30,12 @@ section "Socket Objects" (``defined_names``, both).
 
 Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
 in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
-as a candidate when it had none. Within a page, the ranking so far decides.
+as a candidate when it had none. Within a page, a chunk that shows a definition described in the
+question's words comes first — its definition line and the line after it hold at least
+``definition_words`` (2) of them, most first: "Which function returns True if path is an absolute
+pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path is an absolute
+pathname." before the page's other chunks, which hold other definitions and, to vector search,
+read much the same; then the ranking so far decides.
 
 Passage packs (an article is one or two chunks: nothing to roll up) are skipped, as are packs
 without chunk vectors; a pack without links (or a store written before link texts were kept)
@@ -70,6 +75,9 @@ VECTOR_CACHE_FORMAT = 1
 VECTOR_CACHE_KEEP = 16  # packs whose chunk vectors are kept
 MAX_VECTOR_CACHE_BYTES = 2 * 1024 * 1024 * 1024
 _SEPARATOR = "\x00"  # between ids (no chunk or article id holds it)
+
+
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+")  # where a description's summary sentence ends
 
 
 def _parts(text: str) -> set[str]:
@@ -389,8 +397,12 @@ class PageScoreOptions:
     min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
     defined_names: bool = True  # the page and chunk defining an API the question names come first;
     # a passage of definitions is cited at the one the question's words name
+    definition_words: int = 2  # within a page, a chunk showing a definition whose line and next
+    # line hold this many of the question's words, most first, comes first (0: off)
 
     def __post_init__(self) -> None:
+        if self.definition_words < 0:
+            raise ValueError("definition_words must be at least 0")
         if self.top_chunks < 1 or self.pool < 1 or self.pages < 0 or self.passages_per_page < 1:
             raise ValueError("top_chunks, pool and passages_per_page must be at least 1, pages at least 0")
         for name in ("share", "authority", "link_text", "min_chunks_per_page"):
@@ -483,12 +495,33 @@ class PageScoreStage(Stage):
                 scores[page] = max(scores.get(page, 0.0), top - n)  # the first name's page first
             if defining:
                 ranked = sorted(scores, key=lambda p: (-scores[p], p))
-        # Page by page: each page's passages in the order so far (added ones last).
+        # Page by page: each page's passages in the order so far (added ones last), a chunk that
+        # shows a definition described in the question's words (its line and the first sentence
+        # after it) before them.
+        words = {w for w in _parts(query) if len(w) >= 3} - STOP_NAMES  # "how", "does", "with"...
+        described: dict[str, int] = {}
+        if o.definition_words:
+            for candidate in by_id.values():
+                held = max(
+                    (
+                        len(words & (_parts(line) | _parts(_FIRST_SENTENCE.split(after, 1)[0])))
+                        for line, after, _ in _definition_lines(candidate.text)
+                    ),
+                    default=0,
+                )
+                if held >= o.definition_words:
+                    described[candidate.chunk_id] = held
         per_page: dict[int, list[Candidate]] = defaultdict(list)
         others: list[Candidate] = []
         order = sorted(
             by_id.values(),
-            key=lambda c: (c.chunk_id not in defining, c.chunk_id in added, -c.score, c.chunk_id),
+            key=lambda c: (
+                c.chunk_id not in defining,
+                -described.get(c.chunk_id, 0),
+                c.chunk_id in added,
+                -c.score,
+                c.chunk_id,
+            ),
         )
         for candidate in order:
             page = page_of.get(candidate.article_id)
@@ -510,7 +543,6 @@ class PageScoreStage(Stage):
         state.candidates = list(by_id.values())
         state.sort()
         if o.defined_names and index.fragments:  # a passage of definitions: cited at the one asked
-            words = {w for w in _parts(query) if len(w) >= 3} - STOP_NAMES  # "how", "does", "with"...
             for candidate in state.candidates[: 2 * state.top_k]:  # those that may be cited
                 page = page_of.get(candidate.article_id)
                 if candidate.chunk_id not in defining and page is not None:
