@@ -25,9 +25,9 @@ comes first):
   definition.
 
 ``code_names`` has no parameter; ``definition_words`` (2) was chosen on the first half of these
-questions (2 to 5 tried: 2 and 3 tied on ``packs/pydocs``, 2 was ahead by one question on the
-whole docs) and on the dev half of bench/answers.py's CoNaLa questions (2 ahead of 3 on both
-packs); both halves are printed.
+questions (0, 2, 3 and 4 tried: 2 ahead of 3 by one question or tied on each figure, 4 lower) and
+on the dev half of bench/answers.py's CoNaLa questions (2 ahead of 3 and 0 on both packs); both
+halves are printed.
 Writes bench/results/which_function.json with the load average.
 
     uv run python bench/which_function.py [--packs packs/pydocs,bench/work/pydocs-whole] [--questions 100]
