@@ -15,7 +15,7 @@ words, so retrieval usually finds the definition; what is measured is whether th
 names it. Per question, the default profile, no LLM, in three arms: ``neither`` (the
 ``synthesize`` option ``code_names`` off and ``page_score``'s ``definition_words`` 0),
 ``code_names`` (on; ``definition_words`` still 0) and ``default`` (both as shipped: within a
-page, a chunk showing a definition whose line and next line hold two of the question's words
+page, a chunk showing a definition whose line and first sentence hold two of the question's words
 comes first):
 
 - ``names_in_lead``: the answer's quoted part (before "Also possible:") names the API: its last

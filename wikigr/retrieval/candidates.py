@@ -389,9 +389,8 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
 
 
-_LABEL_END = re.compile(
-    r":\s"
-)  # a definition line joined to its first sentence ("str.join(iterable): Return")
+# Where a definition line ends that is joined to its first sentence ("str.join(iterable): Return").
+_LABEL_END = re.compile(r":\s")
 
 
 def _defines(text: str, start: int, name: str) -> bool:

@@ -31,7 +31,7 @@ section "Socket Objects" (``defined_names``, both).
 Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
 in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
 as a candidate when it had none. Within a page, a chunk that shows a definition described in the
-question's words comes first — its definition line and the line after it hold at least
+question's words comes first — its definition line and the first sentence after it hold at least
 ``definition_words`` (2) of them, most first: "Which function returns True if path is an absolute
 pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path is an absolute
 pathname." before the page's other chunks, which hold other definitions and, to vector search,
@@ -397,8 +397,8 @@ class PageScoreOptions:
     min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
     defined_names: bool = True  # the page and chunk defining an API the question names come first;
     # a passage of definitions is cited at the one the question's words name
-    definition_words: int = 2  # within a page, a chunk showing a definition whose line and next
-    # line hold this many of the question's words, most first, comes first (0: off)
+    definition_words: int = 2  # within a page, a chunk showing a definition whose line and first
+    # sentence hold this many of the question's words, most first, comes first (0: off)
 
     def __post_init__(self) -> None:
         if self.definition_words < 0:
