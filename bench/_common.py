@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Callable
 from typing import Any
 
 from wikigr import __version__
@@ -36,3 +37,11 @@ def header(cores_key: str = "cpus", with_time: bool = False, date: bool = True) 
         found["date"] = time.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
     found["load_average_at_start"] = load()
     return found
+
+
+def halves(rows: list[Any], summarize: Callable[[list[Any]], dict[str, Any]]) -> dict[str, Any]:
+    """``summarize`` over the first half of ``rows``, the second half and all of them: a rule
+    chosen on one half is read on the other (docs/benchmarks.md: honest numbers)."""
+    half = len(rows) // 2
+    first, second = rows[:half], rows[half:]
+    return {"first_half": summarize(first), "second_half": summarize(second), "all": summarize(rows)}

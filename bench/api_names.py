@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import header, load
+from _common import halves, header, load
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
@@ -229,13 +229,7 @@ def main() -> int:
         asked = questions(pack, args.questions)
         report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
         for arm, on in ARMS.items():
-            rows = run(pack, asked, on)
-            half = len(rows) // 2
-            report[arm] = {
-                "first_half": summarize(rows[:half]),
-                "second_half": summarize(rows[half:]),
-                "all": summarize(rows),
-            }
+            report[arm] = halves(run(pack, asked, on), summarize)
             for part in ("first_half", "second_half", "all"):
                 print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
         if DOCS.is_dir():
@@ -244,13 +238,7 @@ def main() -> int:
         if DOCQA.is_file():
             report["conala"] = {}
             for arm, on in ARMS.items():
-                rows = conala(pack, on)
-                half = len(rows) // 2
-                report["conala"][arm] = {
-                    "first_half": shares(rows[:half]),
-                    "second_half": shares(rows[half:]),
-                    "all": shares(rows),
-                }
+                report["conala"][arm] = halves(conala(pack, on), shares)
                 print(f"{name:24s} conala {arm:4s} {json.dumps(report['conala'][arm])}", flush=True)
         result["packs"][name] = report
     result["load_average_at_end"] = load()

@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from _common import header, load
+from _common import halves, header, load
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.sentences import split_sentences
@@ -129,13 +129,7 @@ def main() -> int:
         asked = questions(pack, args.questions)
         report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
         for arm, options in ARMS.items():
-            rows = run(pack, asked, options)
-            half = len(rows) // 2
-            report[arm] = {
-                "first_half": summarize(rows[:half]),
-                "second_half": summarize(rows[half:]),
-                "all": summarize(rows),
-            }
+            report[arm] = halves(run(pack, asked, options), summarize)
             for part in ("first_half", "second_half", "all"):
                 print(f"{name:24s} {arm:10s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
         result["packs"][name] = report

@@ -23,6 +23,7 @@ from wikigr.retrieval.candidates import (
     NUMBER,
     PERSON,
     PLACE,
+    AnswerCandidate,
     answer_kind,
     codes_in,
     comparison,
@@ -157,6 +158,16 @@ def sentences_of(answer: str) -> list[tuple[str, int]]:
 
 def flat(text: str) -> str:
     return " ".join(text.split())
+
+
+def candidates_of(agent: KnowledgeGraphAgent, question: str) -> list[AnswerCandidate]:
+    """The answer candidates of ``question``, best first, from the agent's retrieval."""
+    state = QueryState(question=question, ctx=agent.context, top_k=5)
+    *retrieval, synthesize = agent.stages
+    run_stages(retrieval, state)
+    options = AnswerOptions()
+    scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
+    return answer_candidates(question, scored, options)
 
 
 # -- sentences ---------------------------------------------------------------------------------
@@ -429,12 +440,7 @@ def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> No
     question = "When was the Northern Limnology Association founded?"
     listing = {"synthesize": {"max_candidates": 1, "listed": 6, "candidate_margin": 100.0}}
     with KnowledgeGraphAgent(hops_pack, llm=None, options=listing) as agent:
-        state = QueryState(question=question, ctx=agent.context, top_k=5)
-        *retrieval, synthesize = agent.stages
-        run_stages(retrieval, state)
-        options = AnswerOptions()
-        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
-        found = answer_candidates(question, scored, options)
+        found = candidates_of(agent, question)
         answer = agent.query(question).answer
     assert any(not c.features["type"] for c in found[1:7])  # names were candidates too...
     _, also = answer.split(f" {ALSO} ")
@@ -445,12 +451,7 @@ def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> No
 def test_a_word_capitalised_only_as_its_sentences_first_is_no_candidate(docs_pack: Path) -> None:
     question = "Which classes read and write data in dictionary form?"
     with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
-        state = QueryState(question=question, ctx=agent.context, top_k=5)
-        *retrieval, synthesize = agent.stages
-        run_stages(retrieval, state)
-        options = AnswerOptions()
-        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
-        found = {c.text for c in answer_candidates(question, scored, options)}
+        found = {c.text for c in candidates_of(agent, question)}
     # "Programmers can also ...", "Each row ...": capitalised as the sentence's first word only
     assert {"DictReader", "DictWriter"} <= found and not found & {"Programmers", "Each", "Sockets", "They"}, (
         found
@@ -496,12 +497,7 @@ def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(
     build_pack("currencies", [], out=pack, corpus=corpus)
     question = "What currency predated the euro in the country Signmark is from?"
     with KnowledgeGraphAgent(pack, llm=None) as agent:
-        state = QueryState(question=question, ctx=agent.context, top_k=5)
-        *retrieval, synthesize = agent.stages
-        run_stages(retrieval, state)
-        options = AnswerOptions()
-        scored = score_sentences(state, synthesize.passages(state), options)  # type: ignore[attr-defined]
-        found = answer_candidates(question, scored, options)
+        found = candidates_of(agent, question)
         result = agent.query(question)
     markka = next(c for c in found if c.text == "Finnish markka")
     assert markka.features["subject"] == 1.0
