@@ -44,7 +44,7 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, Mention, keyword_entities, normalize, title_name
 from wikigr.retrieval.api_names import same_api, shown_name
 
 if TYPE_CHECKING:
@@ -283,20 +283,22 @@ def spans(text: str, title: str = "", code: bool = False) -> list[tuple[str, str
 
 
 @functools.lru_cache(maxsize=4096)
+def _mentions(text: str) -> tuple[Mention, ...]:
+    """The mentions of a sentence, remembered for the sentences of recent answers (the signals
+    of a sentence and its candidates ask for its names and its code identifiers)."""
+    return tuple(keyword_entities("", text))
+
+
 def names_in(text: str) -> tuple[tuple[str, str], ...]:
-    """The names of a sentence (not code, not noun phrases): (as written, key), remembered for
-    the sentences of recent answers (the signals of a sentence and its candidates ask twice)."""
-    return tuple((m.name, m.key) for m in keyword_entities("", text) if m.type not in (CODE, CONCEPT))
+    """The names of a sentence (not code, not noun phrases): (as written, key)."""
+    return tuple((m.name, m.key) for m in _mentions(text) if m.type not in (CODE, CONCEPT))
 
 
-@functools.lru_cache(maxsize=4096)
 def codes_in(text: str) -> tuple[str, ...]:
     """The code identifiers of a sentence, as written (without a call's "()"); not an
     abbreviation such as "e.g" or "U.S" (dotted single letters)."""
     return tuple(
-        m.name
-        for m in keyword_entities("", text)
-        if m.type == CODE and any(len(part) > 1 for part in m.name.split("."))
+        m.name for m in _mentions(text) if m.type == CODE and any(len(part) > 1 for part in m.name.split("."))
     )
 
 
