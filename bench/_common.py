@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from wikigr import __version__
@@ -45,3 +47,14 @@ def halves(rows: list[Any], summarize: Callable[[list[Any]], dict[str, Any]]) ->
     half = len(rows) // 2
     first, second = rows[:half], rows[half:]
     return {"first_half": summarize(first), "second_half": summarize(second), "all": summarize(rows)}
+
+
+def packs_at(root: Path, names: str) -> Iterator[tuple[str, Path]]:
+    """(name, folder) of each comma-separated pack ``names`` under ``root`` that holds a pack;
+    the others are said skipped on stderr."""
+    for name in names.split(","):
+        pack = root / name
+        if (pack / "manifest.json").is_file():
+            yield name, pack
+        else:
+            print(f"skipped {name}: no pack there", file=sys.stderr)

@@ -42,12 +42,11 @@ import json
 import random
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import halves, header, load
+from _common import halves, header, load, packs_at
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
@@ -221,11 +220,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "api_names.json")
     args = parser.parse_args()
     result: dict[str, Any] = {**header(), "packs": {}}
-    for name in args.packs.split(","):
-        pack = ROOT / name
-        if not (pack / "manifest.json").is_file():
-            print(f"skipped {name}: no pack there", file=sys.stderr)
-            continue
+    for name, pack in packs_at(ROOT, args.packs):
         asked = questions(pack, args.questions)
         report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
         for arm, on in ARMS.items():

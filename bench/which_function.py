@@ -39,11 +39,10 @@ import argparse
 import json
 import random
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
-from _common import halves, header, load
+from _common import halves, header, load, packs_at
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.sentences import split_sentences
@@ -121,11 +120,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "which_function.json")
     args = parser.parse_args()
     result: dict[str, Any] = {**header(), "packs": {}}
-    for name in args.packs.split(","):
-        pack = ROOT / name
-        if not (pack / "manifest.json").is_file():
-            print(f"skipped {name}: no pack there", file=sys.stderr)
-            continue
+    for name, pack in packs_at(ROOT, args.packs):
         asked = questions(pack, args.questions)
         report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
         for arm, options in ARMS.items():
