@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import halves, header, load, packs_at
+from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.sentences import split_sentences
@@ -86,12 +87,6 @@ def questions(pack: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
     return [found[name] for name in chosen[:count]]
 
 
-def names(text: str, name: str) -> bool:
-    """Whether ``text`` names the API ``name``: its last part called, or its whole dotted name."""
-    last = name.rsplit(".", 1)[-1]
-    return bool(re.search(rf"(?<![\w]){re.escape(last)}\s*\(", text)) or name in text
-
-
 def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, bool]]:
     rows = []
     with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
@@ -99,8 +94,8 @@ def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> lis
             result = agent.query(q["question"])
             rows.append(
                 {
-                    "names_in_lead": names(asserted(result.answer), q["name"]),
-                    "names_in_answer": names(result.answer, q["name"]),
+                    "names_in_lead": names_function(asserted(result.answer), [q["name"]]),
+                    "names_in_answer": names_function(result.answer, [q["name"]]),
                     "defined_first": bool(result.sources) and defines(result.sources[0].text, q["name"]),
                     "defined_in_top5": any(defines(s.text, q["name"]) for s in result.sources[:5]),
                 }

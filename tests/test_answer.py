@@ -210,6 +210,7 @@ def test_units_of_documentation() -> None:
         (CODE, ">>> x = 1"),
     ]
     assert units[0].fragment and not units[1].fragment  # the chunk starts mid-sentence
+    assert [u.label for u in units[:3]] == ["", "socket.settimeout(value)", ""]  # what it was shown after
     assert [u.index for u in units] == list(range(len(units)))
     assert split_units("") == [] and split_units("\n\n  \n") == []
 

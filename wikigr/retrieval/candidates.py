@@ -48,6 +48,7 @@ from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, Mention, keyword_ent
 from wikigr.retrieval.api_names import same_api, shown_name
 
 if TYPE_CHECKING:
+    from wikigr.retrieval.sentences import Unit
     from wikigr.retrieval.short_answer import Scored, Vocabulary
 
 CANDIDATE_FEATURES = (
@@ -391,18 +392,10 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
 
 
-# Where a definition line ends that is joined to its first sentence ("str.join(iterable): Return").
-_LABEL_END = re.compile(r":\s")
-
-
-def _defines(text: str, start: int, name: str) -> bool:
-    """Whether ``text`` opens with the definition line of ``name``, which starts at ``start``."""
-    if start != 0:
-        return False
-    name = name.removesuffix("()")
-    return any(
-        same_api(shown_name(text[: m.start()]), name) for m in _LABEL_END.finditer(text) if m.start() > 0
-    )
+def _defines(unit: Unit, start: int, name: str) -> bool:
+    """Whether ``unit`` is the sentence after the definition line of ``name``, which opens it
+    ("os.path.isabs(path): Return ...")."""
+    return bool(unit.label) and start == 0 and same_api(shown_name(unit.label), name.removesuffix("()"))
 
 
 _WORD_CAPITALISED = re.compile(r"[A-Z][a-z]+")  # "Return", not "NASA", "McCartney" nor code
@@ -507,7 +500,7 @@ def candidates(
             headed = headed or bool(head & window)
         best = candidate.best.scored
         candidate.defined = any(
-            _defines(o.scored.unit.text, o.start, candidate.text) for o in candidate.occurrences
+            _defines(o.scored.unit, o.start, candidate.text) for o in candidate.occurrences
         )
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)

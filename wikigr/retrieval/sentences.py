@@ -48,6 +48,7 @@ class Unit:
     kind: str  # TEXT, ITEM, LABEL or CODE
     index: int  # its position in the passage (0 = first)
     fragment: bool = False  # starts in the middle of a sentence
+    label: str = ""  # the signature line shown before it ("str.join(iterable)"), if any
 
     @property
     def words(self) -> int:
@@ -174,11 +175,11 @@ def split_units(text: str) -> list[Unit]:
         if kind == LABEL and _code_like(piece):
             label = piece  # the nearest signature before a sentence describes it
             continue
-        shown = piece
+        shown, attached = piece, ""
         if label is not None and kind in (TEXT, ITEM):
-            shown = f"{label}: {piece}"
+            shown, attached = f"{label}: {piece}", label
         label = None
-        units.append(Unit(shown, kind, len(units)))
+        units.append(Unit(shown, kind, len(units), label=attached))
     if units and units[0].kind in (TEXT, ITEM):
         first = units[0].text
         units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")

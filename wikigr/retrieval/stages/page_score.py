@@ -44,6 +44,7 @@ runs without authority or link texts, and the trace says so.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -153,9 +154,11 @@ def defines(text: str, fragment: str) -> bool:
     return _shown(text, fragment) > 0
 
 
-def _definition_lines(text: str) -> list[tuple[str, str, str]]:
+@functools.lru_cache(maxsize=1024)
+def _definition_lines(text: str) -> tuple[tuple[str, str, str], ...]:
     """The lines of ``text`` that show a definition: (the line, the line after it, the name it
-    shows), in order; code blocks are not looked at (``@lru_cache`` there decorates an example)."""
+    shows), in order; code blocks are not looked at (``@lru_cache`` there decorates an example).
+    Remembered for recent texts: a candidate's is read for its place in its page and its anchor."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     found = []
     code = False
@@ -166,7 +169,12 @@ def _definition_lines(text: str) -> list[tuple[str, str, str]]:
         shown = "" if code else shown_name(line)
         if shown:
             found.append((line, lines[n + 1] if n + 1 < len(lines) else "", shown))
-    return found
+    return tuple(found)
+
+
+def _held(words: set[str], line: str, description: str) -> int:
+    """How many of the question's ``words`` a definition's line and its ``description`` hold."""
+    return len(words & (_parts(line) | _parts(description)))
 
 
 def _shown(text: str, fragment: str) -> int:
@@ -332,7 +340,7 @@ class PageIndex:
         anchor (the next best is not what was asked)."""
         best, most = "", 1
         for line, following, anchor, _known in self.definitions_in(text, page):
-            held = len(words & (_parts(line) | _parts(following)))
+            held = _held(words, line, following)
             if held > most:
                 best, most = anchor, held
         return best
@@ -504,7 +512,7 @@ class PageScoreStage(Stage):
             for candidate in by_id.values():
                 held = max(
                     (
-                        len(words & (_parts(line) | _parts(_FIRST_SENTENCE.split(after, 1)[0])))
+                        _held(words, line, _FIRST_SENTENCE.split(after, 1)[0])
                         for line, after, _ in _definition_lines(candidate.text)
                     ),
                     default=0,
