@@ -461,6 +461,31 @@ def test_a_word_capitalised_only_as_its_sentences_first_is_no_candidate(docs_pac
     assert "CSV" in found
 
 
+def test_a_name_is_never_part_of_a_word_nor_opens_with_a_common_word() -> None:
+    found = [span for span, *_ in spans("Similar to assertWarns() but tests a regex.", code=True)]
+    assert "Warns" not in found and "assertWarns()" in found, found
+    # "Return" is written in lower case elsewhere: a verb that opens the sentence, not a name's first word
+    found = [span for span, *_ in spans("Return True if Control-C is pressed.", common={"return"})]
+    assert "True" in found and "Return True" not in found, found
+    text = "Return True if Control-C is pressed."
+    true = [(text[a:b], a) for span, _, a, b in spans(text, common={"return"}) if span == "True"]
+    assert true == [("True", 7)]
+
+
+def test_a_question_asking_for_code_is_answered_with_code_names_only(docs_pack: Path) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        question = "Which exception is raised once the timeout period has elapsed?"
+        found = [c.text for c in candidates_of(agent, question)]
+        answer = agent.query("Which function sets the default timeout for new socket objects?").answer
+    names = [c for c in found if not re.fullmatch(r"[\d.]+|ten minutes", c)]
+    assert names[0] == "TimeoutError", found  # the one name of an exception
+    # no words for "which exception" or "which function": "None", "False", "Berkeley" are no code
+    assert not {"None", "True", "False", "Berkeley", "Sockets"} & set(found), found
+    listed = answer.split(ALSO, 1)[1]
+    assert "socket.settimeout" in listed, answer
+    assert not re.search(r"TimeoutError|Berkeley|False|LZMA", listed), answer
+
+
 @pytest.mark.parametrize(
     ("question", "function"),
     [

@@ -244,11 +244,16 @@ class AnswerCandidate:
         return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
 
 
-def spans(text: str, title: str = "", code: bool = False) -> list[tuple[str, str, int, int]]:
+def spans(
+    text: str, title: str = "", code: bool = False, common: Container[str] = ()
+) -> list[tuple[str, str, int, int]]:
     """The spans of ``text`` that may answer a question: (span, type, start, end); ``title``, the
     subject of its passage, is one where the text names it ("The Finnish markka was the currency
     of Finland": a name that is not all capitalised); with ``code``, its code identifiers too
-    (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function")."""
+    (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function"). A
+    name is never part of a word ("Warns" in "assertWarns"), and a name that opens the sentence
+    loses its first word if that word is ``common`` (written in lower case elsewhere: "Return
+    True" is "True", "Press Control-C" is "Control-C")."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -268,9 +273,14 @@ def spans(text: str, title: str = "", code: bool = False) -> list[tuple[str, str
             if not any(a < match.end() and match.start() < b for a, b in dates):
                 found.append((match.group(0), NAME, match.start(), match.end()))
     for name, _ in names_in(text):
-        start = text.find(name)
-        if start >= 0:
-            found.append((name, NAME, start, start + len(name)))
+        at = re.search(rf"(?<!\w){re.escape(name)}", text)
+        if at is None:
+            continue
+        start = at.start()
+        first, _, rest = name.partition(" ")
+        if rest and first.casefold() in common and _OPENING.search(text[:start]):
+            name, start = rest, start + len(first) + 1
+        found.append((name, NAME, start, start + len(name)))
     for name in codes_in(text) if code else ():
         start = text.find(name)
         if start >= 0:
@@ -314,8 +324,17 @@ _PLACE_BEFORE = re.compile(r"\b(in|at|from|near|of|to)\s*$", re.I)
 _YEAR = re.compile(r"\b\d{3,4}\b")
 
 
-def _fits(candidate: AnswerCandidate, asked: str) -> bool:
-    """Whether ``candidate`` has the form of what is asked (see the module's docstring)."""
+_EXCEPTION = re.compile(r"\w*(?:Error|Exception|Warning|Interrupt|Exit|Iteration)")
+_CALLABLE = re.compile(r"(?:\w+\.)*[a-z_]\w*(?:\(\))?")
+
+
+def _fits(candidate: AnswerCandidate, asked: str, head: Container[str] = ()) -> bool:
+    """Whether ``candidate`` has the form of what is asked (see the module's docstring); for
+    "which exception" an exception's name, for "which function" or "method" a callable's."""
+    if "exception" in head or "error" in head:
+        return _EXCEPTION.fullmatch(candidate.text.rsplit(".", 1)[-1]) is not None
+    if "function" in head or "method" in head:
+        return _CALLABLE.fullmatch(candidate.text) is not None
     if asked == PERSON:
         words = candidate.text.split()
         return candidate.type == NAME and len(words) >= 2 and words[-1].casefold() not in _NOT_PEOPLE
@@ -340,6 +359,20 @@ _ARTICLES = frozenset("the a an his her its their".split())  # noqa: SIM905
 _WH_SLOT = re.compile(r"\b(?:what|which|whose|who|whom|where)\b", re.I)
 _WORD = re.compile(r"[\w'’-]+")
 _LOWER_WORD = re.compile(r"\b[a-z][\w-]+")
+_CODE_HEADS = frozenset(  # what "which ...?" asks for when it asks for a code identifier
+    """function functions method methods module modules class classes exception exceptions error
+    errors attribute attributes decorator decorators constant constants keyword argument
+    parameter""".split()  # noqa: SIM905
+)
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*(?:\(\))?")
+
+
+def _identifier(span: str) -> bool:
+    """Whether ``span`` is written as code: snake_case, dotted, called, all lower case, or with
+    a capital inside ("KeyError", "OSError"); not a word such as "None" or "Delete"."""
+    return bool(_IDENTIFIER.fullmatch(span)) and (
+        span.islower() or any(c in span for c in "_.(") or bool(re.search(r"[a-z][A-Z]|[A-Z]{2}", span))
+    )
 
 
 def _stem(word: str) -> str:
@@ -436,16 +469,18 @@ def candidates(
     head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
     relation_total = sum(relation.values()) or 1.0
     slot = slot_words(question)
-    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - {
-        w.casefold() for w in _WORD.findall(head_match.group(1) if head_match else "")
-    }
+    head_words = {w.casefold() for w in _WORD.findall(head_match.group(1) if head_match else "")}
+    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - head_words
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
+    common = {w for s in scored for w in _LOWER_WORD.findall(s.unit.text)}
+    code = code and asked == NAME
+    code_only = code and bool(head_words & _CODE_HEADS)  # "which exception ...": identifiers only
     for s in scored:
-        for span, kind, start, end in spans(
-            s.unit.text, titles.get(s.source, ""), code=code and asked == NAME
-        ):
+        for span, kind, start, end in spans(s.unit.text, titles.get(s.source, ""), code, common):
+            if code_only and kind == NAME and not _identifier(span):
+                continue
             key = keys.get(span)
             if key is None:
                 key = keys[span] = normalize(span)
@@ -516,7 +551,7 @@ def candidates(
             "bridge": float(len(named_by[candidate.key]) > 1),
             "lead": float(any(o.scored.unit.index == 0 for o in candidate.occurrences)),
             "words": min(1.0, len(candidate.key.split()) / 4),
-            "fits": float(_fits(candidate, asked)),
+            "fits": float(_fits(candidate, asked, head_words if code_only else ())),
             "order": 1.0 / order[id(best)],
             "relation": related,
             "cover": max(o.scored.features["joint"] for o in candidate.occurrences),

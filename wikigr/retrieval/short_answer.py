@@ -543,11 +543,12 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
     parts: list[str] = []
     listed: list[str] = []
     shown = ""
+    keys: list[str] = []  # the candidates named so far ("re.search": not "search()" again)
     used = 0  # the answer's words so far
     for c in found[: options.max_candidates + options.listed]:
         if parts and c.score < found[0].score - options.candidate_margin:
             break
-        if f" {c.key} " in shown:  # already quoted with another
+        if f" {c.key} " in shown or any(same_api(c.key, k) for k in keys):  # already quoted or listed
             continue
         left = room - used
         o = c.best
@@ -567,6 +568,7 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
             listed.append(f"{text} [{o.scored.source}]")
         used = len(" ".join(parts + listed).split()) + (len(ALSO.split()) if listed else 0)
         shown += f" {normalize(text)} "
+        keys.append(c.key)
         if used >= room:
             break
     if listed:
