@@ -15,22 +15,27 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
-Two arms: the default short answer, and the same without its cap of 10% of the passages' length
-(`no_share_cap`: up to 60 words), which shows what the cap costs.
+Three arms: the default short answer; the same without its cap of 10% of the passages' length
+(`no_share_cap`: up to 60 words), which shows what the cap costs; and the open questions' sentences
+ranked with the factoid questions' weights and the selection options of before (`one_weighting`),
+which shows what their own weights (`open_weights`) bring.
 
 HotpotQA's yes/no questions are left out (a sentence of a passage never says "yes"). On the Python
 docs questions of bench/docqa.py (CoNaLa, gold: a function's anchor such as
 library/stdtypes.html#str.join) over bench/work/pydocs-whole and packs/pydocs: the share whose short
 answer names the gold function (``join(`` or ``str.join``), whose short answer cites a source on
 the gold page, either (``in_answer``), and the share whose top 5 passages name the function or
-come from the gold page (``in_passages``).
+come from the gold page (``in_passages``); and ``on_topic``: the share of the quoted sentences that
+name the function or come from the gold page (a sentence from elsewhere may still help, so this
+counts against the answer's filler, roughly).
 
 The weights are chosen on the first half of each set (MuSiQue and HotpotQA 1-50, docs 1-66: `dev`)
-with --tune — a listwise model fitted to rank first the sentences that hold the gold, another (on
+with --tune — a listwise model fitted to rank first the sentences that hold the gold (one for the
+factoid questions, one for the open ones: the docs questions, "how do I ..."), another (on
 MuSiQue and HotpotQA) to rank first the answer candidates that hold it, then a coordinate search of
 the options (min_relative, same_source, follow; window_words, next_window_words, max_candidates,
-listed, candidate_margin, one_hop; with --keep-sentence-weights only the candidates' weights are
-fitted) for
+listed, candidate_margin, one_hop; --fit candidates fits only the candidates' weights, --fit open
+only the sentence weights of open questions: the docs questions) for
 the share of answers holding the gold (on the docs: naming the function, since
 citing the gold page would reward quoting many pages), an answer over 10% of the passages' length
 penalised — and reported on the second half (`test`); both halves and all are printed. The report
@@ -38,7 +43,7 @@ itself runs the real path: KnowledgeGraphAgent(pack, llm=None).query(question).a
 bench/results/answers.json (the tuning to answers_tuning.json) with the load average.
 
     uv run python bench/answers.py [--work bench/work] [--datasets musique,hotpotqa,docs,pydocs]
-    uv run python bench/answers.py --tune
+    uv run python bench/answers.py --tune [--fit all|candidates|open]
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.eval.metrics import normalize_answer
 from wikigr.retrieval import short_answer as sa
-from wikigr.retrieval.candidates import CANDIDATE_FEATURES
+from wikigr.retrieval.candidates import CANDIDATE_FEATURES, answer_kind
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.sentences import strip_citations
 from wikigr.retrieval.stage import QueryState
@@ -71,11 +76,15 @@ SHARED = ROOT.parent / "shared" / "data"
 DOCQA = SHARED / "docqa" / "conala_dev_python311doc.json"
 PUBLIC = "https://docs.python.org/3.11/"
 TOP = 5
-# The default short answer, and the same without its cap of 10% of the passages' length (60 words).
+# The default short answer; the same without its cap of 10% of the passages' length (60 words);
+# and with open questions ("how do I ...") ranked as factoid ones, as before they had their own
+# weights (with the selection options of then: same_source 2, follow 2).
 ARMS: list[tuple[str, dict[str, Any] | None]] = [
     ("default", None),
     ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
+    ("one_weighting", {"synthesize": {"open_weights": sa.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
 ]
+_CITED = re.compile(r"(.+?)\s\[(\d+)\][.!?…]*")  # a quoted sentence and its citation
 
 
 def load_multihop(name: str) -> list[dict[str, Any]]:
@@ -157,6 +166,13 @@ def report_rows(
                 row["in_answer"] = row["names_function"] or row["cites_page"]
                 top_pages = {page(s.url) for s in result.sources[:TOP]}
                 row["in_passages"] = names_function(passages, q["functions"]) or bool(top_pages & q["pages"])
+                quoted = [(m.group(1), int(m.group(2))) for m in _CITED.finditer(result.answer)]
+                row["sentences"] = len(quoted)
+                row["on_topic"] = sum(
+                    names_function(text, q["functions"])
+                    or (0 < n <= len(result.sources) and page(result.sources[n - 1].url) in q["pages"])
+                    for text, n in quoted
+                )
             else:
                 row["in_answer"] = contains(answer, q["truths"])
                 row["in_lead"] = contains(sa.asserted(answer), q["truths"])
@@ -191,6 +207,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     if "names_function" in rows[0]:
         out["names_function_%"] = round(100 * sum(r["names_function"] for r in rows) / n, 1)
         out["cites_page_%"] = round(100 * sum(r["cites_page"] for r in rows) / n, 1)
+        quoted = sum(r["sentences"] for r in rows)
+        out["on_topic_%"] = round(100 * sum(r["on_topic"] for r in rows) / max(1, quoted), 1)
     return out
 
 
@@ -250,7 +268,8 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str) -> list[Prep
 
 
 def answer_with(p: Prepared, options: sa.AnswerOptions) -> str:
-    return sa.answer_from(p.question, sa.rank(p.features, options.weights), options, p.passage_words)
+    ranked = sa.rank(p.features, options.weights_for(p.question))
+    return sa.answer_from(p.question, ranked, options, p.passage_words)
 
 
 def objective(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> tuple[float, dict[str, Any]]:
@@ -308,8 +327,9 @@ def listwise(groups: list[tuple[list[list[float]], list[bool]]], l2: float = 0.0
     return w / scale
 
 
-def fit_weights(sets: dict[str, list[Prepared]]) -> dict[str, float]:
-    """The sentence weights: a listwise model ranking first the sentences that hold the gold."""
+def fit_weights(sets: dict[str, list[Prepared]], open_questions: bool = False) -> dict[str, float]:
+    """The sentence weights: a listwise model ranking first the sentences that hold the gold, over
+    the factoid questions (``weights``) or the open ones (``open_weights``: the docs questions)."""
     groups = [
         (
             [[s.features[f] for f in sa.FEATURES] for s in p.features],
@@ -317,6 +337,7 @@ def fit_weights(sets: dict[str, list[Prepared]]) -> dict[str, float]:
         )
         for prepared in sets.values()
         for p in prepared
+        if (answer_kind(p.question) is None) == open_questions
     ]
     return {f: round(float(v), 3) for f, v in zip(sa.FEATURES, listwise(groups), strict=True)}
 
@@ -351,20 +372,39 @@ GRID = {  # ... then searched in turn
 }
 
 
-def tune(sets: dict[str, list[Prepared]], fit_sentences: bool = True) -> dict[str, Any]:
-    """The sentence weights of :func:`fit_weights` (unless not ``fit_sentences``: the current
-    ones), the candidate weights of :func:`fit_candidate_weights` (on the multi-hop sets: the docs
-    questions are no factoid ones), then the best combination of the SELECTION options on the dev
-    half, then that of the SHAPE options, then a coordinate search of the GRID options (each in
-    turn takes its best value, twice over)."""
-    options = sa.AnswerOptions(weights=fit_weights(sets)) if fit_sentences else sa.AnswerOptions()
+FITS = {  # what --fit fits before the options are searched
+    "all": ("weights", "open_weights", "candidate_weights"),
+    "candidates": ("candidate_weights",),
+    "open": ("open_weights",),
+}
+
+
+def tune(sets: dict[str, list[Prepared]], fit: str = "all") -> dict[str, Any]:
+    """The weights ``fit`` names (the others stay as they are): the sentence weights of
+    :func:`fit_weights` for factoid questions and for open ones, the candidate weights of
+    :func:`fit_candidate_weights` (on the multi-hop sets: the docs questions are no factoid ones);
+    then the best combination of the SELECTION options on the dev half, then that of the SHAPE
+    options, then a coordinate search of the GRID options (each in turn takes its best value,
+    twice over)."""
+    options = sa.AnswerOptions()
+    if "weights" in FITS[fit]:
+        options = dataclasses.replace(options, weights=fit_weights(sets))
+    if "open_weights" in FITS[fit]:
+        options = dataclasses.replace(options, open_weights=fit_weights(sets, open_questions=True))
     factoid = {name: prepared for name, prepared in sets.items() if name in ("musique", "hotpotqa")}
-    if factoid:
+    if factoid and "candidate_weights" in FITS[fit]:
         options = dataclasses.replace(options, candidate_weights=fit_candidate_weights(factoid, options))
     best, detail = objective(sets, options)
     steps = [{"options": "fitted weights", "objective": round(best, 4), **detail}]
     print(
-        json.dumps({"weights": options.weights, "candidate_weights": options.candidate_weights, **steps[0]}),
+        json.dumps(
+            {
+                "weights": options.weights,
+                "open_weights": options.open_weights,
+                "candidate_weights": options.candidate_weights,
+                **steps[0],
+            }
+        ),
         flush=True,
     )
     trials = [
@@ -385,8 +425,9 @@ def tune(sets: dict[str, list[Prepared]], fit_sentences: bool = True) -> dict[st
             print(json.dumps(steps[-1]), flush=True)
     return {
         "weights": options.weights,
+        "open_weights": options.open_weights,
         "candidate_weights": options.candidate_weights,
-        "fitted": "sentence and candidate weights" if fit_sentences else "candidate weights",
+        "fitted": ", ".join(FITS[fit]),
         **{name: getattr(options, name) for name in [*SELECTION, *SHAPE, *GRID]},
         "objective": round(best, 4),
         "dev": detail,
@@ -402,9 +443,10 @@ def main() -> int:
     parser.add_argument("--datasets", default="musique,hotpotqa,docs,pydocs")
     parser.add_argument("--tune", action="store_true", help="choose the weights on the dev halves")
     parser.add_argument(
-        "--keep-sentence-weights",
-        action="store_true",
-        help="--tune: keep the current sentence weights, fit the candidates' only",
+        "--fit",
+        choices=sorted(FITS),
+        default="all",
+        help="--tune: the weights fitted (the others are kept): all, the candidates', the open questions'",
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -445,7 +487,7 @@ def main() -> int:
         tuning = {
             "date": time.strftime("%Y-%m-%d"),
             "load_before": load_before,
-            **tune(dev, not args.keep_sentence_weights),
+            **tune(dev, args.fit),
         }
         tuning["load_after"] = [round(x, 2) for x in os.getloadavg()]
         out = args.out or ROOT / "bench" / "results" / "answers_tuning.json"
@@ -505,7 +547,11 @@ def main() -> int:
             if "names_function_%" in data[arm]["all"]:
                 for part in ("dev", "test", "all"):
                     named, cited = data[arm][part]["names_function_%"], data[arm][part]["cites_page_%"]
-                    print(f"{'':<24}{part:<6} names the function {named}%, cites the page {cited}%")
+                    on_topic = data[arm][part]["on_topic_%"]
+                    print(
+                        f"{'':<24}{part:<6} names the function {named}%, cites the page {cited}%,"
+                        f" quoted sentences on topic {on_topic}%"
+                    )
     print(f"load average {results['load_before']} -> {results['load_after']}")
     return 0
 

@@ -34,7 +34,15 @@ from wikigr.retrieval.candidates import (
 )
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.sentences import CODE, ITEM, LABEL, TEXT, split_sentences, split_units, strip_citations
-from wikigr.retrieval.short_answer import ALSO, AnswerOptions, answer_candidates, cite, clip, score_sentences
+from wikigr.retrieval.short_answer import (
+    ALSO,
+    DEFAULT_OPEN_WEIGHTS,
+    AnswerOptions,
+    answer_candidates,
+    cite,
+    clip,
+    score_sentences,
+)
 from wikigr.retrieval.stage import QueryState
 
 FILLER = (
@@ -259,6 +267,22 @@ def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
 
 
+def test_open_and_factoid_questions_rank_sentences_with_their_own_weights(docs_pack: Path) -> None:
+    factoid = "Which function sets the default timeout for new socket objects?"
+    options = AnswerOptions()
+    assert options.weights_for(TIMEOUT) is options.open_weights  # "How do I ...?"
+    assert options.weights_for(factoid) is options.weights
+    upside_down = {f: -w for f, w in DEFAULT_OPEN_WEIGHTS.items()}
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        before = agent.query(TIMEOUT).answer, agent.query(factoid).answer
+    reversed_options = {"synthesize": {"open_weights": upside_down}}
+    with KnowledgeGraphAgent(docs_pack, llm=None, options=reversed_options) as agent:
+        after = agent.query(TIMEOUT).answer, agent.query(factoid).answer
+    assert after[0] != before[0] and after[1] == before[1], (before, after)
+    with pytest.raises(UsageError, match="unknown open_weights"):
+        KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"open_weights": {"nope": 1.0}}})
+
+
 def test_an_enumeration_lists_one_item_per_source_page(docs_pack: Path) -> None:
     with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
         result = agent.query("List all the compression modules")
@@ -279,7 +303,8 @@ def test_an_enumeration_embeds_no_sentence_unless_dense_weighs(docs_pack: Path) 
     # enumeration embeds nothing but the question, and with one it embeds its best sentences.
     question = "List all the compression modules"
     embedded: dict[str, list[str]] = {}
-    for name, options in (("default", {}), ("dense", {"synthesize": {"weights": {"dense": 1.0}}})):
+    dense = {"synthesize": {"open_weights": {"dense": 1.0}}}  # a list's question is an open one
+    for name, options in (("default", {}), ("dense", dense)):
         with KnowledgeGraphAgent(docs_pack, llm=None, options=options) as agent:
             embedder = agent.context.embedder
             real = embedder.embed
@@ -560,7 +585,7 @@ class CountingEmbedder:
 
 @pytest.mark.parametrize("dense", [0.0, 1.0])
 def test_the_default_answer_embeds_no_sentence(docs_pack: Path, dense: float) -> None:
-    options = {"synthesize": {"weights": {"dense": dense}, "max_sentences": 5}}
+    options = {"synthesize": {"open_weights": {"dense": dense}, "max_sentences": 5}}  # "How do I ...?"
     with KnowledgeGraphAgent(docs_pack, llm=None, options=options) as agent:
         state = QueryState(question=TIMEOUT, ctx=agent.context, top_k=5)
         *retrieval, synthesize = agent.stages

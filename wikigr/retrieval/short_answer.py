@@ -95,6 +95,19 @@ DEFAULT_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answer
     "rank": 0.84,
     "fragment": -0.704,
 }
+DEFAULT_OPEN_WEIGHTS = {  # an open question's ("how do I ...?"): fitted on the open dev questions
+    "dense": 0.0,
+    "keyword": 0.963,
+    "joint": 3.567,
+    "context": 0.771,
+    "entity": 0.748,
+    "bridge": 2.31,
+    "atype": 0.13,
+    "novelty": -0.804,
+    "lead": 0.109,
+    "rank": 0.997,
+    "fragment": 0.201,
+}
 POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -122,11 +135,12 @@ class AnswerOptions:
     sentence_passages: int = 5  # the top passages whose sentences are considered
     max_sentences: int = 12  # sentences embedded per question, at most (the tuning may pick 8 to 16)
     min_relative: float = 0.0  # none scoring below this share of the way from the worst to the best
-    same_source: float = 2.0  # lost by a sentence of a passage already quoted
-    follow: float = 2.0  # gained by a sentence that continues those chosen (see follow())
+    same_source: float = 1.0  # lost by a sentence of a passage already quoted
+    follow: float = 0.0  # gained by a sentence that continues those chosen (see follow())
     max_share: float = 0.1  # the answer's words, at most, as a share of the passages' it draws from
     min_words: int = 25  # ... but the budget is at least this
     weights: dict[str, float] = field(default_factory=dict)  # by signal; those not set: DEFAULT_WEIGHTS
+    open_weights: dict[str, float] = field(default_factory=dict)  # an open question's: DEFAULT_OPEN_WEIGHTS
     candidates: bool = True  # a factoid question: the answer is built around its best candidates
     code_names: bool = True  # ... and "which function ...?" has code identifiers among them
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
@@ -138,15 +152,17 @@ class AnswerOptions:
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.weights) - set(FEATURES))
-        if unknown:
-            raise ValueError(f"unknown weights {unknown} (the signals: {', '.join(FEATURES)})")
+        for name, given in (("weights", self.weights), ("open_weights", self.open_weights)):
+            unknown = sorted(set(given) - set(FEATURES))
+            if unknown:
+                raise ValueError(f"unknown {name} {unknown} (the signals: {', '.join(FEATURES)})")
         unknown = sorted(set(self.candidate_weights) - set(CANDIDATE_FEATURES))
         if unknown:
             raise ValueError(
                 f"unknown candidate_weights {unknown} (the signals: {', '.join(CANDIDATE_FEATURES)})"
             )
         self.weights = {**DEFAULT_WEIGHTS, **self.weights}
+        self.open_weights = {**DEFAULT_OPEN_WEIGHTS, **self.open_weights}
         self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
         if min(self.window_words, self.next_window_words, self.max_candidates) < 1:
             raise ValueError("window_words, next_window_words and max_candidates must be at least 1")
@@ -158,6 +174,11 @@ class AnswerOptions:
             )
         if not 0.0 <= self.min_relative <= 1.0 or not 0.0 < self.max_share <= 1.0:
             raise ValueError("min_relative must be between 0 and 1, max_share above 0 and at most 1")
+
+    def weights_for(self, question: str) -> dict[str, float]:
+        """The sentence weights for ``question``: ``weights`` for a factoid question (who, when,
+        how many, which X...), ``open_weights`` for any other (how to, what X does, why)."""
+        return self.weights if answer_kind(question) is not None else self.open_weights
 
 
 @dataclass
@@ -396,10 +417,11 @@ def score_sentences(state: QueryState, passages: list[Candidate], options: Answe
     """The sentences of the top passages an answer may quote, scored (see the module's docstring),
     best first."""
     scored = sentence_features(state, passages, options)
-    if options.weights["dense"]:
-        scored = preselect(scored, options.weights, options.max_sentences)
+    weights = options.weights_for(state.question)
+    if weights["dense"]:
+        scored = preselect(scored, weights, options.max_sentences)
         add_dense(state, scored)
-    return rank(scored, options.weights)
+    return rank(scored, weights)
 
 
 def clip(text: str, words: int) -> str:
@@ -669,14 +691,15 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     by_source: dict[int, list[Scored]] = {}
     for scored in sentence_features(state, passages, wide):
         by_source.setdefault(scored.source, []).append(scored)
-    if options.weights["dense"]:  # the few worth embedding, from each source
+    weights = options.weights_for(state.question)
+    if weights["dense"]:  # the few worth embedding, from each source
         each = max(2, options.max_sentences // max(1, len(by_source)))
-        kept = [s for group in by_source.values() for s in preselect(group, options.weights, each)]
+        kept = [s for group in by_source.values() for s in preselect(group, weights, each)]
         add_dense(state, kept)
     else:  # nothing to embed (the default): every sentence competes
         kept = [s for group in by_source.values() for s in group]
     best: dict[int, Scored] = {}
-    for scored in rank(kept, options.weights):
+    for scored in rank(kept, weights):
         best.setdefault(scored.source, scored)
     items: list[str] = []
     seen: set[str] = set()
