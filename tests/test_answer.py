@@ -38,7 +38,9 @@ from wikigr.retrieval.short_answer import (
     ALSO,
     DEFAULT_OPEN_WEIGHTS,
     AnswerOptions,
+    Scored,
     answer_candidates,
+    answer_from,
     cite,
     clip,
     score_sentences,
@@ -265,6 +267,17 @@ def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"answer_words": 0}})
     with pytest.raises(UsageError, match="unknown weights"):
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
+
+
+def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
+    units = split_units("or the socket's handle. Set a timeout on blocking socket operations.")
+    assert [u.fragment for u in units] == [True, False]
+    scored = [
+        Scored(u, 1 + u.index, {}, None, score=2.0 - u.index, words=frozenset(u.text.split()))  # type: ignore[arg-type]
+        for u in units
+    ]
+    answer = answer_from("How do I set a timeout?", scored, AnswerOptions(), 0)
+    assert answer == "… or the socket's handle [1]. Set a timeout on blocking socket operations [2].", answer
 
 
 def test_open_and_factoid_questions_rank_sentences_with_their_own_weights(docs_pack: Path) -> None:

@@ -579,7 +579,7 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
                 break
             width = options.next_window_words if parts else options.window_words
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
-            parts.append(cite(text, o.scored.source))
+            parts.append(cite(as_quoted(o.scored, text), o.scored.source))
         else:
             if not c.features.get("type"):  # named only if it is the kind of thing asked for
                 continue
@@ -630,6 +630,7 @@ def compare(things: tuple[str, str], scored: list[Scored], options: AnswerOption
         at = next((m for m in re.finditer(r"\S+", text) if relation.keys() & set(tokens(m.group()))), None)
         # the part of a long sentence around what is asked ("founded in 1930")
         text = window(text, at.start(), at.end(), each) if at else clip(text, each)
+        text = as_quoted(best, text)
         if not words <= set(normalize(text).split()):
             text = f"{name}: {text}"
         parts.append(cite(text, best.source))
@@ -663,7 +664,13 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     if found:
         return compose(found, options, passage_words)
     chosen = select(definition_first(question, scored), options, passage_words)
-    return " ".join(cite(clip(s.unit.text, options.answer_words), s.source) for s in chosen)
+    return " ".join(cite(as_quoted(s, clip(s.unit.text, options.answer_words)), s.source) for s in chosen)
+
+
+def as_quoted(s: Scored, text: str) -> str:
+    """``text`` (of ``s``) as quoted: marked "… " where the passage's start cuts its sentence
+    ("… or socket's handle."), which the reader would otherwise take for a whole one."""
+    return f"… {text}" if s.unit.fragment and not text.startswith("…") else text
 
 
 def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> str:
@@ -708,6 +715,9 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
             continue
         seen.add(c.article_id)
         top = best.get(n)
-        text = top.unit.text if top is not None else " ".join(c.text.split())
-        items.append(f"- {where(c)} [{n}]: {clip(text, options.item_words)}")
+        if top is not None:
+            text = as_quoted(top, clip(top.unit.text, options.item_words))
+        else:
+            text = clip(" ".join(c.text.split()), options.item_words)
+        items.append(f"- {where(c)} [{n}]: {text}")
     return "\n".join(items)
