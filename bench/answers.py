@@ -18,7 +18,9 @@ LLM, per question:
 Three arms: the default short answer; the same without its cap of 10% of the passages' length
 (`no_share_cap`: up to 60 words), which shows what the cap costs; and the open questions' sentences
 ranked with the factoid questions' weights and the selection options of before (`one_weighting`),
-which shows what their own weights (`open_weights`) bring.
+which shows what their own weights (`open_weights`) bring; and, when `--tune --fit open --dense`
+wrote answers_tuning_dense.json, those weights and options (`open_dense`: the sentences of open
+questions embedded, at their cost in time).
 
 HotpotQA's yes/no questions are left out (a sentence of a passage never says "yes"). On the Python
 docs questions of bench/docqa.py (CoNaLa, gold: a function's anchor such as
@@ -43,7 +45,8 @@ itself runs the real path: KnowledgeGraphAgent(pack, llm=None).query(question).a
 bench/results/answers.json (the tuning to answers_tuning.json) with the load average.
 
     uv run python bench/answers.py [--work bench/work] [--datasets musique,hotpotqa,docs,pydocs]
-    uv run python bench/answers.py --tune [--fit all|candidates|open]
+    uv run python bench/answers.py --tune [--fit all|candidates|open] [--dense]
+    uv run python bench/answers.py --tune --fit open --dense --out bench/results/answers_tuning_dense.json
 """
 
 from __future__ import annotations
@@ -78,12 +81,25 @@ PUBLIC = "https://docs.python.org/3.11/"
 TOP = 5
 # The default short answer; the same without its cap of 10% of the passages' length (60 words);
 # and with open questions ("how do I ...") ranked as factoid ones, as before they had their own
-# weights (with the selection options of then: same_source 2, follow 2).
+# weights (with the selection options of then: same_source 2, follow 2). (And dense_arm().)
 ARMS: list[tuple[str, dict[str, Any] | None]] = [
     ("default", None),
     ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
     ("one_weighting", {"synthesize": {"open_weights": sa.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
 ]
+DENSE_TUNING = ROOT / "bench" / "results" / "answers_tuning_dense.json"  # --tune --fit open --dense
+
+
+def dense_arm() -> tuple[str, dict[str, Any]] | None:
+    """The arm of the open questions' weights fitted with ``dense`` (their sentences embedded), as
+    ``--tune --fit open --dense`` chose them, if that tuning was run."""
+    if not DENSE_TUNING.is_file():
+        return None
+    tuned = json.loads(DENSE_TUNING.read_text())
+    kept = ("open_weights", "max_sentences", "same_source", "follow", "min_relative")
+    return "open_dense", {"synthesize": {k: tuned[k] for k in kept}}
+
+
 _CITED = re.compile(r"(.+?)\s\[(\d+)\][.!?…]*")  # a quoted sentence and its citation
 
 
@@ -223,14 +239,16 @@ def halves(rows: list[dict[str, Any]]) -> dict[str, Any]:
 @dataclasses.dataclass
 class Prepared:
     question: str
-    features: list[sa.Scored]  # every sentence of the top passages (dense left at 0: see --dense)
+    features: list[sa.Scored]  # every sentence of the top passages, with dense (see ranked())
     check: Callable[[str], bool]  # whether a short answer (or a candidate) holds the gold
     passage_words: int
     reported: Callable[[str], bool]  # whether the report counts the answer as holding the gold
     in_passages: bool  # whether the report counts the top passages as holding it
 
 
-def prepare(pack: Path, questions: list[dict[str, Any]], kind: str) -> list[Prepared]:
+def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, dense: bool = False) -> list[Prepared]:
+    """The questions' sentences with their signals, scored once for the search of the weights;
+    with ``dense``, every sentence embedded (else ``dense`` stays 0, and so does its weight)."""
     out = []
     options = sa.AnswerOptions()
     with KnowledgeGraphAgent(pack, llm=None, top_k=TOP) as agent:
@@ -241,6 +259,8 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str) -> list[Prep
             run_stages(retrieval, state)
             passages = synthesize.passages(state)
             features = sa.sentence_features(state, passages, options)
+            if dense:  # all of them: ranked() keeps those the options would embed
+                sa.add_dense(state, features)
             if kind == "docs":  # naming the function: citing the page would reward quoting many pages
 
                 def check(answer: str, q: dict[str, Any] = q) -> bool:
@@ -267,9 +287,17 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str) -> list[Prep
     return out
 
 
+def ranked(p: Prepared, options: sa.AnswerOptions) -> list[sa.Scored]:
+    """The sentences ranked as the stage ranks them (score_sentences): with the question's weights;
+    when they weigh ``dense``, only the ``max_sentences`` best by the other signals (those the stage
+    embeds)."""
+    weights = options.weights_for(p.question)
+    scored = sa.preselect(p.features, weights, options.max_sentences) if weights["dense"] else p.features
+    return sa.rank(scored, weights)
+
+
 def answer_with(p: Prepared, options: sa.AnswerOptions) -> str:
-    ranked = sa.rank(p.features, options.weights_for(p.question))
-    return sa.answer_from(p.question, ranked, options, p.passage_words)
+    return sa.answer_from(p.question, ranked(p, options), options, p.passage_words)
 
 
 def objective(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> tuple[float, dict[str, Any]]:
@@ -348,7 +376,7 @@ def fit_candidate_weights(sets: dict[str, list[Prepared]], options: sa.AnswerOpt
     groups = []
     for prepared in sets.values():
         for p in prepared:
-            found = sa.answer_candidates(p.question, sa.rank(p.features, options.weights), options)
+            found = sa.answer_candidates(p.question, ranked(p, options), options)
             features = [[c.features[f] for f in CANDIDATE_FEATURES] for c in found]
             groups.append((features, [p.check(c.text) for c in found]))
     weights = listwise(groups)
@@ -369,6 +397,7 @@ GRID = {  # ... then searched in turn
     "next_window_words": [6, 8, 10, 12, 15, 20],
     "candidate_margin": [0.5, 1.0, 2.0, 3.0, 5.0],
     "one_hop": [0.7, 0.8, 0.9, 1.0, 1.01],  # 1.01: never
+    "max_sentences": [8, 12, 16, 24],  # embedded, when the weights weigh dense
 }
 
 
@@ -448,6 +477,11 @@ def main() -> int:
         default="all",
         help="--tune: the weights fitted (the others are kept): all, the candidates', the open questions'",
     )
+    parser.add_argument(
+        "--dense",
+        action="store_true",
+        help="--tune: embed the sentences, so that the fit may weigh dense (slower answers)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if not SHARED.is_dir():
@@ -482,7 +516,7 @@ def main() -> int:
                 qs = [q for q in load_multihop(name)[:50] if q in qs]
             else:
                 qs = qs[: (50 if kind == "multihop" else len(qs) // 2)]
-            dev[name] = prepare(pack, qs, kind)
+            dev[name] = prepare(pack, qs, kind, args.dense)
             print(f"prepared {name}: {len(qs)} dev questions", file=sys.stderr)
         tuning = {
             "date": time.strftime("%Y-%m-%d"),
@@ -494,6 +528,8 @@ def main() -> int:
         out.write_text(json.dumps(tuning, indent=2) + "\n")
         print(json.dumps({k: v for k, v in tuning.items() if k != "steps"}, indent=2))
         return 0
+    dense = dense_arm()
+    arms = ARMS + ([dense] if dense else [])
     results: dict[str, Any] = {
         "wikigr": __version__,
         "date": time.strftime("%Y-%m-%d"),
@@ -510,7 +546,7 @@ def main() -> int:
         results["datasets"][name] = {"pack": str(pack), "questions": len(qs)}
         if name == "hotpotqa":
             results["datasets"][name]["yes_no_left_out"] = 100 - len(qs)
-        for arm, options in ARMS:
+        for arm, options in arms:
             rows = report_rows(pack, qs, kind, options)
             if name == "hotpotqa":  # halves by the question's place among the 100
                 ids = [q["id"] for q in load_multihop(name)]
@@ -540,7 +576,7 @@ def main() -> int:
     )
     print(f"{'set':<10}{'arm':<14}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
     for name, data in results["datasets"].items():
-        for arm, _ in ARMS:
+        for arm, _ in arms:
             for part in ("dev", "test", "all"):
                 cells = "".join(f"{data[arm][part].get(c)!s:>19}" for c in columns)
                 print(f"{name:<10}{arm:<14}{part:<6}" + cells)
