@@ -26,6 +26,7 @@ from wikigr.retrieval.candidates import (
     AnswerCandidate,
     answer_kind,
     codes_in,
+    common_words,
     comparison,
     slot_fit,
     slot_words,
@@ -508,6 +509,11 @@ def test_a_name_is_never_part_of_a_word_nor_opens_with_a_common_word() -> None:
     text = "Return True if Control-C is pressed."
     true = [(text[a:b], a) for span, _, a, b in spans(text, common={"return"}) if span == "True"]
     assert true == [("True", 7)]
+    # a word the passages capitalise inside a sentence is a name's, wherever else it is lower case
+    texts = ["New York is big.", "He moved to New York for a new job.", "Return True if set.", "Or return."]
+    common = common_words(texts)
+    assert "return" in common and "new" not in common
+    assert "New York" in [span for span, *_ in spans(texts[0], common=common)]
 
 
 def test_a_question_asking_for_code_is_answered_with_code_names_only(docs_pack: Path) -> None:

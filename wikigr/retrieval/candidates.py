@@ -251,9 +251,9 @@ def spans(
     subject of its passage, is one where the text names it ("The Finnish markka was the currency
     of Finland": a name that is not all capitalised); with ``code``, its code identifiers too
     (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function"). A
-    name is never part of a word ("Warns" in "assertWarns"), and a name that opens the sentence
-    loses its first word if that word is ``common`` (written in lower case elsewhere: "Return
-    True" is "True", "Press Control-C" is "Control-C")."""
+    name is never part of a word ("Warns" in "assertWarns"), keeps its "New" ("New York"), and a
+    name that opens the sentence loses its first word if that word is ``common`` (see
+    :func:`common_words`: "Return True" is "True", "Press Control-C" is "Control-C")."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -277,6 +277,8 @@ def spans(
         if at is None:
             continue
         start = at.start()
+        if text[max(0, start - 4) : start] == "New " and (start == 4 or not text[start - 5].isalnum()):
+            name, start = f"New {name}", start - 4  # the extractor drops "New" ("New in version 3.4")
         first, _, rest = name.partition(" ")
         if rest and first.casefold() in common and _OPENING.search(text[:start]):
             name, start = rest, start + len(first) + 1
@@ -373,6 +375,22 @@ def _identifier(span: str) -> bool:
     return bool(_IDENTIFIER.fullmatch(span)) and (
         span.islower() or any(c in span for c in "_.(") or bool(re.search(r"[a-z][A-Z]|[A-Z]{2}", span))
     )
+
+
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
+
+
+def common_words(texts: list[str]) -> set[str]:
+    """The words ``texts`` write in lower case and never capitalise inside a sentence: "return"
+    of "Return True if ..." and "... return it", not "new" where "in New York" shows a name."""
+    lower = {w for text in texts for w in _LOWER_WORD.findall(text)}
+    inside = {
+        m.group(0).casefold()
+        for text in texts
+        for m in _CAPITALISED.finditer(text)
+        if not _OPENING.search(text[: m.start()])
+    }
+    return lower - inside
 
 
 def _stem(word: str) -> str:
@@ -474,7 +492,7 @@ def candidates(
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
-    common = {w for s in scored for w in _LOWER_WORD.findall(s.unit.text)}
+    common = common_words([s.unit.text for s in scored])
     code = code and asked == NAME
     code_only = code and bool(head_words & _CODE_HEADS)  # "which exception ...": identifiers only
     for s in scored:

@@ -33,8 +33,10 @@ best sentence comes first (see :func:`select`); each next one gains ``follow`` Ã
 continues the answer (the question's words still missing, an entity the quoted passages introduce)
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
 budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
-question) gets one item per source page: its best sentence. The weights were fitted, and the
-options chosen, on the first half of MuSiQue-100, HotpotQA-100 and the Python docs questions
+question) gets one item per source page: its best sentence. A factoid question's sentences are
+ranked with ``weights``, any other's (how to, what X does, a list) with ``open_weights``
+(:meth:`AnswerOptions.weights_for`). The weights were fitted, and the options chosen, on the first
+half of MuSiQue-100, HotpotQA-100 (``weights``) and the Python docs questions (``open_weights``)
 (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
 """
 
