@@ -15,7 +15,7 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
-Three arms: the default short answer; the same without its cap of 10% of the passages' length
+Three arms, and a fourth: the default short answer; the same without its cap of 10% of the passages' length
 (`no_share_cap`: up to 60 words), which shows what the cap costs; and the open questions' sentences
 ranked with the factoid questions' weights and the selection options of before (`one_weighting`),
 which shows what their own weights (`open_weights`) bring; and, when `--tune --fit open --dense`
@@ -36,8 +36,9 @@ with --tune — a listwise model fitted to rank first the sentences that hold th
 factoid questions, one for the open ones: the docs questions, "how do I ..."), another (on
 MuSiQue and HotpotQA) to rank first the answer candidates that hold it, then a coordinate search of
 the options (min_relative, same_source, follow; window_words, next_window_words, max_candidates,
-listed, candidate_margin, one_hop; --fit candidates fits only the candidates' weights, --fit open
-only the sentence weights of open questions: the docs questions) for
+listed, candidate_margin, one_hop, max_sentences; --fit candidates fits only the candidates'
+weights, --fit open only the sentence weights of open questions: the docs questions; --dense
+embeds every sentence first, so that the fit may weigh ``dense``) for
 the share of answers holding the gold (on the docs: naming the function, since
 citing the gold page would reward quoting many pages), an answer over 10% of the passages' length
 penalised — and reported on the second half (`test`); both halves and all are printed. The report
@@ -239,7 +240,7 @@ def halves(rows: list[dict[str, Any]]) -> dict[str, Any]:
 @dataclasses.dataclass
 class Prepared:
     question: str
-    features: list[sa.Scored]  # every sentence of the top passages, with dense (see ranked())
+    features: list[sa.Scored]  # every sentence of the top passages (embedded with --dense: see ranked())
     check: Callable[[str], bool]  # whether a short answer (or a candidate) holds the gold
     passage_words: int
     reported: Callable[[str], bool]  # whether the report counts the answer as holding the gold
