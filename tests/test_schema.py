@@ -52,6 +52,8 @@ def test_loads_nested_values() -> None:
         ({"name": "x", "kind": "c", "inner": {"n": 1}}, "kind: must be one of 'a', 'b'"),
         ({"name": "x", "kind": "a", "inner": {"n": True}}, "inner.n: must be an integer"),
         ({"name": "x", "kind": "a", "inner": {"n": "1"}}, "inner.n: must be an integer"),
+        ({"name": "x", "kind": "a", "inner": {"n": 1, "ratio": float("inf")}}, "ratio: must be a finite"),
+        ({"name": "x", "kind": "a", "inner": {"n": 1, "ratio": float("nan")}}, "ratio: must be a finite"),
         (
             {"name": "x", "kind": "a", "inner": {"n": 1}, "items": [{"n": 1}, {"m": 2}]},
             "items[1].m: unknown field",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import types
 import typing
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
@@ -71,6 +72,8 @@ def _check(value: Any, tp: Any, path: str) -> Any:
     if tp is float:
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise SchemaError(f"{path}: must be a number")
+        if not math.isfinite(value):  # JSON has none, but Python reads 1e400, NaN and Infinity
+            raise SchemaError(f"{path}: must be a finite number")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
