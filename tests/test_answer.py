@@ -18,16 +18,20 @@ from wikigr.build import BuildOptions, build_pack
 from wikigr.cli import run
 from wikigr.errors import UsageError
 from wikigr.retrieval.candidates import (
+    CANDIDATE_FEATURES,
     DATE,
+    DEFAULT_CANDIDATE_WEIGHTS,
     NAME,
     NUMBER,
     PERSON,
     PLACE,
     AnswerCandidate,
+    Occurrence,
     answer_kind,
     codes_in,
     common_words,
     comparison,
+    rank_candidates,
     slot_fit,
     slot_words,
     spans,
@@ -268,6 +272,36 @@ def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"answer_words": 0}})
     with pytest.raises(UsageError, match="unknown weights"):
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
+
+
+def test_code_of_the_form_asked_in_the_best_sentence_comes_first() -> None:
+    # "Which exception is raised when a key is missing from a dict?": the weights, fitted on
+    # multi-hop questions, prefer a TypeError away from the question's words; KeyError, an
+    # exception's name in the best sentence, answers it.
+    best, other = (
+        Scored(split_units(text)[0], n, {}, None)  # type: ignore[arg-type]
+        for n, text in ((1, "This raises a KeyError exception."), (2, "A TypeError exception is raised."))
+    )
+    zero = dict.fromkeys(CANDIDATE_FEATURES, 0.0)
+    key = AnswerCandidate(
+        "keyerror", "KeyError", NAME, [Occurrence(best, 12, 20)], {**zero, "type": 1.0, "order": 1.0}
+    )
+    type_error = AnswerCandidate(
+        "typeerror",
+        "TypeError",
+        NAME,
+        [Occurrence(other, 2, 11)],
+        {**zero, "type": 1.0, "sentence": 1.0, "order": 0.5},
+    )
+    assert [c.text for c in rank_candidates([key, type_error], DEFAULT_CANDIDATE_WEIGHTS)] == [
+        "TypeError",
+        "KeyError",
+    ]
+    key.coded = type_error.coded = True
+    assert [c.text for c in rank_candidates([key, type_error], DEFAULT_CANDIDATE_WEIGHTS)] == [
+        "KeyError",
+        "TypeError",
+    ]
 
 
 def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
@@ -519,10 +553,12 @@ def test_a_name_is_never_part_of_a_word_nor_opens_with_a_common_word() -> None:
 def test_a_question_asking_for_code_is_answered_with_code_names_only(docs_pack: Path) -> None:
     with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
         question = "Which exception is raised once the timeout period has elapsed?"
-        found = [c.text for c in candidates_of(agent, question)]
+        ranked = candidates_of(agent, question)
+        found = [c.text for c in ranked]
         answer = agent.query("Which function sets the default timeout for new socket objects?").answer
     names = [c for c in found if not re.fullmatch(r"[\d.]+|ten minutes", c)]
     assert names[0] == "TimeoutError", found  # the one name of an exception
+    assert {c.text for c in ranked if c.coded} == {"TimeoutError"}  # the form "which exception" asks for
     # no words for "which exception" or "which function": "None", "False", "Berkeley" are no code
     assert not {"None", "True", "False", "Berkeley", "Sockets"} & set(found), found
     listed = answer.split(ALSO, 1)[1]

@@ -237,6 +237,7 @@ class AnswerCandidate:
     features: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     defined: bool = False  # a sentence opens with its definition ("os.path.isabs(path): Return ...")
+    coded: bool = False  # the question asks for code, and it has the form asked ("which exception": KeyError)
 
     @property
     def best(self) -> Occurrence:
@@ -555,6 +556,7 @@ def candidates(
         candidate.defined = any(
             _defines(o.scored.unit, o.start, candidate.text) for o in candidate.occurrences
         )
+        candidate.coded = code_only and _fits(candidate, asked, head_words)
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
@@ -587,13 +589,15 @@ def rank_candidates(
     whose answer is away from the question's words; so a candidate of the type asked for in a
     sentence that holds at least ``one_hop`` of the question (``cover``: a one-hop question,
     answered there) comes first, and so does one the best sentence defines (documentation:
-    "os.path.isabs(path): Return True if path is an absolute pathname.")."""
+    "os.path.isabs(path): Return True if path is an absolute pathname.") or, for a question that
+    asks for code, one of the form asked in the best sentence ("which exception ...": "... this
+    raises a KeyError exception")."""
     for c in found:
         c.score = sum(weights.get(f, 0.0) * c.features[f] for f in CANDIDATE_FEATURES)
 
     def answered(c: AnswerCandidate) -> bool:
         return c.features["type"] > 0 and (
-            c.features["cover"] >= one_hop or (c.defined and c.features["order"] == 1.0)
+            c.features["cover"] >= one_hop or ((c.defined or c.coded) and c.features["order"] == 1.0)
         )
 
     return sorted(found, key=lambda c: (not answered(c), -c.score, c.best.scored.source, c.best.start))
