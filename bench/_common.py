@@ -8,6 +8,7 @@ results["load_average_at_end"] = load()
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import sys
@@ -58,3 +59,20 @@ def packs_at(root: Path, names: str) -> Iterator[tuple[str, Path]]:
             yield name, pack
         else:
             print(f"skipped {name}: no pack there", file=sys.stderr)
+
+
+def arms_report(
+    name: str,
+    asked: list[dict[str, Any]],
+    arms: dict[str, Any],
+    run: Callable[[Any], list[Any]],
+    summarize: Callable[[list[Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """A pack's report over generated questions: their count, five examples, and per arm (its
+    options given to ``run``) the halves of ``summarize``, each printed as it comes."""
+    report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
+    for arm, options in arms.items():
+        report[arm] = halves(run(options), summarize)
+        for part in ("first_half", "second_half", "all"):
+            print(f"{name:24s} {arm:10s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+    return report

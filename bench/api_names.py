@@ -38,6 +38,7 @@ bench/results/api_names.json with the load average.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
@@ -46,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import halves, header, load, packs_at
+from _common import arms_report, halves, header, load, packs_at
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
@@ -222,11 +223,7 @@ def main() -> int:
     result: dict[str, Any] = {**header(), "packs": {}}
     for name, pack in packs_at(ROOT, args.packs):
         asked = questions(pack, args.questions)
-        report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
-        for arm, on in ARMS.items():
-            report[arm] = halves(run(pack, asked, on), summarize)
-            for part in ("first_half", "second_half", "all"):
-                print(f"{name:24s} {arm:4s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
+        report = arms_report(name, asked, ARMS, functools.partial(run, pack, asked), summarize)
         if DOCS.is_dir():
             report["anchors"] = inferred_anchors(pack)
             print(f"{name:24s} anchors {json.dumps(report['anchors'])}", flush=True)

@@ -36,13 +36,14 @@ Writes bench/results/which_function.json with the load average.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import re
 from pathlib import Path
 from typing import Any
 
-from _common import halves, header, load, packs_at
+from _common import arms_report, header, load, packs_at
 from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -117,12 +118,7 @@ def main() -> int:
     result: dict[str, Any] = {**header(), "packs": {}}
     for name, pack in packs_at(ROOT, args.packs):
         asked = questions(pack, args.questions)
-        report: dict[str, Any] = {"questions": len(asked), "examples": [q["question"] for q in asked[:5]]}
-        for arm, options in ARMS.items():
-            report[arm] = halves(run(pack, asked, options), summarize)
-            for part in ("first_half", "second_half", "all"):
-                print(f"{name:24s} {arm:10s} {part:12s} {json.dumps(report[arm][part])}", flush=True)
-        result["packs"][name] = report
+        result["packs"][name] = arms_report(name, asked, ARMS, functools.partial(run, pack, asked), summarize)
     result["load_average_at_end"] = load()
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
