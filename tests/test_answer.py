@@ -31,6 +31,7 @@ from wikigr.retrieval.candidates import (
     codes_in,
     common_words,
     comparison,
+    fillers,
     rank_candidates,
     slot_fit,
     slot_words,
@@ -140,6 +141,26 @@ CURRENCIES = [
         "text": "The krona has been the currency of Sweden since 1873.",
     },
 ]
+# A second hop that only a chain of passages finds (Buyende -> Uganda -> its opposition leader),
+# a look-alike that holds the question's words, and a lone digit that counts districts.
+CHAIN = [
+    {"title": "Buyende", "text": "Buyende is a town in the Eastern Region of Uganda, on Lake Kyoga."},
+    {
+        "title": "Leader of Opposition (Uganda)",
+        "text": "The current opposition leader in Uganda is Winnie Kiiza, who succeeded Philip "
+        "Wafula Oguttu as the leader of the main opposition party.",
+    },
+    {
+        "title": "Leader of the Opposition (Jamaica)",
+        "text": "The current opposition leader in Jamaica is Peter Phillips, who succeeded Portia "
+        "Simpson Miller as the leader of the main opposition party.",
+    },
+    {
+        "title": "Kansas",
+        "text": "Kansas is divided into 4 congressional districts. The state joined the Union after "
+        "2 wars with its neighbours had ended.",
+    },
+]
 TIMEOUT = "How do I set a socket timeout?"
 
 
@@ -159,6 +180,15 @@ def hops_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus.write_text(json.dumps(CORPUS))
     out = tmp_path_factory.mktemp("answerpacks") / "hops"
     build_pack("hops", [], out=out, corpus=corpus, options=BuildOptions(graph=True))
+    return out
+
+
+@pytest.fixture(scope="module")
+def chain_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    corpus = tmp_path_factory.mktemp("chain") / "corpus.json"
+    corpus.write_text(json.dumps(CHAIN))
+    out = tmp_path_factory.mktemp("answerpacks") / "chain"
+    build_pack("chain", [], out=out, corpus=corpus)
     return out
 
 
@@ -398,6 +428,15 @@ def test_what_a_question_asks_for() -> None:
     assert answer_kind("Ingrid is a chemist who has worked in what city?") == PLACE
     assert answer_kind("The journal is published by a society founded by whom?") == PERSON
     assert answer_kind("Who mothered the person under whom the society grew?") == PERSON
+    # nor is "where" in a clause about a noun ("the state where ..."); a time of day is a date's kind
+    assert answer_kind("What time does the state where the school is stop selling alcohol?") == DATE
+    assert answer_kind("What was his first name, in the film where he goes to the city?") == NAME
+    assert answer_kind("Who is the opposition leader in the country where Buyende is located?") == PERSON
+    assert answer_kind("Where was the society founded?") == PLACE
+    assert answer_kind("What time zone is Tromsø in?") == NAME
+    # an amount: an average, a total, a telephone code
+    assert answer_kind("What is the usual average snowfall in the city?") == NUMBER
+    assert answer_kind("What is the area code for Bergen?") == NUMBER
     # not factoid questions: a how-to, an instruction (the docs set's questions)
     assert answer_kind(TIMEOUT) is None
     assert answer_kind("sort list `x` by the second item where the key is `k`") is None
@@ -431,6 +470,21 @@ def test_candidate_spans_and_their_windows() -> None:
     assert {("26 July 1921", DATE), ("Studio 33", NAME), ("Columbus, Ohio", NAME)} <= found
     assert {("1,200", NUMBER), ("$1.18 trillion", NUMBER), ("39.2%", NUMBER), ("twice", NUMBER)} <= found
     assert ("July 1921", NAME) not in found  # a name does not run into a date
+    text = (
+        'Bars may sell alcohol from 10: 00am to 3 a.m. Nicholas Lofton "Nick" Hexum is a two-time '
+        "winner. The album features Sleepy Brown, Phantogram, Killer Mike and more, with Robert Newton "
+        "and Edward Chapman. It is based in Detroit, Michigan. Bosnia and Herzegovina is a country."
+    )
+    found = {(span, kind) for span, kind, _, _ in spans(text)}
+    assert {("10: 00am", DATE), ("3 a.m.", DATE), ("two-time", NUMBER)} <= found
+    assert {('Nicholas Lofton "Nick" Hexum', NAME), ("Detroit, Michigan", NAME)} <= found  # one name each
+    # names of a list are names one by one, not a place ("Sleepy Brown, Phantogram") nor a pair
+    listed = ("Sleepy Brown", "Phantogram", "Robert Newton", "Edward Chapman")
+    assert {(name, NAME) for name in listed} <= found
+    assert not {"Sleepy Brown, Phantogram", "Robert Newton and Edward Chapman", "Detroit, Michigan. It"} & {
+        span for span, _ in found
+    }
+    assert ("Bosnia and Herzegovina", NAME) in found
     for span, _, start, end in spans(text):
         assert text[start:end] == span
     long = (
@@ -442,6 +496,37 @@ def test_candidate_spans_and_their_windows() -> None:
     assert "Ingrid Haldorsen" in cut and len(cut.replace("…", "").split()) <= 12
     assert cut.startswith("… ") and cut.endswith(" …") and flat(cut.strip("… ")) in flat(long)
     assert window("Ingrid Haldorsen was its president.", 0, 16, 12) == "Ingrid Haldorsen was its president."
+
+
+def test_lower_case_words_that_fill_the_slot_are_candidates() -> None:
+    slot = slot_words("A painter known for his precisionist depictions of what?")
+    assert slot == ("of", "depic")
+    text = "A painter known for his precisionist depictions of urban landscapes that are full of colour."
+    assert fillers(text, slot) == [("urban landscapes", NAME, text.index("urban"), text.index(" that"))]
+    assert fillers("His depictions of Rome were famous.", slot) == []  # a name is a candidate anyway
+    assert fillers(text, ("", "")) == []
+
+
+def test_a_lone_digit_is_a_candidate_where_it_counts_what_the_question_counts(chain_pack: Path) -> None:
+    with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
+        found = [c.text for c in candidates_of(agent, "How many congressional districts does Kansas have?")]
+        answer = agent.query("How many congressional districts does Kansas have?").answer
+    assert "4" in found and "2" not in found, found  # "after 2 wars": no district
+    assert answer.startswith("Kansas is divided into 4 congressional districts"), answer
+
+
+def test_the_second_hop_of_a_chain_from_the_question_ranks_first(chain_pack: Path) -> None:
+    # Buyende's passage names Uganda; the passage on Uganda's opposition leader does not name
+    # Buyende, and neither does Jamaica's, which says the same of another country
+    question = "Who is the current opposition leader in the country where Buyende is located?"
+    with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
+        found = candidates_of(agent, question)
+    chain = {c.text: c.features["chain"] for c in found}
+    assert chain["Winnie Kiiza"] > 0 and chain["Peter Phillips"] == 0, chain
+    people = [c.text for c in found if c.text in ("Winnie Kiiza", "Peter Phillips")]
+    assert people == ["Winnie Kiiza", "Peter Phillips"], [c.text for c in found]
+    unchained = rank_candidates(found, {**DEFAULT_CANDIDATE_WEIGHTS, "chain": 0.0})
+    assert next(c.text for c in unchained if c.text in people) == "Peter Phillips"  # what the link changes
 
 
 def test_where_the_question_slot_stands() -> None:

@@ -2,14 +2,18 @@
 person, a place, a name), the spans of the top passages' sentences that could be it, and their
 signals. No model: names are the capitalised spans and quoted titles of
 :func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
-dates and numbers come from regular expressions. A candidate the question names is left out, and
-so is one word capitalised only where it opens a sentence ("Return ...", "Please ...").
+dates, times of day and numbers come from regular expressions, and so do the lower-case words
+that fill the question's slot ("depictions of what?": "... depictions of urban landscapes"). A
+candidate the question names is left out, and so is one word capitalised only where it opens a
+sentence ("Return ...", "Please ..."), a lone digit that does not count what the question counts,
+and two names of a list ("Robert Newton and Edward Chapman", "Sleepy Brown, Phantogram") are two.
 
 Each candidate is scored by a weighted sum (the weights fitted on the dev halves of MuSiQue and
 HotpotQA with ``bench/answers.py --tune``) of:
 
-- ``type``: it is what the question asks for (a date for "when", a number for "how many", a name
-  for "who", "where", "which" and "what");
+- ``type``: it is what the question asks for (a date or a time of day for "when" and "what time",
+  a number for "how many", a name for "who", "where", "which" and "what"; for "which function"
+  or "which exception", a code name of that form);
 - ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.short_answer`), from 0 for
   the question's worst sentence to 1 for its best;
 - ``near``: the share of the question's words (by IDF) within ``NEAR`` words of it in that sentence;
@@ -33,7 +37,11 @@ HotpotQA with ``bench/answers.py --tune``) of:
   "Earl of Northumbria", "who founded X" and "... founded by Y" or "Y founded ...";
 - ``described``: it is a name whose last word the question uses as a common noun, not the one
   it asks for ("Northern Limnology Association" for "Who was the first president of the
-  association that ...?"): the thing the question describes, its bridge, rarely its answer.
+  association that ...?"): the thing the question describes, its bridge, rarely its answer;
+- ``chain``: its passage is a second hop from the question: it is not about what the question
+  names, but it names something that a passage about it names ("Who is the opposition leader in
+  the country where Buyende is located?": "Buyende is a town in ... Uganda", then the passage on
+  Uganda's Leader of Opposition), by how specific that link is.
 """
 
 from __future__ import annotations
@@ -70,26 +78,28 @@ CANDIDATE_FEATURES = (
     "cover",
     "slot",
     "described",
+    "chain",
 )
 DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "type": 2.765,
-    "sentence": 5.537,
-    "near": -4.019,
-    "rank": -0.815,
-    "passages": -1.669,
-    "subject": 0.79,
-    "hop2": 1.048,
-    "hop1": 0.326,
-    "bridge": -0.5,
-    "lead": 0.784,
-    "words": 0.822,
-    "fits": 1.419,
-    "order": -1.564,
-    "relation": 3.623,
-    "head": -0.082,
-    "cover": 2.523,
-    "slot": 2.767,
-    "described": -4.174,
+    "type": 4.106,
+    "sentence": 5.062,
+    "near": -3.741,
+    "rank": -0.543,
+    "passages": -1.593,
+    "subject": 0.633,
+    "hop2": 0.794,
+    "hop1": 0.335,
+    "bridge": -0.688,
+    "lead": 0.723,
+    "words": 0.989,
+    "fits": 1.287,
+    "order": -1.716,
+    "relation": 3.221,
+    "head": -0.045,
+    "cover": 3.589,
+    "slot": 2.756,
+    "described": -4.224,
+    "chain": 1.903,
 }
 NEAR = 10  # words either side of a candidate that count as near it
 _TITLE_WORDS = 6  # a passage's title is a candidate where its sentences name it, if this short
@@ -105,6 +115,7 @@ _DATES = re.compile(
     rf"|\b{_MONTH} \d{{3,4}}\b"  # August 1973
     r"|\b(?:1\d{3}|20\d{2})s?\b"  # 1973, 1970s
     r"|\b\d{1,2}(?:st|nd|rd|th) century\b"  # 19th century
+    r"|(?<![\d:.])\b\d{1,2}(?:[:.]\s?\d\d)?\s?(?:[ap]\.m\.|[ap]m\b|[AP]M\b)"  # a time: 3 a.m., 10:30 pm
 )
 _SCALE = (
     r"(?:thousand|million|billion|trillion|percent|per cent|%|years?|months?|days?|hours?|minutes?|"
@@ -116,23 +127,35 @@ _NUMBERS = re.compile(
     rf"(?:[$£€]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?{_SCALE})?(?![\w-])"
     rf"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
     rf"hundred)(?:\s{_SCALE})\b"
-    r"|\b(?:once|twice|thrice)\b",
+    r"|\b(?:once|twice|thrice)\b"
+    r"|\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)-time\b",  # a two-time winner
     re.I,
 )
-_PLACE_PAIR = re.compile(r"\b([A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)*), ([A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)*)\b")
+_PLACE_WORDS = r"[A-Z][\w.'’-]+(?:(?<![a-z]{2}\.) [A-Z][\w.'’-]+)*"  # St. Louis; not "Michigan. Also"
+_PLACE_PAIR = re.compile(rf"\b({_PLACE_WORDS}), ({_PLACE_WORDS})\b")  # Columbus, Ohio
+_LISTED_AFTER = re.compile(r",\s*(?:and\s+)?[A-Z]|\s+and\s+[A-Z]")
+_LISTED_BEFORE = re.compile(r"[A-Z][\w.'’-]*,\s*$")
+_NICKNAMED = re.compile(  # Nicholas Lofton "Nick" Hexum, Eddie "The Eagle" Edwards: one name
+    r"\b[A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)* [\"“][A-Z][^\"“”]{0,30}[\"”] [A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*"
+)
 _NAME_NUMBER = re.compile(r"\b([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*) (\d{1,4})\b(?![.,]\d)")
 _ASKS_NUMBER = re.compile(
     r"\bhow (many|much|long|old|far|tall|big|large|high|often)\b"
-    r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b",
+    r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b"
+    r"|\bwhat (?:is|was|are|were) the (?:\w+ )?(?:average|mean|median|total|annual|maximum|minimum)\b"
+    r"|\b(?:area|zip|postal|dialling|dialing) codes?\b",
     re.I,
 )
 _ASKS_DATE = re.compile(
-    r"^\s*when\b|\bwhen\W*$|\b(what|which|in what) (year|date|decade|century|month|day)\b", re.I
+    r"^\s*when\b|\bwhen\W*$|\b(what|which|in what) (year|date|decade|century|month|day)\b"
+    r"|\b(?:what|which|at what) time\b(?! (?:zone|period|frame|signature))",
+    re.I,
 )
 _WHEN = re.compile(r"\bwhen (was|were|did|is|does|do|will)\b", re.I)
 _ASKS_PERSON = re.compile(r"\b(who|whom|whose)\b", re.I)
-_RELATIVE = re.compile(  # "the person who made ...": a clause about a noun, not the question's word
-    r"\b(?!(?:by|to|with|for|from|of|under|and|or|than|about|on|in|at)\s)[a-z]+[,]?\s+(?:who|whom|whose)\b(?!\s*\??\s*$)"
+_RELATIVE = re.compile(  # "the person who made ...", "the state where ...": a clause about a noun
+    r"\b(?!(?:by|to|with|for|from|of|under|and|or|than|about|on|in|at)\s)[a-z]+[,]?\s+(?:who|whom|whose|where)\b"
+    r"(?!\s*\??\s*$)"
 )
 _ASKS_PLACE = re.compile(
     r"\bwhere\b|\b(what|which|in what) (city|country|state|county|town|village|region|place|"
@@ -210,7 +233,7 @@ def answer_kind(question: str) -> str | None:
         return PERSON
     if _WHEN.search(question):
         return DATE
-    if _ASKS_PLACE.search(question):
+    if _ASKS_PLACE.search(_RELATIVE.sub(" ", question)):
         return PLACE
     if _ASKS_NAME.search(question):
         return NAME
@@ -269,15 +292,16 @@ def spans(
     dates = list(taken)  # a name does not run into a date ("July 1921")
     for match in _NUMBERS.finditer(text):
         add(match.group(0), NUMBER, match.start(), match.end())
-    for pattern in (_PLACE_PAIR, _NAME_NUMBER):
+    for pattern in (_PLACE_PAIR, _NAME_NUMBER, _NICKNAMED):
         for match in pattern.finditer(text):
+            if pattern is _PLACE_PAIR and (
+                _LISTED_AFTER.match(text, match.end()) or _LISTED_BEFORE.search(text[: match.start()])
+            ):
+                continue  # two names of a list ("Sleepy Brown, Phantogram, T.I."), no place
             if not any(a < match.end() and match.start() < b for a, b in dates):
                 found.append((match.group(0), NAME, match.start(), match.end()))
-    for name, _ in names_in(text):
-        at = re.search(rf"(?<!\w){re.escape(name)}", text)
-        if at is None:
-            continue
-        start = at.start()
+    for name, at in _names_at(text):
+        start = at
         if text[max(0, start - 4) : start] == "New " and (start == 4 or not text[start - 5].isalnum()):
             name, start = f"New {name}", start - 4  # the extractor drops "New" ("New in version 3.4")
         first, _, rest = name.partition(" ")
@@ -294,6 +318,25 @@ def spans(
         if named:
             found.append((named.group(0), NAME, named.start(), named.end()))
     return found
+
+
+def _names_at(text: str) -> list[tuple[str, int]]:
+    """The names of ``text`` with where each starts; names joined by "and" where both have two
+    words or more are two ("Robert Newton and Edward Chapman"; not "Bosnia and Herzegovina")."""
+    out = []
+    for name, _ in names_in(text):
+        at = re.search(rf"(?<!\w){re.escape(name)}", text)
+        if at is None:
+            continue
+        parts = name.split(" and ")
+        if len(parts) > 1 and all(len(part.split()) > 1 for part in parts):
+            offset = at.start()
+            for part in parts:
+                out.append((part, offset))
+                offset += len(part) + len(" and ")
+        else:
+            out.append((name, at.start()))
+    return list(dict.fromkeys(out))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -444,6 +487,37 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
 
 
+_FILLER_STOP = frozenset(
+    """that which who whom whose and or but as in on of for with by from to at into than is was are
+    were be being been has have had it its this these those""".split()  # noqa: SIM905
+)
+
+
+def fillers(text: str, slot: tuple[str, str]) -> list[tuple[str, str, int, int]]:
+    """The lower-case words that fill the question's slot where a sentence words it as the
+    question does: "depictions of what?" and "... his precisionist depictions of urban landscapes
+    that ..." give "urban landscapes" (a name is a candidate anyway); at most 3 words, up to a
+    function word or a punctuation mark."""
+    prep, word = slot
+    if not prep or not word:
+        return []
+    found = []
+    pattern = (
+        rf"\b{re.escape(word)}\w*\s+(?:[\w'’-]+\s+){{0,2}}?{re.escape(prep)}\s+"
+        r"(?:(?:the|a|an|his|her|its|their)\s+)?"
+    )
+    for match in re.finditer(pattern, text, re.I):
+        words: list[re.Match[str]] = []
+        for w in re.finditer(r"[a-z][\w-]*|\S", text[match.end() : match.end() + 60]):
+            if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
+                break
+            words.append(w)
+        if words:
+            start, end = match.end() + words[0].start(), match.end() + words[-1].end()
+            found.append((text[start:end], NAME, start, end))
+    return found
+
+
 def _defines(unit: Unit, start: int, name: str) -> bool:
     """Whether ``unit`` is the sentence after the definition line of ``name``, which opens it
     ("os.path.isabs(path): Return ...")."""
@@ -463,6 +537,13 @@ def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Contai
         and candidate.key not in subjects
         and all(_OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
     )
+
+
+def _counts(text: str, end: int, asked: Container[str], vocabulary: Vocabulary) -> bool:
+    """Whether the two words after a number are words of the question: what it counts ("divided
+    into 4 congressional districts" for "how many congressional districts"), which a lone digit
+    must show to be a candidate."""
+    return any(t in asked for word in text[end:].split()[:2] for t in vocabulary.tokens(word))
 
 
 def candidates(
@@ -497,14 +578,18 @@ def candidates(
     code = code and asked == NAME
     code_only = code and bool(head_words & _CODE_HEADS)  # "which exception ...": identifiers only
     for s in scored:
-        for span, kind, start, end in spans(s.unit.text, titles.get(s.source, ""), code, common):
+        found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common)
+        if asked == NAME and not code_only:
+            found_spans += fillers(s.unit.text, slot)
+        for span, kind, start, end in found_spans:
             if code_only and kind == NAME and not _identifier(span):
                 continue
             key = keys.get(span)
             if key is None:
                 key = keys[span] = normalize(span)
+            lone = len(key) < 2  # a lone digit must count what the question counts
             if (
-                len(key) < 2
+                (lone and not (kind == NUMBER and _counts(s.unit.text, end, question_tokens, vocabulary)))
                 or key in STOP_NAMES
                 or f" {key} " in question_norm
                 or (kind == NAME and set(vocabulary.tokens(span)) <= question_tokens)
@@ -532,6 +617,22 @@ def candidates(
         and any(f" {subject} " in texts[m] for m in texts if articles[m][0] != articles[n][0])
     }
     hop1 = {n for n, subject in subjects.items() if subject and f" {subject} " in question_norm}
+    asked_names = scored[0].asked.names
+    specific = scored[0].asked.specific
+    names_of = {s.source: s.passage_names for s in scored}
+    first_hop = {articles[n][0] for n, names in names_of.items() if n in hop1 or names & asked_names}
+    links = " | ".join(
+        k
+        for n, names in names_of.items()
+        if articles[n][0] in first_hop
+        for k in names
+        if k not in asked_names
+    )  # "Uganda" links to "Eastern Region of Uganda"
+    chain = {
+        n: max((specific.get(k, 0.0) for k in names if re.search(rf"\b{re.escape(k)}\b", links)), default=0.0)
+        for n, names in names_of.items()
+        if articles[n][0] not in first_hop
+    }
     tokens_of: dict[str, list[str]] = {}
     leads = {s.source: set(s.tokens) for s in scored if s.unit.index == 0}
     order = {id(s): n for n, s in enumerate(sorted(scored, key=lambda s: -s.score), 1)}
@@ -560,7 +661,7 @@ def candidates(
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
-            "type": float(_is_type(candidate.type, asked)),
+            "type": float(_is_type(candidate.type, asked) and (candidate.coded or not code_only)),
             "sentence": (best.score - low) / spread,
             "near": near,
             "rank": 1.0 / min(sources),
@@ -577,6 +678,7 @@ def candidates(
             "cover": max(o.scored.features["joint"] for o in candidate.occurrences),
             "slot": slotted,
             "described": float(candidate.type == NAME and candidate.text.split()[-1].casefold() in described),
+            "chain": max(chain.get(n, 0.0) for n in sources),
             "head": float(headed or (is_subject and bool(head & leads.get(min(sources), set())))),
         }
     return list(found.values())
