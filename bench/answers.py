@@ -15,11 +15,13 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
-Three arms, and a fourth: the default short answer; the same without its cap of 10% of the passages' length
-(`no_share_cap`: up to 60 words), which shows what the cap costs; and the open questions' sentences
-ranked with the factoid questions' weights and the selection options of before (`one_weighting`),
-which shows what their own weights (`open_weights`) bring; and, when `--tune --fit open --dense`
-wrote answers_tuning_dense.json, those weights and options (`open_dense`: the sentences of open
+Three arms, and up to two more: the default short answer; the same without its cap of 10% of the
+passages' length (`no_share_cap`: up to 60 words), which shows what the cap costs; the open
+questions' sentences ranked with the factoid questions' weights and the selection options of
+before (`one_weighting`), which shows what their own weights (`open_weights`) bring; when the last
+--tune chose an answer shape (candidates quoted and listed, their parts' words) other than the
+defaults, that shape (`searched_shape`); and, when `--tune --fit open --dense` wrote
+answers_tuning_dense.json, those weights and options (`open_dense`: the sentences of open
 questions embedded, at their cost in time).
 
 HotpotQA's yes/no questions are left out (a sentence of a passage never says "yes"). On the Python
@@ -89,6 +91,22 @@ ARMS: list[tuple[str, dict[str, Any] | None]] = [
     ("one_weighting", {"synthesize": {"open_weights": sa.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
 ]
 DENSE_TUNING = ROOT / "bench" / "results" / "answers_tuning_dense.json"  # --tune --fit open --dense
+
+
+TUNING = ROOT / "bench" / "results" / "answers_tuning.json"  # --tune
+SHAPE_KEPT = ("max_candidates", "listed", "window_words", "next_window_words", "candidate_margin", "one_hop")
+
+
+def searched_arm() -> tuple[str, dict[str, Any]] | None:
+    """The arm of the answer's shape as the last ``--tune`` searched it (how many candidates quoted
+    and listed, how long their parts), when it differs from the defaults: the defaults keep a shape
+    that the dev halves cannot tell from it apart (see docs/benchmarks.md)."""
+    if not TUNING.is_file():
+        return None
+    tuned = json.loads(TUNING.read_text())
+    defaults = dataclasses.asdict(sa.AnswerOptions())
+    changed = {k: tuned[k] for k in SHAPE_KEPT if k in tuned and tuned[k] != defaults[k]}
+    return ("searched_shape", {"synthesize": changed}) if changed else None
 
 
 def dense_arm() -> tuple[str, dict[str, Any]] | None:
@@ -529,8 +547,7 @@ def main() -> int:
         out.write_text(json.dumps(tuning, indent=2) + "\n")
         print(json.dumps({k: v for k, v in tuning.items() if k != "steps"}, indent=2))
         return 0
-    dense = dense_arm()
-    arms = ARMS + ([dense] if dense else [])
+    arms = ARMS + [arm for arm in (searched_arm(), dense_arm()) if arm]
     results: dict[str, Any] = {
         "wikigr": __version__,
         "date": time.strftime("%Y-%m-%d"),
