@@ -592,18 +592,18 @@ def main() -> int:
         "answer_words_mean",
         "synthesize_ms_p50",
     )
-    print(f"{'set':<10}{'arm':<14}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
+    print(f"{'set':<10}{'arm':<16}{'half':<6}" + "".join(f"{c:>19}" for c in columns))
     for name, data in results["datasets"].items():
         for arm, _ in arms:
             for part in ("dev", "test", "all"):
                 cells = "".join(f"{data[arm][part].get(c)!s:>19}" for c in columns)
-                print(f"{name:<10}{arm:<14}{part:<6}" + cells)
+                print(f"{name:<10}{arm:<16}{part:<6}" + cells)
             if "names_function_%" in data[arm]["all"]:
                 for part in ("dev", "test", "all"):
                     named, cited = data[arm][part]["names_function_%"], data[arm][part]["cites_page_%"]
                     on_topic = data[arm][part]["on_topic_%"]
                     print(
-                        f"{'':<24}{part:<6} names the function {named}%, cites the page {cited}%,"
+                        f"{'':<26}{part:<6} names the function {named}%, cites the page {cited}%,"
                         f" quoted sentences on topic {on_topic}%"
                     )
     print(f"load average {results['load_before']} -> {results['load_after']}")
