@@ -419,6 +419,10 @@ def test_defines_reads_definition_lines_not_prose_or_code() -> None:
     assert not defines("Use functools.lru_cache(maxsize=None) for an unbounded cache.", "functools.lru_cache")
     assert not defines("```\n@lru_cache\ndef f(): ...\n```", "functools.lru_cache")
     assert not defines("socket.settimeout(value)", "socket.socket.setblocking")
+    # a sentence that opens with a call is prose, and a box's heading no definition
+    assert not defines("os.startfile(path)\n\nstartfile() returns as soon as it starts.", "startfile")
+    assert defines("os.startfile(path)\n\nstartfile() returns as soon as it starts.", "os.startfile")
+    assert not defines("Note\n\nIf you pass a relative pathname, do not change directory.", "Note")
 
 
 @pytest.mark.parametrize("question", ["What does functools.lru_cache do?", "what does `lru_cache()` do"])

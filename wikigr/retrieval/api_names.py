@@ -7,6 +7,10 @@ from __future__ import annotations
 import re
 
 _API_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z_]\w*(?=\(\)))")
+_ADMONITIONS = frozenset(  # a box's heading line, not a definition
+    "Note Notes Warning Warnings Tip Hint Important Caution Attention Danger Example Examples Todo".split()  # noqa: SIM905
+)
+_PROSE = re.compile(r"\s+[A-Za-z]")  # "startfile() returns ...": words after the call
 _DEFINITION = re.compile(  # a line that shows a definition: "@functools.lru_cache(maxsize=128)"
     r"(?:@|(?:abstractmethod|async|await|class|classmethod|coroutine|exception|property|staticmethod)\s+)*"
     r"([A-Za-z_][\w.]*?)\s*(?:[(\[=:].*)?",
@@ -21,9 +25,23 @@ def api_names(text: str) -> list[str]:
 
 def shown_name(line: str) -> str:
     """The name a definition line shows (``str.join`` of ``str.join(iterable)``, of
-    ``@functools.lru_cache(maxsize=128)``, of ``class socket.socket(family=-1)``), or ""."""
-    match = _DEFINITION.fullmatch(line.strip())
-    return match.group(1) if match else ""
+    ``@functools.lru_cache(maxsize=128)``, of ``class socket.socket(family=-1)``), or "": not
+    the name that opens a sentence of prose ("startfile() returns as soon as ...": a word after
+    the call's parentheses), nor a box's heading ("Note", "Warning")."""
+    line = line.strip()
+    match = _DEFINITION.fullmatch(line)
+    if not match or match.group(1) in _ADMONITIONS:
+        return ""
+    rest = line[match.end(1) :].lstrip()
+    if rest.startswith("("):
+        depth = 0
+        for n, char in enumerate(rest):
+            depth += (char == "(") - (char == ")")
+            if depth == 0:
+                if _PROSE.match(rest, n + 1):
+                    return ""
+                break
+    return match.group(1)
 
 
 def ends_with(full: str, name: str) -> bool:
