@@ -300,8 +300,7 @@ def spans(
                 continue  # two names of a list ("Sleepy Brown, Phantogram, T.I."), no place
             if not any(a < match.end() and match.start() < b for a, b in dates):
                 found.append((match.group(0), NAME, match.start(), match.end()))
-    for name, at in _names_at(text):
-        start = at
+    for name, start in _names_at(text):
         if text[max(0, start - 4) : start] == "New " and (start == 4 or not text[start - 5].isalnum()):
             name, start = f"New {name}", start - 4  # the extractor drops "New" ("New in version 3.4")
         first, _, rest = name.partition(" ")
