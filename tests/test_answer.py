@@ -346,10 +346,12 @@ def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
 
 
 def test_open_and_factoid_questions_rank_sentences_with_their_own_weights(docs_pack: Path) -> None:
-    factoid = "Which function sets the default timeout for new socket objects?"
+    factoid = "Which API do the sockets follow closely?"
     options = AnswerOptions()
     assert options.weights_for(TIMEOUT) is options.open_weights  # "How do I ...?"
     assert options.weights_for(factoid) is options.weights
+    # a question that asks for code is one on documentation, though a factoid one
+    assert options.weights_for("Which function sets the default timeout?") is options.open_weights
     upside_down = {f: -w for f, w in DEFAULT_OPEN_WEIGHTS.items()}
     with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
         before = agent.query(TIMEOUT).answer, agent.query(factoid).answer
@@ -672,6 +674,26 @@ def test_a_question_asking_for_a_function_is_answered_with_its_name(
         c for c in codes_in("raise an exception, e.g. TimeoutError, in the U.S. and os.path")
     }
     assert codes_in("raise an exception, e.g. TimeoutError, in os.path") == ("os.path",)
+
+
+def test_a_function_the_question_words_is_named_by_its_definition_line(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # "sorts" is the question's word and sort() the answer; its definition line shows arguments
+    docs = tmp_path_factory.mktemp("sortdocs")
+    (docs / "sorting.md").write_text(
+        "# Sorting HOW TO\n\nPython lists have a built-in method that modifies the list in place. "
+        "There is also a built-in function that builds a new sorted list from an iterable.\n\n"
+        "sort(*, key=None, reverse=False)\n\nThis method sorts the list in place, using only < "
+        "comparisons between items.\n\nsorted(iterable, /, *, key=None, reverse=False)\n\nReturn a new "
+        "sorted list from the items in iterable.\n"
+    )
+    (docs / "baking.md").write_text(PAGES["baking.md"])
+    out = tmp_path_factory.mktemp("answerpacks") / "sorting"
+    build_pack("sorting", [docs.as_uri()], out=out)
+    with KnowledgeGraphAgent(out, llm=None) as agent:
+        answer = agent.query("Which function sorts a list in place?").answer
+    assert answer.startswith("sort(*, key=None, reverse=False): This method sorts the list in place"), answer
 
 
 def test_a_passage_title_is_a_candidate_where_its_sentences_name_it(

@@ -423,6 +423,13 @@ def _identifier(span: str) -> bool:
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 
 
+def asks_code(question: str) -> bool:
+    """Whether ``question`` asks for a code name: "which function ...", "what exception ...",
+    "which module ..." (a question on documentation, though a factoid one)."""
+    head = _HEAD.search(question)
+    return head is not None and bool({w.casefold() for w in _WORD.findall(head.group(1))} & _CODE_HEADS)
+
+
 def common_words(texts: list[str]) -> set[str]:
     """The words ``texts`` write in lower case and never capitalise inside a sentence: "return"
     of "Return True if ..." and "... return it", not "new" where "in New York" shows a name."""
@@ -578,6 +585,9 @@ def candidates(
     code_only = code and bool(head_words & _CODE_HEADS)  # "which exception ...": identifiers only
     for s in scored:
         found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common)
+        shown = shown_name(s.unit.label) if code and s.unit.label else ""
+        if shown and s.unit.text.startswith(shown):  # what the definition line defines: sort(*, key=None)
+            found_spans.append((shown, NAME, 0, len(shown)))
         if asked == NAME and not code_only:
             found_spans += fillers(s.unit.text, slot)
         for span, kind, start, end in found_spans:
@@ -587,11 +597,16 @@ def candidates(
             if key is None:
                 key = keys[span] = normalize(span)
             lone = len(key) < 2  # a lone digit must count what the question counts
+            if code_only and span.removesuffix("()") not in question:
+                named = False  # "Which function sorts a list?": sort(), though the question says "sorts"
+            else:
+                named = f" {key} " in question_norm or (
+                    kind == NAME and set(vocabulary.tokens(span)) <= question_tokens
+                )
             if (
                 (lone and not (kind == NUMBER and _counts(s.unit.text, end, question_tokens, vocabulary)))
                 or key in STOP_NAMES
-                or f" {key} " in question_norm
-                or (kind == NAME and set(vocabulary.tokens(span)) <= question_tokens)
+                or named
             ):
                 continue
             candidate = found.setdefault(key, AnswerCandidate(key, span, kind))

@@ -58,6 +58,7 @@ from wikigr.retrieval.candidates import (
     AnswerCandidate,
     answer_kind,
     asked_tokens,
+    asks_code,
     candidates,
     comparison,
     names_in,
@@ -180,7 +181,11 @@ class AnswerOptions:
     def weights_for(self, question: str) -> dict[str, float]:
         """The sentence weights for ``question``: ``weights`` for a factoid question (who, when,
         how many, which X...), ``open_weights`` for any other (how to, what X does, why)."""
-        return self.weights if answer_kind(question) is not None else self.open_weights
+        return (
+            self.weights
+            if answer_kind(question) is not None and not asks_code(question)
+            else self.open_weights
+        )
 
 
 @dataclass
