@@ -71,7 +71,7 @@ from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.eval.metrics import normalize_answer
 from wikigr.retrieval import short_answer as sa
-from wikigr.retrieval.candidates import CANDIDATE_FEATURES, answer_kind
+from wikigr.retrieval.candidates import CANDIDATE_FEATURES
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.sentences import strip_citations
 from wikigr.retrieval.stage import QueryState
@@ -384,7 +384,7 @@ def fit_weights(sets: dict[str, list[Prepared]], open_questions: bool = False) -
         )
         for prepared in sets.values()
         for p in prepared
-        if (answer_kind(p.question) is None) == open_questions
+        if sa.open_question(p.question) == open_questions
     ]
     return {f: round(float(v), 3) for f, v in zip(sa.FEATURES, listwise(groups), strict=True)}
 

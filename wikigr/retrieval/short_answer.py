@@ -34,7 +34,8 @@ continues the answer (the question's words still missing, an entity the quoted p
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
 budget lasts and their score stays above ``min_relative`` of the range. An enumeration (a global
 question) gets one item per source page: its best sentence. A factoid question's sentences are
-ranked with ``weights``, any other's (how to, what X does, a list) with ``open_weights``
+ranked with ``weights``, any other's (how to, what X does, a list; and a question that asks for
+code, "which function ...") with ``open_weights``
 (:meth:`AnswerOptions.weights_for`). The weights were fitted, and the options chosen, on the first
 half of MuSiQue-100, HotpotQA-100 (``weights``) and the Python docs questions (``open_weights``)
 (``bench/answers.py --tune``); ``bench/answers.py`` reports the other half.
@@ -180,12 +181,15 @@ class AnswerOptions:
 
     def weights_for(self, question: str) -> dict[str, float]:
         """The sentence weights for ``question``: ``weights`` for a factoid question (who, when,
-        how many, which X...), ``open_weights`` for any other (how to, what X does, why)."""
-        return (
-            self.weights
-            if answer_kind(question) is not None and not asks_code(question)
-            else self.open_weights
-        )
+        how many, which X...), ``open_weights`` for any other (how to, what X does, why) and for
+        one that asks for code ("which function ...": a question on documentation)."""
+        return self.open_weights if open_question(question) else self.weights
+
+
+def open_question(question: str) -> bool:
+    """Whether ``question`` is ranked as an open one (:meth:`AnswerOptions.weights_for`): no
+    factoid question, or one that asks for code."""
+    return answer_kind(question) is None or asks_code(question)
 
 
 @dataclass
