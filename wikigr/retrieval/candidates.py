@@ -582,7 +582,7 @@ def candidates(
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
     common = common_words([s.unit.text for s in scored])
     code = code and asked == NAME
-    code_only = code and bool(head_words & _CODE_HEADS)  # "which exception ...": identifiers only
+    code_only = code and asks_code(question)  # "which exception ...": identifiers only
     for s in scored:
         found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common)
         shown = shown_name(s.unit.label) if code and s.unit.label else ""
