@@ -68,7 +68,8 @@ def server() -> Iterator[LocalServer]:
 
 @pytest.fixture(scope="session")
 def built_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A pack built once per session from tests/fixtures/docs (file URLs)."""
+    """A pack built once per session (per worker, as the tests run in parallel) from
+    tests/fixtures/docs (file URLs)."""
     from wikigr.build import build_pack
 
     out = tmp_path_factory.mktemp("packs") / "fixture"

@@ -16,7 +16,8 @@ QUALITIES = OPENML / "study_14_qualities_sample.arff"
 
 @pytest.fixture(scope="session")
 def openml_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An OpenML pack built once per session from the two sample exports and the qualities."""
+    """An OpenML pack built once per session (per worker, as the tests run in parallel) from the two
+    sample exports and the qualities."""
     from wikigr.openml.build import OpenMLBuildOptions, build_openml_pack
 
     out = tmp_path_factory.mktemp("openml") / "sample"
