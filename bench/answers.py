@@ -73,6 +73,7 @@ from wikigr.eval.metrics import normalize_answer
 from wikigr.retrieval import short_answer as sa
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES
 from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.profiles import DEFAULT_PROFILE
 from wikigr.retrieval.sentences import strip_citations
 from wikigr.retrieval.stage import QueryState
 from wikigr.retrieval.stages.synthesize import SynthesizeStage
@@ -179,7 +180,7 @@ def report_rows(
     pack: Path, questions: list[dict[str, Any]], kind: str, options: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
     rows = []
-    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP, options=options) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, top_k=TOP, options=options) as agent:
         for q in questions:
             start = time.perf_counter()
             result = agent.query(q["question"])
@@ -270,7 +271,7 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, dense: bool 
     with ``dense``, every sentence embedded (else ``dense`` stays 0, and so does its weight)."""
     out = []
     options = sa.AnswerOptions()
-    with KnowledgeGraphAgent(pack, llm=None, top_k=TOP) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, top_k=TOP) as agent:
         retrieval = [s for s in agent.stages if s.name != "synthesize"]
         synthesize = SynthesizeStage()
         for q in questions:
@@ -553,7 +554,9 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d"),
         "cores": os.cpu_count(),
         "load_before": load_before,
-        "profile": "the pack's default (auto), no LLM, top 5 passages",
+        # the default profile whatever the pack's kg_config.json says: a bench pack built before
+        # auto was the default says balanced (the figures before 2026-11-25 were read with it)
+        "profile": f"{DEFAULT_PROFILE} (the default), no LLM, top 5 passages",
         "options": dataclasses.asdict(sa.AnswerOptions()),
         "halves": "dev: MuSiQue/HotpotQA questions 1-50 and docs 1-66 (weights chosen there); test: the rest",
         "datasets": {},

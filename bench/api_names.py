@@ -51,6 +51,7 @@ from _common import arms_report, halves, header, load, packs_at
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
+from wikigr.retrieval.profiles import DEFAULT_PROFILE
 from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,7 +70,7 @@ def spelled(fragment: str) -> str:
 
 def questions(pack: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
     """``count`` link targets of ``pack`` defined on their library page, as questions."""
-    with KnowledgeGraphAgent(pack, llm=None) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
         index = PageIndex.of(agent.context)
         store = agent.context.store
         targets = sorted(
@@ -107,7 +108,7 @@ def first_sentence(answer: str) -> str:
 def run(pack: Path, asked: list[dict[str, Any]], on: bool) -> list[dict[str, Any]]:
     rows = []
     options = {"page_score": {"defined_names": on}}
-    with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, options=options) as agent:
         agent.query("warm up")
         for q in asked:
             start = time.perf_counter()
@@ -138,7 +139,7 @@ def inferred_anchors(pack: Path) -> dict[str, Any]:
     have an anchor, known (a link target) or given by their siblings, and how many of each are an
     ``id`` of the page's HTML (Debian's python3.11-doc: what the citation's link lands on)."""
     counts = {"definitions": 0, "known": 0, "known_in_html": 0, "inferred": 0, "inferred_in_html": 0}
-    with KnowledgeGraphAgent(pack, llm=None) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
         index = PageIndex.of(agent.context)
         store = agent.context.store
         for page, url in enumerate(index.urls):
@@ -172,7 +173,7 @@ def conala(pack: Path, on: bool) -> list[dict[str, Any]]:
     """Per CoNaLa question: is its first source, or one of its first five, cited at a gold anchor."""
     rows = []
     options = {"page_score": {"defined_names": on}}
-    with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, options=options) as agent:
         for q in json.loads(DOCQA.read_text()):
             if not q["all_gold_in_python_docs"]:
                 continue

@@ -242,11 +242,14 @@ def old_judge(judge: OfflineJudge, answer: str, truths: list[str]) -> bool:
 
 def real_answers(work: Path, questions: list[dict[str, Any]], judge: OfflineJudge) -> dict[str, Any]:
     from wikigr.agent import KnowledgeGraphAgent
+    from wikigr.retrieval.profiles import DEFAULT_PROFILE
 
     out: dict[str, Any] = {}
     for dataset in ("musique", "hotpotqa"):
         rows = []
-        with KnowledgeGraphAgent(work / f"{dataset}-100", llm=None, top_k=5) as agent:
+        with KnowledgeGraphAgent(
+            work / f"{dataset}-100", profile=DEFAULT_PROFILE, llm=None, top_k=5
+        ) as agent:
             for q in (q for q in questions if q["dataset"] == dataset):
                 result = agent.query(q["question"])
                 dump = "\n\n".join(f"[{n}] {s.text}" for n, s in enumerate(result.sources[:5], 1))

@@ -47,6 +47,7 @@ from _common import arms_report, header, load, packs_at
 from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.retrieval.profiles import DEFAULT_PROFILE
 from wikigr.retrieval.sentences import split_sentences
 from wikigr.retrieval.short_answer import asserted
 from wikigr.retrieval.stages.page_score import PageIndex, defines
@@ -62,7 +63,7 @@ _RETURN = re.compile(r"^Return (?:an? |the )?\S.{8,140}?\.$")
 
 def questions(pack: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
     """``count`` definitions of ``pack``'s library pages described by "Return ...", as questions."""
-    with KnowledgeGraphAgent(pack, llm=None) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
         index = PageIndex.of(agent.context)
         store = agent.context.store
         found: dict[str, dict[str, Any]] = {}
@@ -90,7 +91,7 @@ def questions(pack: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
 
 def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> list[dict[str, bool]]:
     rows = []
-    with KnowledgeGraphAgent(pack, llm=None, options=options) as agent:
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, options=options) as agent:
         for q in asked:
             result = agent.query(q["question"])
             rows.append(
