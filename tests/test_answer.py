@@ -28,6 +28,7 @@ from wikigr.retrieval.candidates import (
     AnswerCandidate,
     Occurrence,
     answer_kind,
+    bridge_words,
     codes_in,
     common_words,
     comparison,
@@ -142,7 +143,8 @@ CURRENCIES = [
     },
 ]
 # A second hop that only a chain of passages finds (Buyende -> Uganda -> its opposition leader),
-# a look-alike that holds the question's words, and a lone digit that counts districts.
+# a look-alike that holds more of the question's words ("country"), and a lone digit that counts
+# districts.
 CHAIN = [
     {"title": "Buyende", "text": "Buyende is a town in the Eastern Region of Uganda, on Lake Kyoga."},
     {
@@ -152,7 +154,7 @@ CHAIN = [
     },
     {
         "title": "Leader of the Opposition (Jamaica)",
-        "text": "The current opposition leader in Jamaica is Peter Phillips, who succeeded Portia "
+        "text": "The current opposition leader in the country of Jamaica is Peter Phillips, who succeeded Portia "
         "Simpson Miller as the leader of the main opposition party.",
     },
     {
@@ -525,10 +527,27 @@ def test_the_second_hop_of_a_chain_from_the_question_ranks_first(chain_pack: Pat
         found = candidates_of(agent, question)
     chain = {c.text: c.features["chain"] for c in found}
     assert chain["Winnie Kiiza"] > 0 and chain["Peter Phillips"] == 0, chain
+    # the sentence that names the link (Uganda) holds what is asked of it: "current opposition
+    # leader", not "country" and "located", which describe the bridge
+    rehop = {c.text: c.features["rehop"] for c in found}
+    assert rehop["Winnie Kiiza"] == pytest.approx(1.0) and rehop["Peter Phillips"] == 0, rehop
     people = [c.text for c in found if c.text in ("Winnie Kiiza", "Peter Phillips")]
     assert people == ["Winnie Kiiza", "Peter Phillips"], [c.text for c in found]
-    unchained = rank_candidates(found, {**DEFAULT_CANDIDATE_WEIGHTS, "chain": 0.0})
+    unchained = rank_candidates(found, {**DEFAULT_CANDIDATE_WEIGHTS, "chain": 0.0, "rehop": 0.0})
     assert next(c.text for c in unchained if c.text in people) == "Peter Phillips"  # what the link changes
+
+
+def test_the_words_that_describe_the_bridge_are_not_what_the_question_asks_of_it() -> None:
+    question = "Who is the current opposition leader in the country where Buyende is located?"
+    assert bridge_words(question) == "country where Buyende is located?"
+    assert bridge_words("Who was the first president of Damerjog's country?") == "Damerjog's country"
+    assert bridge_words("What is the name of the person who made The Oddventures of Mr. Cool?") == (
+        "person who made The Oddventures of Mr. Cool?"
+    )
+    # a clause that holds the slot is what is asked; "to which" opens no clause about a noun
+    assert bridge_words("The league includes the Adelaide team that was formed in what year?") == ""
+    assert bridge_words("Jagdish Mali is father to which Bollywood actress?") == ""
+    assert bridge_words("Who was the first president of Somalia?") == ""
 
 
 def test_where_the_question_slot_stands() -> None:

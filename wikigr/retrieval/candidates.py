@@ -41,7 +41,14 @@ HotpotQA with ``bench/answers.py --tune``) of:
 - ``chain``: its passage is a second hop from the question: it is not about what the question
   names, but it names something that a passage about it names ("Who is the opposition leader in
   the country where Buyende is located?": "Buyende is a town in ... Uganda", then the passage on
-  Uganda's Leader of Opposition), by how specific that link is.
+  Uganda's Leader of Opposition), by how specific that link is;
+- ``rehop``: the same second hop, read at the sentence: a sentence of a passage that is not about
+  what the question names, naming such a link, holds this share of what the question asks of the
+  link: its words but those of the names it holds and those that describe the bridge
+  (:func:`bridge_words`: "the country where Buyende is located" asks nothing of Uganda; "the
+  current opposition leader" does).
+
+``relation`` and ``rehop`` leave the words that describe the bridge out.
 """
 
 from __future__ import annotations
@@ -79,27 +86,29 @@ CANDIDATE_FEATURES = (
     "slot",
     "described",
     "chain",
+    "rehop",
 )
 DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tune: answers_tuning.json)
-    "type": 4.333,
-    "sentence": 4.472,
-    "near": -2.472,
-    "rank": 0.039,
-    "passages": -0.554,
-    "subject": 0.349,
-    "hop2": 0.741,
-    "hop1": 0.317,
-    "bridge": -0.436,
-    "lead": 0.634,
-    "words": 1.631,
-    "fits": 1.258,
-    "order": -1.448,
-    "relation": 3.49,
-    "head": 0.019,
-    "cover": 2.675,
-    "slot": 2.618,
-    "described": -4.319,
-    "chain": 1.496,
+    "type": 3.195,
+    "sentence": 3.827,
+    "near": -0.223,
+    "rank": 1.766,
+    "passages": -0.714,
+    "subject": 0.722,
+    "hop2": 0.868,
+    "hop1": -0.67,
+    "bridge": -1.187,
+    "lead": 0.435,
+    "words": 1.758,
+    "fits": 1.298,
+    "order": -0.637,
+    "relation": 0.785,
+    "head": 0.858,
+    "cover": -1.136,
+    "slot": 2.942,
+    "described": -2.343,
+    "chain": 0.028,
+    "rehop": 5.442,
 }
 NEAR = 10  # words either side of a candidate that count as near it
 _TITLE_WORDS = 6  # a passage's title is a candidate where its sentences name it, if this short
@@ -210,6 +219,35 @@ def comparison(question: str) -> tuple[str, str] | None:
 QUESTION_WORDS = frozenset(
     "who whom whose what when where which why how many much did does do i is was were are".split()  # noqa: SIM905
 )  # a question's own words: never in the sentence that answers it
+
+
+_BRIDGE_CLAUSE = re.compile(
+    r"\b([a-z]+)\s+(?:where|in which|of which|at which|which|that|who|whom|whose|containing)\s(.*)$"
+)
+_POSSESSIVE = re.compile(r"(?:[A-Z][\w.'-]*\s?)+'s?(?:\s+(?!of\b|in\b)[a-z]+){1,2}")
+_SLOT_WORD = re.compile(r"\b(?:what|which|whom|who|when|where|how)\b", re.I)
+_NO_HEAD = frozenset(  # words before "which" / "that" that are no noun: "to which actress?"
+    """what which who whom when where how is was are were the a an of in by to with for from under
+    and or than about on at as into during""".split()  # noqa: SIM905
+)
+
+
+def bridge_words(question: str) -> str:
+    """The part of ``question`` that describes its bridge, not what it asks of it: a clause
+    about a noun that names something ("the country where Buyende is located", "the person who
+    made The Oddventures of Mr. Cool") and a possessive ("Damerjog's country"); "" when there is
+    none. A clause that holds the question's slot ("... that was formed in what year?") is none."""
+    parts = []
+    clause = _BRIDGE_CLAUSE.search(question)
+    if (
+        clause
+        and clause.group(1).casefold() not in _NO_HEAD
+        and not _SLOT_WORD.search(clause.group(2))
+        and re.search(r"\b[A-Z]", clause.group(2))
+    ):
+        parts.append(clause.group(0))
+    parts += [m.group(0) for m in _POSSESSIVE.finditer(question)]
+    return " ".join(parts)
 
 
 def asked_tokens(vocabulary: Vocabulary, question: str) -> set[str]:
@@ -571,6 +609,8 @@ def candidates(
     total = sum(weights.values()) or 1.0
     in_names = {t for m in keyword_entities("", question) for t in vocabulary.tokens(m.name)}
     relation = {t: w for t, w in weights.items() if t not in in_names}
+    bridge_tokens = set(vocabulary.tokens(bridge_words(question)))
+    relation = {t: w for t, w in relation.items() if t not in bridge_tokens} or relation
     head_match = _HEAD.search(question)
     head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
     relation_total = sum(relation.values()) or 1.0
@@ -647,6 +687,16 @@ def candidates(
         for n, names in names_of.items()
         if articles[n][0] not in first_hop
     }
+    linked: dict[str, bool] = {}
+    rehop: dict[int, float] = {}  # a second-hop sentence naming a link: the share of the relation it holds
+    for s in scored:
+        if articles[s.source][0] in first_hop:
+            continue
+        for k in s.names:
+            if k not in linked:
+                linked[k] = k not in asked_names and bool(re.search(rf"\b{re.escape(k)}\b", links))
+        if any(linked[k] for k in s.names):
+            rehop[id(s)] = sum(w for t, w in relation.items() if t in s.tokens) / relation_total
     tokens_of: dict[str, list[str]] = {}
     leads = {s.source: set(s.tokens) for s in scored if s.unit.index == 0}
     order = {id(s): n for n, s in enumerate(sorted(scored, key=lambda s: -s.score), 1)}
@@ -693,6 +743,7 @@ def candidates(
             "slot": slotted,
             "described": float(candidate.type == NAME and candidate.text.split()[-1].casefold() in described),
             "chain": max(chain.get(n, 0.0) for n in sources),
+            "rehop": max(rehop.get(id(o.scored), 0.0) for o in candidate.occurrences),
             "head": float(headed or (is_subject and bool(head & leads.get(min(sources), set())))),
         }
     return list(found.values())
