@@ -100,8 +100,8 @@ SHAPE_KEPT = ("max_candidates", "listed", "window_words", "next_window_words", "
 
 def searched_arm() -> tuple[str, dict[str, Any]] | None:
     """The arm of the answer's shape as the last ``--tune`` searched it (how many candidates quoted
-    and listed, how long their parts), when it differs from the defaults: the defaults keep a shape
-    that the dev halves cannot tell from it apart (see docs/benchmarks.md)."""
+    and listed, how long their parts), when it differs from the defaults (the defaults are the
+    shape the search chose on the fresh bench packs, 2026-11-25: see docs/benchmarks.md)."""
     if not TUNING.is_file():
         return None
     tuned = json.loads(TUNING.read_text())

@@ -154,8 +154,8 @@ CHAIN = [
     },
     {
         "title": "Leader of the Opposition (Jamaica)",
-        "text": "The current opposition leader in the country of Jamaica is Peter Phillips, who succeeded Portia "
-        "Simpson Miller as the leader of the main opposition party.",
+        "text": "The current opposition leader in the country of Jamaica is Peter Phillips, who "
+        "succeeded Portia Simpson Miller as the leader of the main opposition party.",
     },
     {
         "title": "Kansas",
@@ -614,6 +614,24 @@ def test_the_other_candidates_are_listed_by_name_each_cited(hops_pack: Path) -> 
         assert ALSO not in agent.query(question).answer
     with pytest.raises(ValueError, match="listed"):
         AnswerOptions(listed=-1)
+
+
+def test_an_answer_that_answers_outright_lists_fewer_others(docs_pack: Path) -> None:
+    # the definition answers the question: at most listed_when_sure (3) others after it
+    question = "Which method sets a timeout on blocking socket operations?"
+
+    def listed(**options: int) -> list[str]:
+        with KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": options}) as agent:
+            assert candidates_of(agent, question)[0].answered
+            answer = agent.query(question).answer
+        assert answer.startswith("socket.settimeout(value): Set a timeout"), answer
+        return re.findall(r"(?:: |, )(.+?) \[\d+\]", answer.split(ALSO, 1)[1]) if ALSO in answer else []
+
+    assert 1 <= len(listed()) <= 3
+    assert len(listed(listed_when_sure=12)) > 3  # more candidates were there to list
+    assert listed(listed_when_sure=0) == []
+    with pytest.raises(ValueError, match="listed_when_sure"):
+        AnswerOptions(listed_when_sure=-1)
 
 
 def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> None:

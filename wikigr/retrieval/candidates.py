@@ -299,6 +299,7 @@ class AnswerCandidate:
     score: float = 0.0
     defined: bool = False  # a sentence opens with its definition ("os.path.isabs(path): Return ...")
     coded: bool = False  # the question asks for code, and it has the form asked ("which exception": KeyError)
+    answered: bool = False  # ranked first: it answers outright (one-hop, a definition: rank_candidates)
 
     @property
     def best(self) -> Occurrence:
@@ -767,7 +768,9 @@ def rank_candidates(
             c.features["cover"] >= one_hop or ((c.defined or c.coded) and c.features["order"] == 1.0)
         )
 
-    return sorted(found, key=lambda c: (not answered(c), -c.score, c.best.scored.source, c.best.start))
+    for c in found:
+        c.answered = answered(c)
+    return sorted(found, key=lambda c: (not c.answered, -c.score, c.best.scored.source, c.best.start))
 
 
 _CLAUSE = re.compile(r"[,;:–—]\s+|\s+[–—-]\s+|\s\(|\)\s")

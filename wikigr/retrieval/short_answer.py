@@ -148,11 +148,12 @@ class AnswerOptions:
     candidates: bool = True  # a factoid question: the answer is built around its best candidates
     code_names: bool = True  # ... and "which function ...?" has code identifiers among them
     candidate_weights: dict[str, float] = field(default_factory=dict)  # not set: DEFAULT_CANDIDATE_WEIGHTS
-    window_words: int = 20  # the best candidate's part of its sentence, at most
+    window_words: int = 25  # the best candidate's part of its sentence, at most
     next_window_words: int = 10  # ... the next candidates'
     max_candidates: int = 1  # candidates quoted, at most
-    listed: int = 8  # candidates named after those quoted ("Also possible: ..."), at most
-    candidate_margin: float = 3.0  # none scoring more than this below the best
+    listed: int = 12  # candidates named after those quoted ("Also possible: ..."), at most (or the budget)
+    listed_when_sure: int = 3  # ... when the first answers the question outright (one_hop, a definition)
+    candidate_margin: float = 5.0  # none scoring more than this below the best
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
 
     def __post_init__(self) -> None:
@@ -170,8 +171,8 @@ class AnswerOptions:
         self.candidate_weights = {**DEFAULT_CANDIDATE_WEIGHTS, **self.candidate_weights}
         if min(self.window_words, self.next_window_words, self.max_candidates) < 1:
             raise ValueError("window_words, next_window_words and max_candidates must be at least 1")
-        if self.listed < 0:
-            raise ValueError("listed must be at least 0")
+        if min(self.listed, self.listed_when_sure) < 0:
+            raise ValueError("listed and listed_when_sure must be at least 0")
         if min(self.answer_words, self.item_words, self.sentence_passages, self.max_sentences) < 1:
             raise ValueError(
                 "answer_words, item_words, sentence_passages and max_sentences must be at least 1"
@@ -571,14 +572,18 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
     one, then those of the next ones (each cited) while the budget lasts and they score within
     ``candidate_margin`` of the best, at most ``max_candidates``; then, at most ``listed`` more
     candidates by name alone, each cited, in what is left of the budget ("Also possible: Studio 33
-    [4], Codemasters [5]."): those of the type asked for (a date for "when"...)."""
+    [4], Codemasters [5]."): those of the type asked for (a date for "when"...); at most
+    ``listed_when_sure`` when the best answers the question outright (a sentence holding the
+    question, a definition: :func:`rank_candidates`)."""
     room = budget(options, passage_words)
+    sure = bool(found) and found[0].answered
+    listed_at_most = min(options.listed, options.listed_when_sure) if sure else options.listed
     parts: list[str] = []
     listed: list[str] = []
     shown = ""
     keys: list[str] = []  # the candidates named so far ("re.search": not "search()" again)
     used = 0  # the answer's words so far
-    for c in found[: options.max_candidates + options.listed]:
+    for c in found[: options.max_candidates + listed_at_most]:
         if parts and c.score < found[0].score - options.candidate_margin:
             break
         if f" {c.key} " in shown or any(same_api(c.key, k) for k in keys):  # already quoted or listed
