@@ -634,6 +634,26 @@ def test_an_answer_that_answers_outright_lists_fewer_others(docs_pack: Path) -> 
         AnswerOptions(listed_when_sure=-1)
 
 
+@pytest.mark.parametrize(
+    ("question", "lead"),
+    [
+        # the sentence says "This module" and the question "LZMA": the module as its page names it
+        ("Which module compresses data with the LZMA algorithm?", "lzma: This module provides classes"),
+        ("Which module reads and writes tabular data in CSV format?", "The csv module implements classes"),
+    ],
+)
+def test_which_module_is_answered_with_the_module_a_page_is_about(
+    docs_pack: Path, question: str, lead: str
+) -> None:
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        ranked = candidates_of(agent, question)
+        answer = agent.query(question).answer
+    assert answer.startswith(lead), answer
+    assert ranked[0].coded and ranked[0].text in ("lzma", "csv"), [c.text for c in ranked]
+    # only modules have the form asked: no function, class or word of the sentences
+    assert {c.text for c in ranked if c.coded} <= {"socket", "csv", "gzip", "bz2", "lzma", "zlib"}
+
+
 def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> None:
     question = "When was the Northern Limnology Association founded?"
     listing = {"synthesize": {"max_candidates": 1, "listed": 6, "candidate_margin": 100.0}}

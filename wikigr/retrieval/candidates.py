@@ -13,7 +13,10 @@ HotpotQA with ``bench/answers.py --tune``) of:
 
 - ``type``: it is what the question asks for (a date or a time of day for "when" and "what time",
   a number for "how many", a name for "who", "where", "which" and "what"; for "which function"
-  or "which exception", a code name of that form);
+  or "which exception", a code name of that form; for "which module", a module that a top
+  passage's page is about — "json" for "json — JSON encoder and decoder" —, spelt as its page
+  spells it and found where its sentences name it, say "this module", or, failing both, at the
+  start of each of them);
 - ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.short_answer`), from 0 for
   the question's worst sentence to 1 for its best;
 - ``near``: the share of the question's words (by IDF) within ``NEAR`` words of it in that sentence;
@@ -308,7 +311,7 @@ class AnswerCandidate:
 
 
 def spans(
-    text: str, title: str = "", code: bool = False, common: Container[str] = ()
+    text: str, title: str = "", code: bool = False, common: Container[str] = (), module: bool = False
 ) -> list[tuple[str, str, int, int]]:
     """The spans of ``text`` that may answer a question: (span, type, start, end); ``title``, the
     subject of its passage, is one where the text names it ("The Finnish markka was the currency
@@ -316,7 +319,9 @@ def spans(
     (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function"). A
     name is never part of a word ("Warns" in "assertWarns"), keeps its "New" ("New York"), and a
     name that opens the sentence loses its first word if that word is ``common`` (see
-    :func:`common_words`: "Return True" is "True", "Press Control-C" is "Control-C")."""
+    :func:`common_words`: "Return True" is "True", "Press Control-C" is "Control-C"). With
+    ``module`` (the question asks for one), a ``title`` that is a module's name ("json") is
+    spelt as the title spells it, and "this module" is it too."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -351,10 +356,13 @@ def spans(
         if start >= 0:
             end = start + len(name) + (2 if text.startswith("()", start + len(name)) else 0)
             found.append((text[start:end], NAME, start, end))
+    module = module and bool(_MODULE.fullmatch(title))  # a documentation page about a module: "json"
     if title and len(title.split()) <= _TITLE_WORDS:
         named = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.I)
-        if named:
-            found.append((named.group(0), NAME, named.start(), named.end()))
+        if named:  # a module as its page spells it, not as the sentence does ("JSON")
+            found.append((title if module else named.group(0), NAME, named.start(), named.end()))
+    if module:
+        found += [(title, NAME, m.start(), m.end()) for m in _THIS_MODULE.finditer(text)]
     return found
 
 
@@ -410,15 +418,22 @@ _YEAR = re.compile(r"\b\d{3,4}\b")
 
 _EXCEPTION = re.compile(r"\w*(?:Error|Exception|Warning|Interrupt|Exit|Iteration)")
 _CALLABLE = re.compile(r"(?:\w+\.)*[a-z_]\w*(?:\(\))?")
+_MODULE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)*")  # json, os.path, xml.etree.ElementTree
+_THIS_MODULE = re.compile(r"\b[Tt]his module\b")
 
 
-def _fits(candidate: AnswerCandidate, asked: str, head: Container[str] = ()) -> bool:
+def _fits(
+    candidate: AnswerCandidate, asked: str, head: Container[str] = (), modules: Container[str] = ()
+) -> bool:
     """Whether ``candidate`` has the form of what is asked (see the module's docstring); for
-    "which exception" an exception's name, for "which function" or "method" a callable's."""
+    "which exception" an exception's name, for "which function" or "method" a callable's, for
+    "which module" one of the ``modules`` (those the passages are about: "json")."""
     if "exception" in head or "error" in head:
         return _EXCEPTION.fullmatch(candidate.text.rsplit(".", 1)[-1]) is not None
     if "function" in head or "method" in head:
         return _CALLABLE.fullmatch(candidate.text) is not None
+    if "module" in head or "modules" in head:
+        return candidate.text in modules
     if asked == PERSON:
         words = candidate.text.split()
         return candidate.type == NAME and len(words) >= 2 and words[-1].casefold() not in _NOT_PEOPLE
@@ -622,15 +637,20 @@ def candidates(
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
     common = common_words([s.unit.text for s in scored])
+    modules = {title for title in titles.values() if _MODULE.fullmatch(title)}  # pages about a module
     code = code and asked == NAME
     code_only = code and asks_code(question)  # "which exception ...": identifiers only
+    asks_module = code_only and bool({"module", "modules"} & head_words)
     for s in scored:
-        found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common)
+        found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common, asks_module)
         shown = shown_name(s.unit.label) if code and s.unit.label else ""
         if shown and s.unit.text.startswith(shown):  # what the definition line defines: sort(*, key=None)
             found_spans.append((shown, NAME, 0, len(shown)))
         if asked == NAME and not code_only:
             found_spans += fillers(s.unit.text, slot)
+        page = titles.get(s.source, "")
+        if asks_module and page in modules and not any(span == page for span, *_ in found_spans):
+            found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
         for span, kind, start, end in found_spans:
             if code_only and kind == NAME and not _identifier(span):
                 continue
@@ -722,7 +742,7 @@ def candidates(
         candidate.defined = any(
             _defines(o.scored.unit, o.start, candidate.text) for o in candidate.occurrences
         )
-        candidate.coded = code_only and _fits(candidate, asked, head_words)
+        candidate.coded = code_only and _fits(candidate, asked, head_words, modules)
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
@@ -737,7 +757,7 @@ def candidates(
             "bridge": float(len(named_by[candidate.key]) > 1),
             "lead": float(any(o.scored.unit.index == 0 for o in candidate.occurrences)),
             "words": min(1.0, len(candidate.key.split()) / 4),
-            "fits": float(_fits(candidate, asked, head_words if code_only else ())),
+            "fits": float(_fits(candidate, asked, head_words if code_only else (), modules)),
             "order": 1.0 / order[id(best)],
             "relation": related,
             "cover": max(o.scored.features["joint"] for o in candidate.occurrences),

@@ -572,7 +572,10 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
     one, then those of the next ones (each cited) while the budget lasts and they score within
     ``candidate_margin`` of the best, at most ``max_candidates``; then, at most ``listed`` more
     candidates by name alone, each cited, in what is left of the budget ("Also possible: Studio 33
-    [4], Codemasters [5]."): those of the type asked for (a date for "when"...); at most
+    [4], Codemasters [5]."): those of the type asked for (a date for "when"...). A quoted part
+    that does not spell its candidate as the candidate is spelt (a module its page is about, where
+    the sentence says "JSON" or "this module") is led by it ("json: The JSON produced by this
+    module ..."). At most
     ``listed_when_sure`` when the best answers the question outright (a sentence holding the
     question, a definition: :func:`rank_candidates`)."""
     room = budget(options, passage_words)
@@ -595,7 +598,12 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
                 break
             width = options.next_window_words if parts else options.window_words
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
-            parts.append(cite(as_quoted(o.scored, text), o.scored.source))
+            quoted = as_quoted(o.scored, text)
+            if (
+                o.scored.unit.text[o.start : o.end] != c.text
+            ):  # a module its page is about ("JSON", "this module")
+                quoted = f"{c.text}: {quoted}"
+            parts.append(cite(quoted, o.scored.source))
         else:
             if not c.features.get("type"):  # named only if it is the kind of thing asked for
                 continue
