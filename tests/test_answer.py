@@ -542,7 +542,14 @@ def test_the_words_that_describe_the_bridge_are_not_what_the_question_asks_of_it
     assert bridge_words(question) == "country where Buyende is located?"
     assert bridge_words("Who was the first president of Damerjog's country?") == "Damerjog's country"
     assert bridge_words("What is the name of the person who made The Oddventures of Mr. Cool?") == (
-        "person who made The Oddventures of Mr. Cool?"
+        "person who made The Oddventures of Mr. Cool"
+    )
+    # a clause whose verb comes before its name ends with the name: what follows is asked
+    question = "When was the country that produced Fist Power taken by the British?"
+    assert bridge_words(question) == "country that produced Fist Power"
+    assert (
+        bridge_words("When did the country containing Nugegoda leave the Empire?")
+        == "country containing Nugegoda"
     )
     # a clause that holds the slot is what is asked; "to which" opens no clause about a noun
     assert bridge_words("The league includes the Adelaide team that was formed in what year?") == ""

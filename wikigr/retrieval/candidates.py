@@ -225,9 +225,12 @@ QUESTION_WORDS = frozenset(
 
 
 _BRIDGE_CLAUSE = re.compile(
-    r"\b([a-z]+)\s+(?:where|in which|of which|at which|which|that|who|whom|whose|containing)\s(.*)$"
+    r"\b([a-z]+)\s+(where|in which|of which|at which|which|that|who|whom|whose|containing)\s(.*)$"
 )
 _POSSESSIVE = re.compile(r"(?:[A-Z][\w.'-]*\s?)+'s?(?:\s+(?!of\b|in\b)[a-z]+){1,2}")
+_NAME_RUN = r"(?:the\s+)?[A-Z][\w.'-]*(?:\s+(?:of|the|and|de|[A-Z][\w.'-]*))*"  # Fist Power, The X of Y
+_VERB_THEN_NAME = re.compile(rf"(?!the\b)[a-z][\w-]*(?:\s+[a-z][\w-]*)*\s+{_NAME_RUN}")  # produced Fist Power
+_NAME_FIRST = re.compile(_NAME_RUN)
 _SLOT_WORD = re.compile(r"\b(?:what|which|whom|who|when|where|how)\b", re.I)
 _NO_HEAD = frozenset(  # words before "which" / "that" that are no noun: "to which actress?"
     """what which who whom when where how is was are were the a an of in by to with for from under
@@ -245,10 +248,15 @@ def bridge_words(question: str) -> str:
     if (
         clause
         and clause.group(1).casefold() not in _NO_HEAD
-        and not _SLOT_WORD.search(clause.group(2))
-        and re.search(r"\b[A-Z]", clause.group(2))
+        and not _SLOT_WORD.search(clause.group(3))
+        and re.search(r"\b[A-Z]", clause.group(3))
     ):
-        parts.append(clause.group(0))
+        body = clause.group(3)
+        # a verb before the name ("that produced Fist Power taken by ...", "containing Nugegoda
+        # leave ..."): the clause ends with the name; else ("where Buyende is located") at the end
+        verb_first = (_NAME_FIRST if clause.group(2) == "containing" else _VERB_THEN_NAME).match(body)
+        end = clause.start(3) + verb_first.end() if verb_first else len(question)
+        parts.append(question[clause.start() : end])
     parts += [m.group(0) for m in _POSSESSIVE.finditer(question)]
     return " ".join(parts)
 
