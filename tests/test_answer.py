@@ -34,6 +34,7 @@ from wikigr.retrieval.candidates import (
     comparison,
     fillers,
     rank_candidates,
+    role_fillers,
     slot_fit,
     slot_words,
     spans,
@@ -555,6 +556,19 @@ def test_the_words_that_describe_the_bridge_are_not_what_the_question_asks_of_it
     assert bridge_words("The league includes the Adelaide team that was formed in what year?") == ""
     assert bridge_words("Jagdish Mali is father to which Bollywood actress?") == ""
     assert bridge_words("Who was the first president of Somalia?") == ""
+
+
+def test_a_role_is_the_lower_case_words_after_as() -> None:
+    text = (
+        "Nuno Diogo is a Portuguese professional footballer who plays as a central defender for F.C. Porto."
+    )
+    assert [span for span, *_ in role_fillers(text)] == ["central defender"]
+    text = "He is best known as the lead vocalist and primary songwriter of the rock band Collective Soul."
+    assert [span for span, *_ in role_fillers(text)] == ["lead vocalist"]
+    text = "Dale Brown is an American writer known for aviation techno-thriller novels."
+    assert [span for span, *_ in role_fillers(text)] == ["aviation techno-thriller novels"]
+    assert role_fillers("He joined as President of the club.") == []  # a name is a candidate anyway
+    assert answer_kind("What position did the receiver of the Golden Shoe play?") == NAME
 
 
 def test_where_the_question_slot_stands() -> None:

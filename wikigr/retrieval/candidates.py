@@ -3,7 +3,9 @@ person, a place, a name), the spans of the top passages' sentences that could be
 signals. No model: names are the capitalised spans and quoted titles of
 :func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
 dates, times of day and numbers come from regular expressions, and so do the lower-case words
-that fill the question's slot ("depictions of what?": "... depictions of urban landscapes"). A
+that fill the question's slot ("depictions of what?": "... depictions of urban landscapes") or,
+for a question asking for a role ("what position / genre ..."), follow "as" or "known for"
+("plays as a central defender"). A
 candidate the question names is left out, and so is one word capitalised only where it opens a
 sentence ("Return ...", "Please ..."), a lone digit that does not count what the question counts,
 and two names of a list ("Robert Newton and Edward Chapman", "Sleepy Brown, Phantogram") are two.
@@ -586,6 +588,28 @@ def fillers(text: str, slot: tuple[str, str]) -> list[tuple[str, str, int, int]]
     return found
 
 
+_ROLE_HEADS = frozenset("position role genre occupation profession job instrument".split())  # noqa: SIM905
+_AS_ROLE = re.compile(r"\b(?:as|known for)\s+(?:(?:a|an|the)\s+)?(?=[a-z])")
+
+
+def role_fillers(text: str) -> list[tuple[str, str, int, int]]:
+    """For a question asking for a role ("What position did he play?", "What genre ...?"): the
+    lower-case words after "as" or "known for" ("plays as a central defender", "known as the lead
+    vocalist", "known for aviation techno-thriller novels"), at most 3, up to a function word or
+    a punctuation mark."""
+    found = []
+    for match in _AS_ROLE.finditer(text):
+        words: list[re.Match[str]] = []
+        for w in re.finditer(r"[a-z][\w-]*|\S", text[match.end() : match.end() + 60]):
+            if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
+                break
+            words.append(w)
+        if words:
+            start, end = match.end() + words[0].start(), match.end() + words[-1].end()
+            found.append((text[start:end], NAME, start, end))
+    return found
+
+
 def _defines(unit: Unit, start: int, name: str) -> bool:
     """Whether ``unit`` is the sentence after the definition line of ``name``, which opens it
     ("os.path.isabs(path): Return ...")."""
@@ -649,6 +673,7 @@ def candidates(
     code = code and asked == NAME
     code_only = code and asks_code(question)  # "which exception ...": identifiers only
     asks_module = code_only and bool({"module", "modules"} & head_words)
+    asks_role = bool(_ROLE_HEADS & head_words)
     for s in scored:
         found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common, asks_module)
         shown = shown_name(s.unit.label) if code and s.unit.label else ""
@@ -656,6 +681,8 @@ def candidates(
             found_spans.append((shown, NAME, 0, len(shown)))
         if asked == NAME and not code_only:
             found_spans += fillers(s.unit.text, slot)
+            if asks_role:
+                found_spans += role_fillers(s.unit.text)
         page = titles.get(s.source, "")
         if asks_module and page in modules and not any(span == page for span, *_ in found_spans):
             found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
