@@ -49,6 +49,7 @@ from wikigr.retrieval.short_answer import (
     Scored,
     answer_candidates,
     answer_from,
+    asserted,
     cite,
     clip,
     score_sentences,
@@ -157,6 +158,11 @@ CHAIN = [
         "title": "Leader of the Opposition (Jamaica)",
         "text": "The current opposition leader in the country of Jamaica is Peter Phillips, who "
         "succeeded Portia Simpson Miller as the leader of the main opposition party.",
+    },
+    {
+        "title": "Nuno Diogo",
+        "text": "Nuno Diogo is a Portuguese professional footballer who plays as a central defender "
+        "for F.C. Porto, where he joined Pepe and Bruno Alves.",
     },
     {
         "title": "Kansas",
@@ -569,6 +575,18 @@ def test_a_role_is_the_lower_case_words_after_as() -> None:
     assert [span for span, *_ in role_fillers(text)] == ["aviation techno-thriller novels"]
     assert role_fillers("He joined as President of the club.") == []  # a name is a candidate anyway
     assert answer_kind("What position did the receiver of the Golden Shoe play?") == NAME
+
+
+def test_a_role_fills_the_slot_of_a_question_asking_for_one(chain_pack: Path) -> None:
+    with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
+        found = candidates_of(agent, "What position does the Portuguese footballer Nuno Diogo play?")
+        answer = agent.query("What position does the Portuguese footballer Nuno Diogo play?").answer
+    role = next(c for c in found if c.text == "central defender")
+    assert role.features["slot"] == 1.0 and found[0] is role, [(c.text, c.score) for c in found]
+    assert "central defender" in asserted(answer), answer
+    # not a role question: the words after "as" are no candidate
+    with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
+        assert "central defender" not in {c.text for c in candidates_of(agent, "Who plays for F.C. Porto?")}
 
 
 def test_where_the_question_slot_stands() -> None:

@@ -39,7 +39,8 @@ HotpotQA with ``bench/answers.py --tune``) of:
   hold, at best (near 1: a one-hop question, answered in that sentence);
 - ``slot``: it stands where the question's "what" does (:func:`slot_words`, :func:`slot_fit`):
   "developed by what company" and "... developed by Studio 33", "Earl of which location" and
-  "Earl of Northumbria", "who founded X" and "... founded by Y" or "Y founded ...";
+  "Earl of Northumbria", "who founded X" and "... founded by Y" or "Y founded ..."; a role
+  after "as" for a question asking for one ("what position ... play?", "plays as a striker");
 - ``described``: it is a name whose last word the question uses as a common noun, not the one
   it asks for ("Northern Limnology Association" for "Who was the first president of the
   association that ...?"): the thing the question describes, its bridge, rarely its answer;
@@ -674,6 +675,7 @@ def candidates(
     code_only = code and asks_code(question)  # "which exception ...": identifiers only
     asks_module = code_only and bool({"module", "modules"} & head_words)
     asks_role = bool(_ROLE_HEADS & head_words)
+    role_at: set[tuple[int, int]] = set()  # where a role filler stands: it fills the slot
     for s in scored:
         found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common, asks_module)
         shown = shown_name(s.unit.label) if code and s.unit.label else ""
@@ -682,7 +684,9 @@ def candidates(
         if asked == NAME and not code_only:
             found_spans += fillers(s.unit.text, slot)
             if asks_role:
-                found_spans += role_fillers(s.unit.text)
+                roles = role_fillers(s.unit.text)
+                found_spans += roles
+                role_at.update((id(s), start) for _, _, start, _ in roles)
         page = titles.get(s.source, "")
         if asks_module and page in modules and not any(span == page for span, *_ in found_spans):
             found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
@@ -764,7 +768,8 @@ def candidates(
         headed = False
         for o in candidate.occurrences:
             text = o.scored.unit.text
-            slotted = max(slotted, slot_fit(text, o.start, o.end, slot))
+            filled = (id(o.scored), o.start) in role_at  # "plays as a central defender": the role asked
+            slotted = max(slotted, 1.0 if filled else slot_fit(text, o.start, o.end, slot))
             window: set[str] = set()
             for word in text[: o.start].split()[-NEAR:] + text[o.end :].split()[:NEAR]:
                 if word not in tokens_of:
