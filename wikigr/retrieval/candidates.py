@@ -564,6 +564,17 @@ _FILLER_STOP = frozenset(
 )
 
 
+def _lower_words(text: str, at: int) -> tuple[int, int] | None:
+    """Where the lower-case words of ``text`` from ``at`` run, at most 3, up to a function word or
+    a punctuation mark ("urban landscapes that ..."); None when there is none."""
+    words: list[re.Match[str]] = []
+    for w in re.finditer(r"[a-z][\w-]*|\S", text[at : at + 60]):
+        if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
+            break
+        words.append(w)
+    return (at + words[0].start(), at + words[-1].end()) if words else None
+
+
 def fillers(text: str, slot: tuple[str, str]) -> list[tuple[str, str, int, int]]:
     """The lower-case words that fill the question's slot where a sentence words it as the
     question does: "depictions of what?" and "... his precisionist depictions of urban landscapes
@@ -578,14 +589,9 @@ def fillers(text: str, slot: tuple[str, str]) -> list[tuple[str, str, int, int]]
         r"(?:(?:the|a|an|his|her|its|their)\s+)?"
     )
     for match in re.finditer(pattern, text, re.I):
-        words: list[re.Match[str]] = []
-        for w in re.finditer(r"[a-z][\w-]*|\S", text[match.end() : match.end() + 60]):
-            if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
-                break
-            words.append(w)
-        if words:
-            start, end = match.end() + words[0].start(), match.end() + words[-1].end()
-            found.append((text[start:end], NAME, start, end))
+        run = _lower_words(text, match.end())
+        if run:
+            found.append((text[run[0] : run[1]], NAME, *run))
     return found
 
 
@@ -598,17 +604,8 @@ def role_fillers(text: str) -> list[tuple[str, str, int, int]]:
     lower-case words after "as" or "known for" ("plays as a central defender", "known as the lead
     vocalist", "known for aviation techno-thriller novels"), at most 3, up to a function word or
     a punctuation mark."""
-    found = []
-    for match in _AS_ROLE.finditer(text):
-        words: list[re.Match[str]] = []
-        for w in re.finditer(r"[a-z][\w-]*|\S", text[match.end() : match.end() + 60]):
-            if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
-                break
-            words.append(w)
-        if words:
-            start, end = match.end() + words[0].start(), match.end() + words[-1].end()
-            found.append((text[start:end], NAME, start, end))
-    return found
+    runs = [_lower_words(text, match.end()) for match in _AS_ROLE.finditer(text)]
+    return [(text[run[0] : run[1]], NAME, *run) for run in runs if run]
 
 
 def _defines(unit: Unit, start: int, name: str) -> bool:
@@ -742,21 +739,23 @@ def candidates(
         for k in names
         if k not in asked_names
     )  # "Uganda" links to "Eastern Region of Uganda"
+    linked: dict[str, bool] = {}
+
+    def is_link(name: str) -> bool:
+        if name not in linked:
+            linked[name] = name not in asked_names and bool(re.search(rf"\b{re.escape(name)}\b", links))
+        return linked[name]
+
     chain = {
-        n: max((specific.get(k, 0.0) for k in names if re.search(rf"\b{re.escape(k)}\b", links)), default=0.0)
+        n: max((specific.get(k, 0.0) for k in names if is_link(k)), default=0.0)
         for n, names in names_of.items()
         if articles[n][0] not in first_hop
     }
-    linked: dict[str, bool] = {}
-    rehop: dict[int, float] = {}  # a second-hop sentence naming a link: the share of the relation it holds
-    for s in scored:
-        if articles[s.source][0] in first_hop:
-            continue
-        for k in s.names:
-            if k not in linked:
-                linked[k] = k not in asked_names and bool(re.search(rf"\b{re.escape(k)}\b", links))
-        if any(linked[k] for k in s.names):
-            rehop[id(s)] = sum(w for t, w in relation.items() if t in s.tokens) / relation_total
+    rehop = {  # a second-hop sentence naming a link: the share of what is asked of the link it holds
+        id(s): sum(w for t, w in relation.items() if t in s.tokens) / relation_total
+        for s in scored
+        if articles[s.source][0] not in first_hop and any(is_link(k) for k in s.names)
+    }
     tokens_of: dict[str, list[str]] = {}
     leads = {s.source: set(s.tokens) for s in scored if s.unit.index == 0}
     order = {id(s): n for n, s in enumerate(sorted(scored, key=lambda s: -s.score), 1)}

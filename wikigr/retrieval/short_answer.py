@@ -599,9 +599,7 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
             width = options.next_window_words if parts else options.window_words
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
             quoted = as_quoted(o.scored, text)
-            if (
-                o.scored.unit.text[o.start : o.end] != c.text
-            ):  # a module its page is about ("JSON", "this module")
+            if c.coded and o.scored.unit.text[o.start : o.end] != c.text:  # a module: "JSON", "this module"
                 quoted = f"{c.text}: {quoted}"
             parts.append(cite(quoted, o.scored.source))
         else:
