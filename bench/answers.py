@@ -564,7 +564,8 @@ def main() -> int:
     for name in chosen:
         pack, kind = packs[name]
         qs = questions[name]
-        results["datasets"][name] = {"pack": str(pack), "questions": len(qs)}
+        built = json.loads((pack / "manifest.json").read_text()).get("created_at")  # a cached pack's age
+        results["datasets"][name] = {"pack": str(pack), "pack_built": built, "questions": len(qs)}
         if name == "hotpotqa":
             results["datasets"][name]["yes_no_left_out"] = 100 - len(qs)
         for arm, options in arms:

@@ -155,6 +155,7 @@ def evaluate(
         "dataset": dataset,
         "questions": len(questions),
         "passages": manifest.stats.articles,
+        "pack_built": manifest.created_at,  # a cached pack: when it was built (--rebuild to build it again)
         "arms": arms,
     }
 
