@@ -70,6 +70,7 @@ from typing import Any
 from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.eval.metrics import normalize_answer
+from wikigr.pack.pack import open_pack
 from wikigr.retrieval import short_answer as sa
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES
 from wikigr.retrieval.pipeline import run_stages
@@ -564,7 +565,7 @@ def main() -> int:
     for name in chosen:
         pack, kind = packs[name]
         qs = questions[name]
-        built = json.loads((pack / "manifest.json").read_text()).get("created_at")  # a cached pack's age
+        built = open_pack(pack).manifest.created_at  # a cached pack's age (the store is not opened)
         results["datasets"][name] = {"pack": str(pack), "pack_built": built, "questions": len(qs)}
         if name == "hotpotqa":
             results["datasets"][name]["yes_no_left_out"] = 100 - len(qs)
