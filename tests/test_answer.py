@@ -210,6 +210,14 @@ def sentences_of(answer: str) -> list[tuple[str, int]]:
     return [(m.group(1).strip(), int(m.group(2))) for m in re.finditer(r"(.+?)\s\[(\d+)\][.!?…]*", answer)]
 
 
+def also_listed(answer: str) -> list[tuple[str, int]]:
+    """The names of a short answer's "Also possible: ..." list, each with its citation ([] without one)."""
+    if f" {ALSO} " not in f" {answer}":
+        return []
+    also = answer.split(ALSO, 1)[1].strip()
+    return [(name, int(n)) for name, n in re.findall(r"(.+?) \[(\d+)\](?:, |\.$)", also)]
+
+
 def flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -578,15 +586,15 @@ def test_a_role_is_the_lower_case_words_after_as() -> None:
 
 
 def test_a_role_fills_the_slot_of_a_question_asking_for_one(chain_pack: Path) -> None:
+    question = "What position does the Portuguese footballer Nuno Diogo play?"
     with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
-        found = candidates_of(agent, "What position does the Portuguese footballer Nuno Diogo play?")
-        answer = agent.query("What position does the Portuguese footballer Nuno Diogo play?").answer
+        found = candidates_of(agent, question)
+        answer = agent.query(question).answer
+        other = {c.text for c in candidates_of(agent, "Who plays for F.C. Porto?")}
     role = next(c for c in found if c.text == "central defender")
     assert role.features["slot"] == 1.0 and found[0] is role, [(c.text, c.score) for c in found]
     assert "central defender" in asserted(answer), answer
-    # not a role question: the words after "as" are no candidate
-    with KnowledgeGraphAgent(chain_pack, llm=None) as agent:
-        assert "central defender" not in {c.text for c in candidates_of(agent, "Who plays for F.C. Porto?")}
+    assert "central defender" not in other  # not a role question: the words after "as" are no candidate
 
 
 def test_where_the_question_slot_stands() -> None:
@@ -643,10 +651,10 @@ def test_the_other_candidates_are_listed_by_name_each_cited(hops_pack: Path) -> 
     lead, also = result.answer.split(f" {ALSO} ")
     assert "Ingrid Haldorsen" in lead and len(sentences_of(lead)) == 1, result.answer
     assert also.endswith(".")
-    items = re.findall(r"(.+?) \[(\d+)\](?:, |\.$)", also)
+    items = also_listed(result.answer)
     assert 1 <= len(items) <= 4 and "".join(f"{n} [{i}]" for n, i in items) == also.replace(", ", "")[:-1]
     for name, n in items:  # each a name its cited passage holds, none quoted already
-        assert name in flat(result.sources[int(n) - 1].text) and name not in lead
+        assert name in flat(result.sources[n - 1].text) and name not in lead
     passages = sum(len(s.text.split()) for s in result.sources[:5])
     assert len(strip_citations(result.answer).split()) <= max(25, round(0.1 * passages))
     with KnowledgeGraphAgent(hops_pack, llm=None, options={"synthesize": {"listed": 0}}) as agent:
@@ -664,7 +672,7 @@ def test_an_answer_that_answers_outright_lists_fewer_others(docs_pack: Path) -> 
             assert candidates_of(agent, question)[0].answered
             answer = agent.query(question).answer
         assert answer.startswith("socket.settimeout(value): Set a timeout"), answer
-        return re.findall(r"(?:: |, )(.+?) \[\d+\]", answer.split(ALSO, 1)[1]) if ALSO in answer else []
+        return [name for name, _ in also_listed(answer)]
 
     assert 1 <= len(listed()) <= 3
     assert len(listed(listed_when_sure=12)) > 3  # more candidates were there to list
@@ -700,8 +708,7 @@ def test_only_candidates_of_the_kind_asked_for_are_listed(hops_pack: Path) -> No
         found = candidates_of(agent, question)
         answer = agent.query(question).answer
     assert any(not c.features["type"] for c in found[1:7])  # names were candidates too...
-    _, also = answer.split(f" {ALSO} ")
-    items = re.findall(r"(.+?) \[\d+\](?:, |\.$)", also)
+    items = [name for name, _ in also_listed(answer)]
     assert items and all(re.search(r"\b1\d{3}\b", name) for name in items), answer  # ... dates are listed
 
 

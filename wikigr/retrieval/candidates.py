@@ -235,10 +235,6 @@ _NAME_RUN = r"(?:the\s+)?[A-Z][\w.'-]*(?:\s+(?:of|the|and|de|[A-Z][\w.'-]*))*"  
 _VERB_THEN_NAME = re.compile(rf"(?!the\b)[a-z][\w-]*(?:\s+[a-z][\w-]*)*\s+{_NAME_RUN}")  # produced Fist Power
 _NAME_FIRST = re.compile(_NAME_RUN)
 _SLOT_WORD = re.compile(r"\b(?:what|which|whom|who|when|where|how)\b", re.I)
-_NO_HEAD = frozenset(  # words before "which" / "that" that are no noun: "to which actress?"
-    """what which who whom when where how is was are were the a an of in by to with for from under
-    and or than about on at as into during""".split()  # noqa: SIM905
-)
 
 
 def bridge_words(question: str) -> str:
@@ -331,8 +327,8 @@ def spans(
     name is never part of a word ("Warns" in "assertWarns"), keeps its "New" ("New York"), and a
     name that opens the sentence loses its first word if that word is ``common`` (see
     :func:`common_words`: "Return True" is "True", "Press Control-C" is "Control-C"). With
-    ``module`` (the question asks for one), a ``title`` that is a module's name ("json") is
-    spelt as the title spells it, and "this module" is it too."""
+    ``module`` (the question asks for a module, and ``title`` is one: "json"), the title is
+    spelt as it spells it, and "this module" is it too."""
     found: list[tuple[str, str, int, int]] = []
     taken: list[tuple[int, int]] = []
 
@@ -367,7 +363,6 @@ def spans(
         if start >= 0:
             end = start + len(name) + (2 if text.startswith("()", start + len(name)) else 0)
             found.append((text[start:end], NAME, start, end))
-    module = module and bool(_MODULE.fullmatch(title))  # a documentation page about a module: "json"
     if title and len(title.split()) <= _TITLE_WORDS:
         named = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.I)
         if named:  # a module as its page spells it, not as the sentence does ("JSON")
@@ -467,6 +462,13 @@ def _is_type(kind: str, asked: str) -> bool:
 _PREPOSITIONS = frozenset("by of in for from into with to at on as under about after during".split())  # noqa: SIM905
 _ARTICLES = frozenset("the a an his her its their".split())  # noqa: SIM905
 _WH_SLOT = re.compile(r"\b(?:what|which|whose|who|whom|where)\b", re.I)
+_NO_HEAD = (
+    _PREPOSITIONS
+    | _ARTICLES
+    | frozenset(  # before "which" / "that", no noun: "to which actress?"
+        "what which who whom when where how is was are were and or than".split()  # noqa: SIM905
+    )
+)
 _WORD = re.compile(r"[\w'’-]+")
 _LOWER_WORD = re.compile(r"\b[a-z][\w-]+")
 _CODE_HEADS = frozenset(  # what "which ...?" asks for when it asks for a code identifier
@@ -674,7 +676,8 @@ def candidates(
     asks_role = bool(_ROLE_HEADS & head_words)
     role_at: set[tuple[int, int]] = set()  # where a role filler stands: it fills the slot
     for s in scored:
-        found_spans = spans(s.unit.text, titles.get(s.source, ""), code, common, asks_module)
+        page = titles.get(s.source, "")
+        found_spans = spans(s.unit.text, page, code, common, asks_module and page in modules)
         shown = shown_name(s.unit.label) if code and s.unit.label else ""
         if shown and s.unit.text.startswith(shown):  # what the definition line defines: sort(*, key=None)
             found_spans.append((shown, NAME, 0, len(shown)))
@@ -684,7 +687,6 @@ def candidates(
                 roles = role_fillers(s.unit.text)
                 found_spans += roles
                 role_at.update((id(s), start) for _, _, start, _ in roles)
-        page = titles.get(s.source, "")
         if asks_module and page in modules and not any(span == page for span, *_ in found_spans):
             found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
         for span, kind, start, end in found_spans:

@@ -572,12 +572,11 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
     one, then those of the next ones (each cited) while the budget lasts and they score within
     ``candidate_margin`` of the best, at most ``max_candidates``; then, at most ``listed`` more
     candidates by name alone, each cited, in what is left of the budget ("Also possible: Studio 33
-    [4], Codemasters [5]."): those of the type asked for (a date for "when"...). A quoted part
-    that does not spell its candidate as the candidate is spelt (a module its page is about, where
-    the sentence says "JSON" or "this module") is led by it ("json: The JSON produced by this
-    module ..."). At most
+    [4], Codemasters [5]."): those of the type asked for (a date for "when"...), at most
     ``listed_when_sure`` when the best answers the question outright (a sentence holding the
-    question, a definition: :func:`rank_candidates`)."""
+    question, a definition: :func:`rank_candidates`). A quoted part that spells a code candidate
+    otherwise (a module its page is about, where the sentence says "JSON" or "this module") is led
+    by it ("json: The JSON produced by this module ...")."""
     room = budget(options, passage_words)
     sure = bool(found) and found[0].answered
     listed_at_most = min(options.listed, options.listed_when_sure) if sure else options.listed
