@@ -456,6 +456,10 @@ def test_what_a_question_asks_for() -> None:
     # an amount: an average, a total, a telephone code
     assert answer_kind("What is the usual average snowfall in the city?") == NUMBER
     assert answer_kind("What is the area code for Bergen?") == NUMBER
+    # "what is the population", "what was its 2011 population": an amount, however worded
+    assert answer_kind("What is the population of the state where the society was founded?") == NUMBER
+    assert answer_kind("At the 2011 census, what was the town's population?") == NUMBER
+    assert answer_kind("What is the name of the society's journal?") == NAME
     # not factoid questions: a how-to, an instruction (the docs set's questions)
     assert answer_kind(TIMEOUT) is None
     assert answer_kind("sort list `x` by the second item where the key is `k`") is None

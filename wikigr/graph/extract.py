@@ -50,6 +50,7 @@ STOP_NAMES = frozenset(
 _CONNECT = r"(?:of|the|de|la|le|du|des|del|della|da|di|von|van|der|den|y|al|el|bin|ibn|and|&)"
 _CAP_WORD = r"(?:[A-Z][\w\-’'.]*[\w]|[A-Z]\.?)"
 _NAME_SPAN = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP_WORD})*")
+_OF = re.compile(r"\s+of(?:\s+the)?\s+")
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 _CODE = re.compile(
     r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?"  # dotted: socket.settimeout()
@@ -145,14 +146,18 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
             add(quoted, WORK)
     for match in _NAME_SPAN.finditer(text):
         span = _trim_span(match.group(0))
-        if not span or len(span.split()) > max_span_words:
-            continue
-        # A span joined by "and" is also two names ("France and Germany").
-        parts = re.split(r"\s+(?:and|&)\s+", span)
-        if len(parts) > 1:
-            for part in parts:
-                add(_trim_span(part), NAME)
-        add(span, NAME)
+        # A span too long for one name is the names it joins with "of" ("Sangre de Cristo Range of
+        # the Rocky Mountains of North America").
+        pieces = [span] if len(span.split()) <= max_span_words else [_trim_span(p) for p in _OF.split(span)]
+        for piece in pieces:
+            if not piece or len(piece.split()) > max_span_words:
+                continue
+            # A span joined by "and" is also two names ("France and Germany").
+            parts = re.split(r"\s+(?:and|&)\s+", piece)
+            if len(parts) > 1:
+                for part in parts:
+                    add(_trim_span(part), NAME)
+            add(piece, NAME)
     for match in _CODE.finditer(text):
         add(match.group(0).removesuffix("()"), CODE)
     return list(found.values())

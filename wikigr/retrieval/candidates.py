@@ -157,7 +157,8 @@ _NAME_NUMBER = re.compile(r"\b([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*) (\d{1,4})\b
 _ASKS_NUMBER = re.compile(
     r"\bhow (many|much|long|old|far|tall|big|large|high|often)\b"
     r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b"
-    r"|\bwhat (?:is|was|are|were) the (?:\w+ )?(?:average|mean|median|total|annual|maximum|minimum)\b"
+    r"|\bwhat (?:is|was|are|were) (?:[\w'’]+ ){1,2}(?:average|mean|median|total|annual|maximum|minimum|"
+    r"population|number|amount|percentage|size|length|height|area)\b(?! code)"
     r"|\b(?:area|zip|postal|dialling|dialing) codes?\b",
     re.I,
 )

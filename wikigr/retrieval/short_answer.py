@@ -55,7 +55,9 @@ from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normaliz
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.candidates import (
     CANDIDATE_FEATURES,
+    DATE,
     DEFAULT_CANDIDATE_WEIGHTS,
+    NUMBER,
     AnswerCandidate,
     answer_kind,
     asked_tokens,
@@ -118,14 +120,6 @@ _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _YEAR = re.compile(
     r"\b(1\d{3}|20\d{2})s?\b|\b(January|February|March|April|May|June|July|August|September|"
     r"October|November|December)\b"
-)
-_ASKS_DATE = re.compile(
-    r"^\s*when\b|\b(what|which|in what) (year|date|decade|century)\b|\bwhen (was|were|did|is)\b", re.I
-)
-_ASKS_NUMBER = re.compile(
-    r"\bhow (many|much|long|old|far|tall|big|large|high)\b"
-    r"|\bwhat (percentage|percent|number|amount|population)\b",
-    re.I,
 )
 _END_PUNCT = re.compile(r"([.!?]+)([\"'”’)\]]*)$")
 
@@ -257,20 +251,11 @@ def _share(question: dict[str, float], tokens: set[str]) -> float:
     return sum(w for t, w in question.items() if t in tokens) / total if total else 0.0
 
 
-def answer_type(question: str) -> str:
-    """What the question asks for: a "date", a "number", else a "name"."""
-    if _ASKS_NUMBER.search(question):
-        return "number"
-    if _ASKS_DATE.search(question):
-        return "date"
-    return "name"
-
-
-def _has_type(kind: str, text: str, question: str, asked: str) -> bool:
+def _has_type(kind: str | None, text: str, question: str, asked: str) -> bool:
     """Whether ``text`` holds something of ``kind`` that the question does not."""
-    if kind == "date":
+    if kind == DATE:
         return any(m.group(0) not in question for m in _YEAR.finditer(text))
-    if kind == "number":
+    if kind == NUMBER:
         return any(n not in question for n in _NUMBER.findall(text))
     return any(not _named(key, asked) for _, key in names_in(text)[:20])
 
@@ -339,7 +324,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
     )
     asked = f" {normalize(state.question)} "
-    kind = answer_type(state.question)
+    kind = answer_kind(state.question)
     question_tokens = set(question_weights)
     specific = {
         key: min(
