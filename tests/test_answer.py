@@ -28,6 +28,7 @@ from wikigr.retrieval.candidates import (
     AnswerCandidate,
     Occurrence,
     answer_kind,
+    asks_code,
     bridge_words,
     codes_in,
     common_words,
@@ -758,6 +759,16 @@ def test_a_question_asking_for_code_is_answered_with_code_names_only(docs_pack: 
     listed = answer.split(ALSO, 1)[1]
     assert "socket.settimeout" in listed, answer
     assert not re.search(r"TimeoutError|Berkeley|False|LZMA", listed), answer
+
+
+def test_what_a_call_raises_is_asked_as_which_exception(docs_pack: Path) -> None:
+    question = "What does socket.settimeout() raise once the period has elapsed?"
+    assert asks_code(question) and asks_code("What is raised when the period has elapsed?")
+    assert not asks_code("What does socket.settimeout() do?")  # a description, no exception
+    with KnowledgeGraphAgent(docs_pack, llm=None) as agent:
+        ranked = candidates_of(agent, question)
+    assert [c.text for c in ranked if c.coded] == ["TimeoutError"], [c.text for c in ranked]
+    assert ranked[0].text == "TimeoutError"
 
 
 @pytest.mark.parametrize(

@@ -491,11 +491,25 @@ def _identifier(span: str) -> bool:
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 
 
+_RAISES = re.compile(  # "What does json.loads raise ...?", "what is raised when ...": an exception
+    r"^\s*what (?:does|do|did|will|would|can|could|might|may) .+? (?:raise|throw)\b"
+    r"|\bwhat (?:is|are|gets|get) (?:raised|thrown)\b",
+    re.I,
+)
+
+
+def head_words(question: str) -> set[str]:
+    """The words that say what ``question`` asks for ("which *exception* ...": exception; "what
+    does X raise?": exception too), case-folded."""
+    head = _HEAD.search(question)
+    words = {w.casefold() for w in _WORD.findall(head.group(1))} if head else set()
+    return words | {"exception"} if _RAISES.search(question) else words
+
+
 def asks_code(question: str) -> bool:
     """Whether ``question`` asks for a code name: "which function ...", "what exception ...",
-    "which module ..." (a question on documentation, though a factoid one)."""
-    head = _HEAD.search(question)
-    return head is not None and bool({w.casefold() for w in _WORD.findall(head.group(1))} & _CODE_HEADS)
+    "what does X raise?", "which module ..." (a question on documentation, though a factoid one)."""
+    return bool(head_words(question) & _CODE_HEADS)
 
 
 def common_words(texts: list[str]) -> set[str]:
@@ -664,8 +678,8 @@ def candidates(
     head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
     relation_total = sum(relation.values()) or 1.0
     slot = slot_words(question)
-    head_words = {w.casefold() for w in _WORD.findall(head_match.group(1) if head_match else "")}
-    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - head_words
+    heads = head_words(question)
+    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - heads
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
@@ -673,8 +687,8 @@ def candidates(
     modules = {title for title in titles.values() if _MODULE.fullmatch(title)}  # pages about a module
     code = code and asked == NAME
     code_only = code and asks_code(question)  # "which exception ...": identifiers only
-    asks_module = code_only and bool({"module", "modules"} & head_words)
-    asks_role = bool(_ROLE_HEADS & head_words)
+    asks_module = code_only and bool({"module", "modules"} & heads)
+    asks_role = bool(_ROLE_HEADS & heads)
     role_at: set[tuple[int, int]] = set()  # where a role filler stands: it fills the slot
     for s in scored:
         page = titles.get(s.source, "")
@@ -784,7 +798,7 @@ def candidates(
         candidate.defined = any(
             _defines(o.scored.unit, o.start, candidate.text) for o in candidate.occurrences
         )
-        candidate.coded = code_only and _fits(candidate, asked, head_words, modules)
+        candidate.coded = code_only and _fits(candidate, asked, heads, modules)
         sources = {o.scored.source for o in candidate.occurrences}
         is_subject = any(candidate.key == subjects.get(n) for n in sources)
         candidate.features = {
@@ -799,7 +813,7 @@ def candidates(
             "bridge": float(len(named_by[candidate.key]) > 1),
             "lead": float(any(o.scored.unit.index == 0 for o in candidate.occurrences)),
             "words": min(1.0, len(candidate.key.split()) / 4),
-            "fits": float(_fits(candidate, asked, head_words if code_only else (), modules)),
+            "fits": float(_fits(candidate, asked, heads if code_only else (), modules)),
             "order": 1.0 / order[id(best)],
             "relation": related,
             "cover": max(o.scored.features["joint"] for o in candidate.occurrences),
