@@ -494,6 +494,11 @@ def test_candidate_spans_and_their_windows() -> None:
     assert {("26 July 1921", DATE), ("Studio 33", NAME), ("Columbus, Ohio", NAME)} <= found
     assert {("1,200", NUMBER), ("$1.18 trillion", NUMBER), ("39.2%", NUMBER), ("twice", NUMBER)} <= found
     assert ("July 1921", NAME) not in found  # a name does not run into a date
+    # a day without its year is a date, not the name "On August 6"; a capitalised "The" starts a name
+    text = "On August 6, 23.2 GWh The Little Boy fell on 9 May."
+    found = {(span, kind) for span, kind, _, _ in spans(text)}
+    assert {("August 6", DATE), ("9 May", DATE), ("Little Boy", NAME)} <= found
+    assert not {"On August 6", "GWh The Little Boy"} & {span for span, _ in found}
     text = (
         'Bars may sell alcohol from 10: 00am to 3 a.m. Nicholas Lofton "Nick" Hexum is a two-time '
         "winner. The album features Sleepy Brown, Phantogram, Killer Mike and more, with Robert Newton "

@@ -110,10 +110,10 @@ def test_keyword_entities_finds_names_titles_and_identifiers() -> None:
     assert keys["socket.settimeout"] == "code" and keys["sock_recv"] == "code"
     assert "in" not in keys  # stop words never; "Call" (a sentence start) is dropped at build
     # a run of capitalised words too long for one name: the names it joins with "of"
-    long = "It stands in the Sangre de Cristo Range of the Rocky Mountains of North America."
-    assert {"sangre de cristo range", "rocky mountains", "north america"} <= {
-        m.key for m in keyword_entities("", long)
-    }
+    long = "It stands in the Sangre de Cristo Range of the Rocky Mountains of North America, 2 GWh The End."
+    keys = {m.key for m in keyword_entities("", long)}
+    assert {"sangre de cristo range", "rocky mountains", "north america", "gwh", "end"} <= keys
+    assert "gwh the end" not in keys  # a capitalised "The" inside a run starts another name
 
 
 def test_spacy_extracts_entities_and_svo_facts() -> None:

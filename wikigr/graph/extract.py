@@ -50,6 +50,7 @@ STOP_NAMES = frozenset(
 _CONNECT = r"(?:of|the|de|la|le|du|des|del|della|da|di|von|van|der|den|y|al|el|bin|ibn|and|&)"
 _CAP_WORD = r"(?:[A-Z][\w\-’'.]*[\w]|[A-Z]\.?)"
 _NAME_SPAN = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP_WORD})*")
+_INNER_THE = re.compile(r"(?<=\S)\s+(?=The\s)")
 _OF = re.compile(r"\s+of(?:\s+the)?\s+")
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 _CODE = re.compile(
@@ -146,9 +147,13 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
             add(quoted, WORK)
     for match in _NAME_SPAN.finditer(text):
         span = _trim_span(match.group(0))
-        # A span too long for one name is the names it joins with "of" ("Sangre de Cristo Range of
-        # the Rocky Mountains of North America").
-        pieces = [span] if len(span.split()) <= max_span_words else [_trim_span(p) for p in _OF.split(span)]
+        # A capitalised "The" inside a run starts another name ("23.2 GWh The Little Boy bomb"); a
+        # run too long for one name is the names it joins with "of" ("Sangre de Cristo Range of the
+        # Rocky Mountains of North America").
+        pieces = []
+        for run in map(_trim_span, _INNER_THE.split(span)):
+            long = len(run.split()) > max_span_words
+            pieces += [_trim_span(p) for p in _OF.split(run)] if long else [run]
         for piece in pieces:
             if not piece or len(piece.split()) > max_span_words:
                 continue

@@ -128,6 +128,7 @@ _DATES = re.compile(
     rf"\b\d{{1,2}} {_MONTH},? \d{{3,4}}\b"  # 1 August 1973
     rf"|\b{_MONTH} \d{{1,2}},? \d{{3,4}}\b"  # August 1, 1973
     rf"|\b{_MONTH} \d{{3,4}}\b"  # August 1973
+    rf"|\b\d{{1,2}} {_MONTH}\b|\b{_MONTH} \d{{1,2}}\b(?!\d)"  # 6 August, August 6: no year
     r"|\b(?:1\d{3}|20\d{2})s?\b"  # 1973, 1970s
     r"|\b\d{1,2}(?:st|nd|rd|th) century\b"  # 19th century
     r"|(?<![\d:.])\b\d{1,2}(?:[:.]\s?\d\d)?\s?(?:[ap]\.m\.|[ap]m\b|[AP]M\b)"  # a time: 3 a.m., 10:30 pm
