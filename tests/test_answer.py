@@ -499,6 +499,11 @@ def test_candidate_spans_and_their_windows() -> None:
     found = {(span, kind) for span, kind, _, _ in spans(text)}
     assert {("August 6", DATE), ("9 May", DATE), ("Little Boy", NAME)} <= found
     assert not {"On August 6", "GWh The Little Boy"} & {span for span, _ in found}
+    # a name that loses the sentence's first word loses the joining word after it; a quoted title
+    # ends before the sentence's full stop
+    text = 'Much of Roman Britain was under "North Africa."'
+    found = {(span, kind) for span, kind, _, _ in spans(text, common={"much"})}
+    assert {("Roman Britain", NAME), ("North Africa", NAME)} <= found, found
     text = (
         'Bars may sell alcohol from 10: 00am to 3 a.m. Nicholas Lofton "Nick" Hexum is a two-time '
         "winner. The album features Sleepy Brown, Phantogram, Killer Mike and more, with Robert Newton "

@@ -142,7 +142,7 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
     if name:
         add(name, TITLE)
     for match in _QUOTED.finditer(text):
-        quoted = match.group(1).strip()
+        quoted = match.group(1).strip().rstrip(".,;:").rstrip()  # "North Africa." is North Africa
         if 1 <= len(quoted.split()) <= max_span_words and quoted[:1].isupper():
             add(quoted, WORK)
     for match in _NAME_SPAN.finditer(text):

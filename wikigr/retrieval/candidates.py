@@ -359,6 +359,9 @@ def spans(
         first, _, rest = name.partition(" ")
         if rest and first.casefold() in common and _OPENING.search(text[:start]):
             name, start = rest, start + len(first) + 1
+            joined = _JOINING.match(name)  # "Much of Brittonic-controlled Britain": not "of ..."
+            if joined and joined.end() < len(name):
+                name, start = name[joined.end() :], start + joined.end()
         found.append((name, NAME, start, start + len(name)))
     for name in codes_in(text) if code else ():
         start = text.find(name)
@@ -372,6 +375,9 @@ def spans(
     if module:
         found += [(title, NAME, m.start(), m.end()) for m in _THIS_MODULE.finditer(text)]
     return found
+
+
+_JOINING = re.compile(r"(?:(?:of|the|de|la|le|du|des|del|von|van|der|and|&)\s+)+")
 
 
 def _names_at(text: str) -> list[tuple[str, int]]:
