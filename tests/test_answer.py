@@ -27,6 +27,7 @@ from wikigr.retrieval.candidates import (
     PLACE,
     AnswerCandidate,
     Occurrence,
+    _table_row,
     answer_kind,
     asks_code,
     bridge_words,
@@ -504,6 +505,18 @@ def test_candidate_spans_and_their_windows() -> None:
     text = 'Much of Roman Britain was under "North Africa."'
     found = {(span, kind) for span, kind, _, _ in spans(text, common={"much"})}
     assert {("Roman Britain", NAME), ("North Africa", NAME)} <= found, found
+
+
+def test_a_table_row_run_into_a_sentence_gives_no_name() -> None:
+    row = "State Sport Lacrosse State Team Sport Massachusetts Basketball"
+    assert _table_row(row, row, 0)
+    for name in (
+        "John F. Kennedy International Airport",
+        "Golden State Warriors of the National Basketball Association",
+    ):
+        assert not _table_row(name, name, 0), name
+    quoted = '"Sgt. Pepper\'s Lonely Hearts Club Band Reprise Track" is a song.'
+    assert not _table_row(quoted, quoted[1:47], 1)  # a quoted title
     text = (
         'Bars may sell alcohol from 10: 00am to 3 a.m. Nicholas Lofton "Nick" Hexum is a two-time '
         "winner. The album features Sleepy Brown, Phantogram, Killer Mike and more, with Robert Newton "

@@ -380,6 +380,20 @@ def spans(
 _JOINING = re.compile(r"(?:(?:of|the|de|la|le|du|des|del|von|van|der|and|&)\s+)+")
 
 
+_CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][^\s]*(?:\s+|$))+")
+_ROW_WORDS = (
+    5  # a name runs at most this many capitalised words together (John F. Kennedy International Airport)
+)
+
+
+def _table_row(text: str, span: str, start: int) -> bool:
+    """Whether ``span`` (at ``start`` in ``text``) runs more capitalised words together than a
+    name does, with no "of" or "and" between them: a table's row flattened into a sentence ("State
+    Sport Lacrosse State Team Sport Massachusetts Basketball"), no name; not a quoted title."""
+    quoted = start > 0 and text[start - 1] in "\"“'‘"
+    return not quoted and any(len(m.group().split()) > _ROW_WORDS for m in _CAPITALISED_RUN.finditer(span))
+
+
 def _names_at(text: str) -> list[tuple[str, int]]:
     """The names of ``text`` with where each starts; names joined by "and" where both have two
     words or more are two ("Robert Newton and Edward Chapman"; not "Bosnia and Herzegovina")."""
@@ -713,6 +727,8 @@ def candidates(
             found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
         for span, kind, start, end in found_spans:
             if code_only and kind == NAME and not _identifier(span):
+                continue
+            if kind == NAME and _table_row(s.unit.text, span, start):
                 continue
             key = keys.get(span)
             if key is None:
