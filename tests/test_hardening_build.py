@@ -6,6 +6,8 @@ each rebuilt here as a regression (real HTTP on 127.0.0.1, real stores, the real
 - 9: ``pack update`` with no reachable source fails (exit 1) and leaves the pack byte for byte;
 - 10: an interrupted ``pack update`` resumes: the rerun embeds only what was not embedded;
 - 11: a source that is neither a URL with a known scheme nor an existing path is a usage error;
+  a line of a ``--urls`` file takes what ``--url`` takes (a relative path: from the list's
+  folder); a folder without document files is a usage error, before anything is built;
 - 18: a page at the root of a site has no category (its host is not the skill's topic).
 """
 
@@ -287,11 +289,72 @@ def test_a_bad_line_of_a_url_list_is_a_usage_error_naming_file_and_line(
     urls.write_text(f"# tea\n{server.add('/tea.html', TEA)}\nht!tp://x\n")
     code, _, err = cli(capsys, "pack", "create", "typo", "--urls", str(urls))
     assert code == 2, err
-    assert_one_error(err, f"{urls} line 3: not a URL: 'ht!tp://x'")
+    assert_one_error(err, f"{urls} line 3: not a URL or an existing path: 'ht!tp://x'")
     build_pack("typo", [server.url("/tea.html")], out=tmp_path / "typo", options=OFFLINE)
     code, _, err = cli(capsys, "pack", "update", str(tmp_path / "typo"), "--urls", str(urls))
     assert code == 2, err
     assert_one_error(err, f"{urls} line 3: not a URL")
+
+
+@pytest.mark.parametrize("content", [None, "image.png"], ids=["empty", "no-documents"])
+def test_a_folder_without_document_files_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: str | None
+) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    if content is not None:
+        (folder / content).write_bytes(b"\x89PNG")
+    (folder / ".hidden.md").write_text("# Hidden\n\nHidden files are skipped.\n")
+    out = tmp_path / "bad"
+    code, _, err = cli(capsys, "pack", "create", "bad", "--url", str(folder), "--out", str(out))
+    assert code == 2, err
+    assert_one_error(
+        err, f"the folder {folder} holds no document files (.html, .htm, .md, .markdown, .txt, .pdf)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes"]  # nothing built, nothing partial
+    tea = tmp_path / "tea.html"
+    tea.write_text(TEA)
+    with pytest.raises(UsageError, match="holds no document files"):  # among other sources too
+        build_pack("bad", [tea.as_uri(), folder.as_uri()], out=out, options=OFFLINE)
+    assert not out.exists() and not (tmp_path / ".bad.partial").exists()
+
+
+def test_a_url_list_takes_local_paths_as_url_does_and_the_pack_still_updates(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    (shared / "notes").mkdir(parents=True)
+    (shared / "notes" / "bikes.md").write_text("# Bikes\n\nOil the chain of a bike every month.\n")
+    (shared / "moon.txt").write_text("Moon\n\nThe moon orbits the earth in about 27 days.\n")
+    (shared / "tea.html").write_text(TEA)
+    urls = shared / "urls.txt"
+    urls.write_text(
+        "# notes, shared with the list\n"
+        f"{shared / 'notes'}   # a folder, by its absolute path\n"
+        "./moon.txt\n"
+        "tea.html # relative to this list's folder, not the working directory\n"
+    )
+    monkeypatch.chdir(tmp_path)  # not the list's folder
+    out = tmp_path / "walk"
+    code, _, err = cli(capsys, "pack", "create", "walk", "--urls", str(urls), "--out", str(out), "--no-graph")
+    assert code == 0, err
+    files = [shared / "notes" / "bikes.md", shared / "moon.txt", shared / "tea.html"]
+    assert list(_statuses(out)) == [f.as_uri() for f in files]
+    assert (out / "urls.txt").read_text() == (  # the same list, from any folder (pack update)
+        "# notes, shared with the list\n"
+        f"{(shared / 'notes').as_uri()}   # a folder, by its absolute path\n"
+        f"{(shared / 'moon.txt').as_uri()}\n"
+        f"{(shared / 'tea.html').as_uri()} # relative to this list's folder, not the working directory\n"
+    )
+    assert read_url_list(urls) == [(shared / "notes").as_uri(), *[f.as_uri() for f in files[1:]]]
+    (shared / "notes" / "brakes.md").write_text("# Brakes\n\nCheck the brake pads before a ride.\n")
+    report = update_pack(out, options=BuildOptions(graph=False, fetch=FAST))
+    assert report.added == [(shared / "notes" / "brakes.md").as_uri()] and len(report.unchanged) == 3
+    (shared / "missing.md").unlink(missing_ok=True)
+    urls.write_text("missing.md\n")
+    code, _, err = cli(capsys, "pack", "create", "walk", "--urls", str(urls), "--out", str(out))
+    assert code == 2, err
+    assert_one_error(err, f"{urls} line 1: not a URL or an existing path: 'missing.md'")
 
 
 # -- 18. categories -----------------------------------------------------------------------------

@@ -284,6 +284,13 @@ def test_pack_from_a_passage_corpus(tmp_path: Path) -> None:
     )
     report = build_pack("corpus", [], out=tmp_path / "c", corpus=corpus)
     assert report.manifest.stats.articles == 3
+    assert (
+        report.manifest.description
+        == "3 passages from the corpus passages.json: Lilu (mythology); Gallu; Bread"
+    )
+    with pytest.raises(UsageError, match="cannot be combined with --url/--urls"):  # documents or passages
+        build_pack("mixed", [DOCS.as_uri()], out=tmp_path / "m", corpus=corpus)
+    assert not (tmp_path / "m").exists()
     assert [s.url for s in report.manifest.sources] == ["passage:0", "passage:1", "passage:2"]
     result = query_pack(tmp_path / "c", "underworld demons in Mesopotamia", top_k=2)
     assert result.sources[0].title == "Gallu" and result.sources[0].url == "passage:1"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_one_error, cli
+from tests.conftest import DOCS
 from tests.httpserver import LocalServer
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.validate import validate_pack
@@ -146,6 +147,15 @@ def test_update_refuses_a_passage_corpus_pack(capsys: pytest.CaptureFixture[str]
     code, _, err = cli(capsys, "pack", "update", "corp")
     assert code == 2
     assert_one_error(err, "update is not supported for this pack kind")
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"{DOCS}\n")
+    for extra in (["--url", str(DOCS)], ["--urls", str(urls)]):  # a mixed pack could not be updated
+        code, _, err = cli(capsys, "pack", "create", "mixed", "--corpus", str(corpus), *extra)
+        assert code == 2, err
+        assert_one_error(
+            err, "--corpus builds a pack from a passage corpus; it cannot be combined with --url/--urls"
+        )
+    assert cli(capsys, "pack", "info", "mixed")[0] == 2  # nothing built
 
 
 def test_update_unknown_pack_and_missing_urls_file(

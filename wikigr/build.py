@@ -222,6 +222,9 @@ def _prepare_document(
 
 
 MAX_CORPUS_BYTES = 1024 * 1024 * 1024
+#: A pack is built from documents or from a passage corpus, never both: a corpus pack cannot be
+#: updated, so a mix would be a documents pack that ``pack update`` refuses.
+CORPUS_ALONE = "--corpus builds a pack from a passage corpus; it cannot be combined with --url/--urls"
 
 
 def read_corpus(path: Path) -> list[tuple[str, str, str]]:
@@ -592,10 +595,14 @@ def _write_store(
     return stats
 
 
-def _describe(docs: Sequence[_Prepared]) -> str:
-    hosts = sorted({urlsplit(d.fetch["final_url"] or d.source).netloc or "local files" for d in docs})
+def _describe(docs: Sequence[_Prepared], corpus: str | None = None) -> str:
+    """The description of a pack built without ``--description``: what it holds and from where
+    (the hosts of its documents, or the file name of its passage ``corpus``), and a few titles."""
     titles = [d.title for d in docs[:3] if d.title]
     more = f" and {len(docs) - len(titles)} more" if len(docs) > len(titles) else ""
+    if corpus is not None:
+        return f"{len(docs)} passages from the corpus {corpus}: {'; '.join(titles)}{more}"
+    hosts = sorted({urlsplit(d.fetch["final_url"] or d.source).netloc or "local files" for d in docs})
     return f"{len(docs)} documents from {', '.join(hosts[:3])}: {'; '.join(titles)}{more}"
 
 
@@ -749,7 +756,11 @@ def build_pack(
         check_count(shards)
     if not sources and corpus is None:
         raise UsageError("no sources given")
+    if sources and corpus is not None:
+        raise UsageError(CORPUS_ALONE)
     passages = read_corpus(corpus) if corpus is not None else []
+    # Folders are walked now, before anything is written: one without documents is a usage error.
+    expanded = expand_sources(list(sources), strict=True)
     target = (out or layout.packs_home() / name).expanduser().absolute()
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} exists and is not a folder")
@@ -767,7 +778,6 @@ def build_pack(
             shutil.rmtree(partial)
         cache = _Cache.for_build(partial, embedder, options)
 
-        expanded = expand_sources(list(sources)) if sources else []
         by_url = {passage_url(p[0]): p for p in passages}
         expanded += list(by_url)
         prepared: dict[str, _Prepared] = {}
@@ -828,7 +838,7 @@ def build_pack(
                 records,
                 embedder,
                 options,
-                options.description or _describe(docs),
+                options.description or _describe(docs, corpus.name if corpus else None),
                 shards,
                 graph_reports,
                 aliases,
@@ -842,7 +852,7 @@ def build_pack(
                 records,
                 embedder,
                 options,
-                options.description or _describe(docs),
+                options.description or _describe(docs, corpus.name if corpus else None),
                 graph_reports,
                 aliases,
             )

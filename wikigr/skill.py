@@ -130,7 +130,9 @@ def describe(manifest: Manifest, info: PackDigest) -> str:
     """The front matter description: what the pack knows and when to use it, ≤ 1024 characters."""
     parts = [f"Knowledge pack {manifest.name}"]
     own = clean(manifest.description, 300)
-    if re.match(r"^\d+ documents from ", own):  # the build's own summary: the digest says it better
+    if re.match(
+        r"^\d+ (documents|passages) from ", own
+    ):  # the build's own summary: the digest says it better
         own = ""
     parts[0] += f": {own.rstrip('.')}." if own else "."
     where = f" from {', '.join(info.hosts)}" if info.hosts else ""

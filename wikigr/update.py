@@ -56,7 +56,7 @@ from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, SourceRecord
 from wikigr.pack.store import Store
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
-from wikigr.sources.urls import expand_sources, read_url_list
+from wikigr.sources.urls import expand_sources, load_url_list
 
 _AUTO_DESCRIPTION = re.compile(r"^\d+ documents from ")
 
@@ -191,14 +191,10 @@ def update_pack(
         raise UsageError(
             f"update is not supported for this pack kind ({kind}): rebuild it with `wikigr pack create`"
         )
-    if urls_file is not None:
-        if not urls_file.is_file():
-            raise UsageError(f"no such file: {urls_file}")
-        sources = read_url_list(urls_file)
-        url_list = urls_file.read_text(encoding="utf-8")
-    else:
-        sources = read_url_list(pack.path / layout.URLS_FILE)
-        url_list = (pack.path / layout.URLS_FILE).read_text(encoding="utf-8")
+    if urls_file is not None and not urls_file.is_file():
+        raise UsageError(f"no such file: {urls_file}")
+    listed = load_url_list(urls_file if urls_file is not None else pack.path / layout.URLS_FILE)
+    sources, url_list = listed.sources, listed.text
     options = options or BuildOptions()
     options.embedder = old.embedder.name
     embedder = pack_embedder(old.embedder, f"pack {old.name}")

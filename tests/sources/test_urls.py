@@ -48,7 +48,7 @@ def test_bad_line_names_the_file_and_line(tmp_path: Path, monkeypatch: pytest.Mo
     write(tmp_path / "urls.txt", "# header\nhttps://example.org/\nfoo\n")
     with pytest.raises(UsageError) as info:
         read_url_list(Path("urls.txt"))
-    assert str(info.value) == "urls.txt line 3: not a URL: 'foo'"
+    assert str(info.value) == "urls.txt line 3: not a URL or an existing path: 'foo'"
     assert info.value.exit_code == 2
 
 
@@ -184,6 +184,8 @@ def test_expand_keeps_order_urls_and_missing_files_and_deduplicates(tmp_path: Pa
         (root / "two.txt").as_uri(),
         missing,
     ]
+    with pytest.raises(UsageError, match=f"the folder {tmp_path / 'empty'} holds no document files"):
+        expand_sources(urls, strict=True)  # a build's: the empty folder is the user's mistake
 
 
 def test_expand_handles_percent_encoded_directory(tmp_path: Path) -> None:

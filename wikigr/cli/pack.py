@@ -25,11 +25,16 @@ def create(
         str, typer.Argument(help="Pack name: lowercase letters, digits, single hyphens (e.g. my-docs).")
     ],
     urls: Annotated[
-        Path | None, typer.Option("--urls", help="A urls.txt file: one URL per line, # comments.")
+        Path | None,
+        typer.Option(
+            "--urls",
+            help="A urls.txt file: one URL, file or folder per line (a relative path: from the "
+            "file's folder), # comments.",
+        ),
     ] = None,
     url: Annotated[
         list[str] | None,
-        typer.Option("--url", help="A URL, file URL or local folder (repeatable)."),
+        typer.Option("--url", help="A URL, file URL, local file or folder (repeatable)."),
     ] = None,
     corpus: Annotated[
         Path | None,
@@ -164,18 +169,21 @@ def create(
         return
     if measure is not None or licence:
         raise UsageError("--measure and --licence are for OpenML packs (--openml-export, --openml)")
-    from wikigr.build import BuildOptions, build_pack  # not on the query path
+    from wikigr.build import CORPUS_ALONE, BuildOptions, build_pack  # not on the query path
     from wikigr.cli.progress import ProgressBars
     from wikigr.sources.fetch import FetchOptions
-    from wikigr.sources.urls import normalize_source, read_url_list
+    from wikigr.sources.urls import load_url_list, normalize_source
 
+    if corpus is not None and (urls is not None or url):
+        raise UsageError(CORPUS_ALONE)
     sources: list[str] = []
     url_list: str | None = None
     if urls is not None:
         if not urls.is_file():
             raise UsageError(f"no such file: {urls}")
-        sources.extend(read_url_list(urls))
-        url_list = urls.read_text(encoding="utf-8")
+        listed = load_url_list(urls)
+        sources.extend(listed.sources)
+        url_list = listed.text
     sources.extend(normalize_source(u) for u in url or [])
     if not sources and corpus is None:
         raise UsageError("give --urls FILE, --url URL or --corpus FILE")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import string
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -12,16 +13,19 @@ from wikigr.errors import UsageError
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",
+    "UrlList",
     "expand_sources",
     "file_url_to_path",
+    "load_url_list",
     "normalize_source",
     "normalize_url",
     "read_url_list",
     "validate_url",
 ]
 
+_EXTENSIONS = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf")
 #: File extensions picked up when a directory is expanded (compared case-insensitively).
-DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".html", ".htm", ".md", ".markdown", ".txt", ".pdf"})
+DOCUMENT_EXTENSIONS: frozenset[str] = frozenset(_EXTENSIONS)
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _TRAILING_COMMENT_RE = re.compile(r"\s#.*$")
@@ -138,26 +142,20 @@ def validate_url(url: str) -> str:
     return _check_url(url.strip())
 
 
-def normalize_source(s: str) -> str:
-    """Accept an http(s) URL, a file URL or an existing local path; return a normalised URL.
-
-    A local path (absolute or relative to the working directory, ``~`` expanded) becomes a
-    ``file://`` URL with an absolute path; it must exist. A string that is neither a URL with a
-    known scheme nor an existing path (``ht!tp://x``, a typo'd file name) is a usage error, as pip
-    treats a requirement that is neither a valid name nor an existing path. Raises UsageError for
-    other schemes, missing hosts, whitespace inside URLs and the like. (A ``file://`` URL need not
-    exist: the fetcher reports it as a failed source.)
-    """
+def _resolve_source(s: str, base: Path | None) -> tuple[str, bool]:
+    """:func:`normalize_source`'s decision: the normalised URL, and whether ``s`` was a local path."""
     text = s.strip()
     if not text:
         raise UsageError("empty source")
     m = _SCHEME_RE.match(text)
     # "C:" style drive letters are not URL schemes; everything else with a scheme is a URL.
     if m is not None and not (len(m.group(1)) == 1 and os.name == "nt"):
-        return _check_url(text)
+        return _check_url(text), False
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise UsageError(f"path contains control characters: {_short(text)}")
     path = Path(text).expanduser()
+    if base is not None and not path.is_absolute():
+        path = base / path
     try:
         exists = path.exists()
     except (OSError, ValueError):  # a name too long for the file system, an embedded NUL
@@ -167,16 +165,42 @@ def normalize_source(s: str) -> str:
         if _DOMAIN_LIKE_RE.match(text) and not text.startswith(("./", "../")):
             hint = f" (did you mean https://{text}?)"
         raise UsageError(f"not a URL or an existing path: {_short(text)}{hint}")
-    return path.resolve().as_uri()
+    return path.resolve().as_uri(), True
 
 
-def read_url_list(path: Path) -> list[str]:
-    """Read a urls.txt: one URL per line; blank lines and ``#`` comments allowed.
+def normalize_source(s: str, base: Path | None = None) -> str:
+    """Accept an http(s) URL, a file URL or an existing local path; return a normalised URL.
+
+    A local path (absolute, or relative to ``base``, default the working directory; ``~``
+    expanded) becomes a ``file://`` URL with an absolute path; it must exist. A string that is
+    neither a URL with a known scheme nor an existing path (``ht!tp://x``, a typo'd file name) is
+    a usage error, as pip treats a requirement that is neither a valid name nor an existing path.
+    Raises UsageError for other schemes, missing hosts, whitespace inside URLs and the like. (A
+    ``file://`` URL need not exist: the fetcher reports it as a failed source.) The ``--url``
+    option and every line of a ``--urls`` file (with ``base`` the file's folder) go through here.
+    """
+    return _resolve_source(s, base)[0]
+
+
+@dataclass(frozen=True)
+class UrlList:
+    """A urls.txt as read: its sources, and its text with each local path written as the
+    ``file://`` URL it stands for (so the list means the same read from any folder, as a pack's
+    ``urls.txt`` is by ``pack update``); comments and blank lines are kept."""
+
+    sources: list[str]
+    text: str
+
+
+def load_url_list(path: Path) -> UrlList:
+    """Read a urls.txt: one source per line; blank lines and ``#`` comments allowed.
 
     A comment is a line whose first non-blank character is ``#``, or the rest of a line after
     whitespace followed by ``#`` (a ``#`` inside a URL starts its fragment, not a comment).
-    Each URL is validated and normalised (see validate_url). Raises UsageError naming the file and
-    line for a bad line, and when the file cannot be read or holds no URL.
+    A line takes what ``--url`` takes (see :func:`normalize_source`): an http(s) or file URL, or
+    an existing local file or folder, a relative path being relative to the folder of the list.
+    Raises UsageError naming the file and line for a bad line, and when the file cannot be read
+    or holds no source.
     """
     try:
         raw = path.read_bytes()
@@ -189,7 +213,9 @@ def read_url_list(path: Path) -> list[str]:
         line_no = raw[: exc.start].count(b"\n") + 1
         raise UsageError(f"{path} line {line_no}: not valid UTF-8") from None
     urls: list[str] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    rewritten = False
+    for index, line in enumerate(lines):
         entry = line.strip()
         if not entry or entry.startswith("#"):
             continue
@@ -197,12 +223,21 @@ def read_url_list(path: Path) -> list[str]:
         if not entry:
             continue
         try:
-            urls.append(_check_url(entry))
+            url, local = _resolve_source(entry, path.parent)
         except UsageError as exc:
-            raise UsageError(f"{path} line {line_no}: {exc.message}") from None
+            raise UsageError(f"{path} line {index + 1}: {exc.message}") from None
+        urls.append(url)
+        if local:
+            lines[index] = line.replace(entry, url, 1)
+            rewritten = True
     if not urls:
         raise UsageError(f"{path} has no URLs")
-    return urls
+    return UrlList(urls, "".join(f"{line}\n" for line in lines) if rewritten else text)
+
+
+def read_url_list(path: Path) -> list[str]:
+    """The sources of a urls.txt (see :func:`load_url_list`), each validated and normalised."""
+    return load_url_list(path).sources
 
 
 def file_url_to_path(url: str) -> Path:
@@ -228,13 +263,14 @@ def _walk_documents(root: Path) -> list[Path]:
     return found
 
 
-def expand_sources(urls: list[str]) -> list[str]:
+def expand_sources(urls: list[str], *, strict: bool = False) -> list[str]:
     """Expand ``file://`` URLs of directories into the document files below them.
 
     A directory becomes every .html/.htm/.md/.markdown/.txt/.pdf file below it (recursive,
     sorted by path, hidden folders and files skipped). Other URLs, including file URLs that do
     not exist, are kept as they are (the fetcher reports the error). Duplicates are removed,
-    first occurrence kept.
+    first occurrence kept. With ``strict`` (a build: the sources are the user's input now), a
+    directory that holds no document file is a UsageError; without it (an update), it adds nothing.
     """
     out: list[str] = []
     seen: set[str] = set()
@@ -252,7 +288,10 @@ def expand_sources(urls: list[str]) -> list[str]:
                 add(url)
                 continue
             if path.is_dir():
-                for file in _walk_documents(path):
+                files = _walk_documents(path)
+                if strict and not files:
+                    raise UsageError(f"the folder {path} holds no document files ({', '.join(_EXTENSIONS)})")
+                for file in files:
                     add(file.as_uri())
                 continue
         add(url)
