@@ -385,3 +385,33 @@ def test_eval_scores_keep_the_latest_run_of_each_profile(tmp_path: Path) -> None
     (pack / "manifest.json").write_text(json.dumps(data))
     old = load_manifest(pack / "manifest.json").eval_scores or []
     assert [s.profile for s in old] == ["balanced"]
+
+
+# -- a new user's walkthrough: the shipped packs, and a first try at each command ------------------
+
+SHIPPED = Path(__file__).resolve().parent.parent / "packs"  # never changed here: tests take copies
+
+
+def _error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a failed command wrote on stderr (and nothing on stdout)."""
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+def test_graph_refuses_an_openml_pack_before_opening_its_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pack = tmp_path / "amlb2019"
+    shutil.copytree(SHIPPED / "amlb2019", pack)
+    before = _snapshot(pack)
+    assert run(["pack", "graph", str(pack)]) == 2
+    assert _error(capsys) == (
+        "Error: graph is not supported for this pack kind (openml): "
+        "an entity graph is built from a document pack's chunks"
+    )
+    assert _snapshot(pack) == before  # its store was not opened for writing
+    assert run(["pack", "update", str(pack)]) == 2  # the same refusal as update's
+    assert "is not supported for this pack kind (openml)" in _error(capsys)

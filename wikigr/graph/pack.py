@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr.embed import pack_embedder
+from wikigr.errors import UsageError
 from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import GraphStats, load_manifest
@@ -38,8 +39,14 @@ def copy_graph(store: Store, graph: GraphTables, dim: int) -> None:
 
 
 def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = None) -> GraphReport:
-    """Replace the entity graph of the pack folder ``path``; return the build's report."""
+    """Replace the entity graph of the pack folder ``path``; return the build's report. Only a
+    document pack has one: another kind (openml) is refused before its store is opened."""
     manifest = load_manifest(path / layout.MANIFEST_FILE)
+    if manifest.source_kind != "documents":
+        raise UsageError(
+            f"graph is not supported for this pack kind ({manifest.source_kind}): "
+            "an entity graph is built from a document pack's chunks"
+        )
     embedder = pack_embedder(manifest.embedder, f"pack {manifest.name}")
     extractor = None
     if llm is not None:
