@@ -415,3 +415,27 @@ def test_graph_refuses_an_openml_pack_before_opening_its_store(
     assert _snapshot(pack) == before  # its store was not opened for writing
     assert run(["pack", "update", str(pack)]) == 2  # the same refusal as update's
     assert "is not supported for this pack kind (openml)" in _error(capsys)
+
+
+def test_help_text_prints_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    """Typer renders help as rich markup: `[options]` would be taken for a tag and dropped."""
+    import typer.main
+    from rich.text import Text
+
+    from wikigr.cli.typer_app import app
+
+    assert run(["eval", "--help"]) == 0
+    assert "Run as `wikigr eval PACK [options]`." in " ".join(capsys.readouterr().out.split())
+
+    def texts(command: Any, path: str) -> Iterator[tuple[str, str]]:
+        for text in (command.help, command.short_help, command.epilog):
+            if text:
+                yield path, text
+        for param in command.params:
+            if getattr(param, "help", None):
+                yield f"{path} {param.name}", param.help
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from texts(sub, f"{path} {name}")
+
+    for where, text in texts(typer.main.get_command(app), "wikigr"):
+        assert Text.from_markup(text).plain == text.replace("\\[", "["), where

@@ -23,8 +23,9 @@ class _RunByDefault(TyperGroup):
 
 app = typer.Typer(
     cls=_RunByDefault,
+    # Help text is rich markup (typer's rich mode): "\\[" keeps a bracket that is not a tag.
     help="Evaluate a pack: retrieval recall@k, hit@k, MRR, answer EM/F1, judges. "
-    "Run as `wikigr eval PACK [options]`.",
+    "Run as `wikigr eval PACK \\[options]`.",
     no_args_is_help=True,
 )
 
