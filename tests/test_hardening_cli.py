@@ -439,3 +439,8 @@ def test_help_text_prints_as_written(capsys: pytest.CaptureFixture[str]) -> None
 
     for where, text in texts(typer.main.get_command(app), "wikigr"):
         assert Text.from_markup(text).plain == text.replace("\\[", "["), where
+
+
+def test_cypher_refusal_names_no_internal_tool(installed: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["cypher", "fixture", "MATCH (a:Article) DELETE a"]) == 2
+    assert _error(capsys) == "Error: refused: DELETE is not allowed (queries are read-only)"

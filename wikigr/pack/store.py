@@ -176,7 +176,7 @@ def check_read_only(query: str) -> None:
             continue
         word = text.upper()
         if word in WRITE_KEYWORDS:
-            raise UsageError(f"refused: {word} is not allowed (graph_query is read-only)")
+            raise UsageError(f"refused: {word} is not allowed (queries are read-only)")
         if word == "CALL":
             following = tokens[index + 1] if index + 1 < len(tokens) else ("", "")
             after = tokens[index + 2] if index + 2 < len(tokens) else ("", "")
