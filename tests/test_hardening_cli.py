@@ -444,3 +444,27 @@ def test_help_text_prints_as_written(capsys: pytest.CaptureFixture[str]) -> None
 def test_cypher_refusal_names_no_internal_tool(installed: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["cypher", "fixture", "MATCH (a:Article) DELETE a"]) == 2
     assert _error(capsys) == "Error: refused: DELETE is not allowed (queries are read-only)"
+
+
+def test_a_path_given_for_a_pack_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, wikigr_home: Path
+) -> None:
+    """`pack remove` and `pack create` take a name: a path is told so, its last part suggested
+    when that is a valid name (not 'packs-pydocs', made of the whole path)."""
+    remove = "pack remove takes the name of an installed pack, as `wikigr pack list` shows"
+    for given in ("packs/pydocs", "packs/pydocs/"):
+        assert run(["pack", "remove", given]) == 2
+        assert _error(capsys) == f"Error: '{given}' is a path, not a pack name: {remove}; try 'pydocs'"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my_pack.tar.gz").write_bytes(b"")  # a file here: a path, no valid last part
+    assert run(["pack", "remove", "my_pack.tar.gz"]) == 2
+    assert _error(capsys) == f"Error: 'my_pack.tar.gz' is a path, not a pack name: {remove}"
+    assert run(["pack", "remove", "my_pack"]) == 2  # a bad name that is no path: as before
+    line = _error(capsys)
+    assert line.startswith("Error: invalid pack name 'my_pack'") and "try 'my-pack'" in line
+
+    create = "pack create takes the new pack's name (and --out the folder to write it to)"
+    for argv in (["--url", str(DOCS)], ["--openml-export", "runs.csv"]):
+        assert run(["pack", "create", "packs/mydocs", *argv]) == 2
+        assert _error(capsys) == f"Error: 'packs/mydocs' is a path, not a pack name: {create}; try 'mydocs'"
+    assert not (tmp_path / "packs").exists() and not (wikigr_home / "packs").exists()

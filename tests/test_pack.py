@@ -252,8 +252,10 @@ def test_build_refuses_to_replace_a_folder_that_is_not_a_pack(tmp_path: Path) ->
 
 
 def test_bad_pack_name_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="invalid pack name"):
+    with pytest.raises(UsageError, match=r"'\.\./escape' is a path, not a pack name"):
         build_pack("../escape", [DOCS.as_uri()], out=tmp_path / "x")
+    with pytest.raises(UsageError, match="invalid pack name 'my_pack'"):
+        build_pack("my_pack", [DOCS.as_uri()], out=tmp_path / "x")
 
 
 def test_build_into_packs_home_by_default(wikigr_home: Path) -> None:

@@ -484,7 +484,7 @@ def test_help_of_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None:
 def test_remove_takes_a_name_not_a_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = cli(capsys, "pack", "remove", "../etc")
     assert code == 2
-    assert_one_error(err, "invalid pack name")
+    assert_one_error(err, "'../etc' is a path, not a pack name: pack remove takes the name of an installed")
 
 
 def test_export_and_install_usage_errors(

@@ -747,7 +747,8 @@ def build_pack(
     try:
         check_name(name)
     except ValueError as exc:
-        raise UsageError(str(exc)) from exc
+        takes = "the new pack's name (and --out the folder to write it to)"
+        raise UsageError(layout.path_for_name(name, "pack create", takes) or str(exc)) from exc
     options = options or BuildOptions()
     progress = on_progress or no_progress
     if shards != 1:

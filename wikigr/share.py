@@ -950,7 +950,9 @@ def remove_pack(name: str, skills_dir: Path | None = None, keep_skill: bool = Fa
     try:
         check_name(name)
     except ValueError as exc:
-        raise UsageError(f"{exc} (pack remove takes the name of an installed pack)") from exc
+        takes = "the name of an installed pack, as `wikigr pack list` shows"
+        message = layout.path_for_name(name, "pack remove", takes) or f"{exc} (pack remove takes {takes})"
+        raise UsageError(message) from exc
     target = layout.packs_home() / name
     removed: Path | None = None
     if target.is_symlink():

@@ -9,7 +9,7 @@ from typing import Any
 
 from wikigr.errors import InvalidPackError, PackNotFoundError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
-from wikigr.pack.manifest import Manifest, load_manifest, read_json
+from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
 
 STORE_FILE = "pack.db"
@@ -28,6 +28,24 @@ def packs_home() -> Path:
 
 def looks_like_path(ref: str) -> bool:
     return os.sep in ref or "/" in ref or ref.startswith(".") or ref.startswith("~")
+
+
+def path_for_name(ref: str, command: str, takes: str) -> str | None:
+    """When ``ref``, given to ``command`` as a pack's name, is a path (``packs/pydocs``, or a file
+    or folder here): a one-line message saying what ``command`` takes, suggesting the path's last
+    part if that is a valid name (not a name made of the whole path, ``packs-pydocs``). Else None."""
+    try:
+        is_path = looks_like_path(ref) or Path(ref).expanduser().exists()
+    except (OSError, ValueError):
+        is_path = False
+    if not is_path or ref in RESERVED_NAMES:  # `all` is refused as reserved, a folder of it or not
+        return None
+    last = Path(ref).name
+    try:
+        hint = f"; try {check_name(last)!r}"
+    except ValueError:
+        hint = ""
+    return f"{ref!r} is a path, not a pack name: {command} takes {takes}{hint}"
 
 
 def resolve_pack_path(ref: str) -> Path:
