@@ -468,3 +468,18 @@ def test_a_path_given_for_a_pack_name(
         assert run(["pack", "create", "packs/mydocs", *argv]) == 2
         assert _error(capsys) == f"Error: 'packs/mydocs' is a path, not a pack name: {create}; try 'mydocs'"
     assert not (tmp_path / "packs").exists() and not (wikigr_home / "packs").exists()
+
+
+def test_mcp_search_says_the_query_is_empty(installed: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "wikigr", "mcp"], env=dict(os.environ))
+
+    async def session() -> None:
+        async with Client(params, read_timeout_seconds=120) as client:
+            empty = await client.call_tool("search", {"pack": "fixture", "query": "  "})
+            assert empty.is_error
+            assert [c.text for c in empty.content] == ["Error: the query is empty"]  # type: ignore[union-attr]
+            empty = await client.call_tool("query_pack", {"pack": "fixture", "question": ""})
+            assert empty.is_error
+            assert [c.text for c in empty.content] == ["Error: the question is empty"]  # type: ignore[union-attr]
+
+    anyio.run(session)

@@ -255,6 +255,8 @@ def create_server() -> tuple[MCPServer, AgentCache]:
         first, each with its text and citation (title, section, url, score, pack). ``pack``: a
         name, a list of names, or "all"."""
         _check_top_k(top_k)
+        if not query.strip():  # its argument is the query (the agent would say "the question")
+            raise ToolError("Error: the query is empty")
         try:
             with cache.lock:
                 result = cache.get(pack, profile, "search").query(query, top_k=top_k)
