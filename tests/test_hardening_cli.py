@@ -483,3 +483,43 @@ def test_mcp_search_says_the_query_is_empty(installed: Path) -> None:
             assert [c.text for c in empty.content] == ["Error: the question is empty"]  # type: ignore[union-attr]
 
     anyio.run(session)
+
+
+def test_not_a_pack_is_a_usage_error_a_damaged_pack_a_runtime_error(
+    built_pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], wikigr_home: Path
+) -> None:
+    """Exit 2 for what is not a pack at all (nothing there, a file, a folder without
+    manifest.json); exit 1 for a pack that is there but damaged."""
+    (tmp_path / "notes.md").write_text("# notes\n")
+    (tmp_path / "folder").mkdir()
+    not_packs = {
+        tmp_path / "nothing": "Error: no pack at ",
+        tmp_path / "notes.md": "Error: not a pack: ",
+        tmp_path / "folder": "Error: not a pack: ",
+    }
+    damaged = tmp_path / "damaged"
+    shutil.copytree(built_pack, damaged)
+    (damaged / "manifest.json").write_text("{ not json")
+    commands = [
+        ["pack", "validate", "{}"],
+        ["pack", "info", "{}"],
+        ["pack", "graph", "{}"],
+        ["cypher", "{}", "MATCH (a:Article) RETURN a.title"],
+        ["eval", "{}"],
+        ["query", "{}", "kettle"],
+    ]
+    for command in commands:
+        for path, start in not_packs.items():
+            assert run([a.format(path) for a in command]) == 2, (command, path)
+            assert _error(capsys).startswith(start + str(path)), command
+        assert run([a.format(damaged) for a in command]) == 1, command
+        err = capsys.readouterr().err  # (validate prints its checks on stdout first)
+        assert err.count("\n") == 1 and err.startswith("Error: "), command
+        assert "corrupt manifest" in err, command
+    # A folder of the packs home that is not a pack is still listed, as broken.
+    (wikigr_home / "packs" / "stray").mkdir(parents=True)
+    assert run(["pack", "list", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["packs"]
+    assert row["name"] == "stray" and not row["ok"] and "has no manifest.json" in row["error"]
+    assert run(["query", "stray", "kettle"]) == 2
+    assert _error(capsys).startswith("Error: not a pack: ")

@@ -2,7 +2,7 @@
 
 Exit codes: 1 for runtime failures (a pack that cannot be read, a build in which no document
 succeeded, an embedder that is not installed), 2 for usage errors (a bad argument, a malformed
-URL, an empty question, an unknown pack name).
+URL, an empty question, an unknown pack name, a path that is not a pack at all).
 """
 
 from __future__ import annotations
@@ -32,7 +32,17 @@ class PackNotFoundError(UsageError):
 
 
 class InvalidPackError(WikigrError):
-    """The folder is not a pack, or its manifest is missing, corrupt or from a newer wikigr."""
+    """A pack that cannot be read: its manifest missing, corrupt or from a newer wikigr, a file
+    or shard missing or damaged."""
+
+
+class NotAPackError(PackNotFoundError, InvalidPackError):
+    """What was given for a pack is not one at all: a file, or a folder without manifest.json.
+    A usage error (exit 2), as a path that does not exist is; a pack that is there but damaged is
+    an :class:`InvalidPackError` (exit 1). Still an InvalidPackError, so a folder of the packs
+    home that is not a pack is listed as broken, as before."""
+
+    exit_code = 2
 
 
 class StoreError(WikigrError):

@@ -137,7 +137,7 @@ def test_unknown_pack(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_folder_that_is_not_a_pack(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = cli(capsys, "pack", "info", str(tmp_path))
-    assert code == 1
+    assert code == 2  # not a pack at all: a usage error, as a path with nothing there is
     assert_one_error(err, "has no manifest.json")
 
 
@@ -157,9 +157,9 @@ def test_missing_manifest_validate(
     shutil.copytree(built_pack, pack)
     (pack / "manifest.json").unlink()
     code, out, err = cli(capsys, "pack", "validate", str(pack))
-    assert code == 1
-    assert "FAIL manifest" in out
-    assert_one_error(err, "invalid pack")
+    assert code == 2  # a folder without manifest.json is not a pack at all: a usage error
+    assert out == ""
+    assert_one_error(err, f"not a pack: {pack} has no manifest.json")
 
 
 def test_unreadable_store(capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path) -> None:
@@ -246,7 +246,7 @@ def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # not a pack (no manifest.json): a usage error
     assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr
 
 

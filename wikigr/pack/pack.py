@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikigr.errors import InvalidPackError, PackNotFoundError
+from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
@@ -49,7 +49,10 @@ def path_for_name(ref: str, command: str, takes: str) -> str | None:
 
 
 def resolve_pack_path(ref: str) -> Path:
-    """A pack reference is a path to a pack folder or the name of a pack in the packs home."""
+    """A pack reference is a path to a pack folder or the name of a pack in the packs home. What
+    is not a pack at all (nothing there, a file, a folder without manifest.json) is a usage error
+    (:class:`PackNotFoundError`, :class:`NotAPackError`); whether the pack is sound is checked
+    when it is opened."""
     if not ref.strip():
         raise PackNotFoundError("no pack given")
     candidate = Path(ref).expanduser()
@@ -57,12 +60,16 @@ def resolve_pack_path(ref: str) -> Path:
         if not candidate.exists():
             raise PackNotFoundError(f"no pack at {candidate}")
         if not candidate.is_dir():
-            raise InvalidPackError(f"not a pack: {candidate} is not a folder")
-        return candidate.resolve()
-    named = packs_home() / ref
-    if not named.is_dir():
-        raise PackNotFoundError(f"unknown pack '{ref}' (not a folder here, nor in {packs_home()})")
-    return named.resolve()
+            raise NotAPackError(f"not a pack: {candidate} is not a folder")
+        found = candidate.resolve()
+    else:
+        named = packs_home() / ref
+        if not named.is_dir():
+            raise PackNotFoundError(f"unknown pack '{ref}' (not a folder here, nor in {packs_home()})")
+        found = named.resolve()
+    if not (found / MANIFEST_FILE).exists():
+        raise NotAPackError(f"not a pack: {found} has no manifest.json")
+    return found
 
 
 @dataclass

@@ -162,6 +162,8 @@ def shard_folder(root: Path, record: ShardRecord) -> Path:
         raise InvalidPackError(f"pack {root}: shard {record.path} is a symbolic link")
     if not folder.is_dir():
         raise InvalidPackError(f"pack {root}: shard {record.path} is missing")
+    if not (folder / layout.MANIFEST_FILE).exists():  # a damaged pack, not a usage error
+        raise InvalidPackError(f"pack {root}: shard {record.path} has no {layout.MANIFEST_FILE}")
     return folder
 
 
