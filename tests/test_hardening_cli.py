@@ -523,3 +523,54 @@ def test_not_a_pack_is_a_usage_error_a_damaged_pack_a_runtime_error(
     assert row["name"] == "stray" and not row["ok"] and "has no manifest.json" in row["error"]
     assert run(["query", "stray", "kettle"]) == 2
     assert _error(capsys).startswith("Error: not a pack: ")
+
+
+def test_a_truncated_store_is_called_damaged_not_busy(
+    built_pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LadybugDB says of a file shorter than its header records that it "may be checkpointing;
+    please retry later". A truncated copy is damaged: retrying does not mend it."""
+    pack = tmp_path / "truncated"
+    shutil.copytree(built_pack, pack)
+    store = pack / "pack.db"
+    os.truncate(store, store.stat().st_size // 2)
+    damaged = (
+        "cannot open the pack's database (pack.db is damaged: the file is shorter than its header "
+        f"records): {store}"
+    )
+    for command in (["pack", "validate", str(pack)], ["pack", "info", str(pack)], ["query", str(pack), "q"]):
+        assert run(command) == 1, command
+        captured = capsys.readouterr()
+        line = captured.err.splitlines()[-1]
+        assert line.startswith("Error: ") and line.endswith(damaged), command
+        assert "retry" not in captured.err and "checkpointing" not in captured.err
+
+
+def test_a_short_store_being_written_keeps_the_librarys_word(tmp_path: Path, built_pack: Path) -> None:
+    """While another process writes the file (a checkpoint), "retry later" is right: a file that
+    changes while it is watched is not called damaged."""
+    import threading
+
+    from wikigr.errors import StoreError
+    from wikigr.pack.store import Store
+
+    store = tmp_path / "pack.db"
+    shutil.copyfile(built_pack / "pack.db", store)
+    os.truncate(store, store.stat().st_size // 2)
+    done = threading.Event()
+
+    def write() -> None:  # a writer appending pages, as a checkpoint does
+        while not done.wait(0.02):
+            with store.open("ab") as f:
+                f.write(b"\0" * 4096)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with pytest.raises(StoreError) as raised:
+            Store.open(store)
+    finally:
+        done.set()
+        writer.join()
+    assert raised.value.message.startswith(f"cannot open store {store}: ")
+    assert "please retry later" in raised.value.message

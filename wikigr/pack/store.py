@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -272,6 +273,32 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+#: What LadybugDB (0.22) says of a file shorter than its header records: "Cannot read checkpoint:
+#: catalog page range starts at 184 and spans 2 pages, outside the database file with 1 pages"
+#: (or "header expects N database pages, but the file has M pages"), then "The database may be
+#: checkpointing; please retry later."
+_SHORT_FILE = re.compile(r"Cannot read checkpoint: .*(outside the database file|but the file has)")
+SHORT_FILE_WATCH = 0.5  # seconds a short file is watched for a writer before it is called damaged
+
+
+def _cannot_open(path: Path, state: Any, exc: BaseException) -> str:
+    """The one line for a store that would not open (``state``: its :func:`files_state` before).
+
+    A file shorter than its header records is what another process checkpointing it leaves for a
+    moment (``pack graph`` rewrites a store in place; readers may open it meanwhile), and LadybugDB
+    says to retry; but it is also what a truncated copy or download is, which no retry mends.
+    So the files are watched a moment: a writer changes them, a damaged file stays as it was."""
+    message = _one_line(exc)
+    if _SHORT_FILE.search(message):
+        time.sleep(SHORT_FILE_WATCH)
+        if files_state(path) == state:
+            return (
+                f"cannot open the pack's database ({path.name} is damaged: the file is shorter than "
+                f"its header records): {path}"
+            )
+    return f"cannot open store {path}: {message}"
+
+
 def vectors_to_arrow(vectors: np.ndarray) -> pa.FixedSizeListArray:
     """A (n, dim) float32 matrix as an Arrow fixed-size-list column (what FLOAT[dim] loads from)."""
     import pyarrow as pa
@@ -325,7 +352,7 @@ class Store:
         try:
             db = _open_database(path, read_only, buffer_pool_size)
         except (RuntimeError, ValueError, MemoryError) as exc:  # a damaged file raises any
-            raise StoreError(f"cannot open store {path}: {_one_line(exc)}") from exc
+            raise StoreError(_cannot_open(path, state, exc)) from exc
         store = cls(path, db, read_only=read_only)
         store.opened_state = state
         tables = store.tables()
