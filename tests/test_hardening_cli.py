@@ -574,3 +574,27 @@ def test_a_short_store_being_written_keeps_the_librarys_word(tmp_path: Path, bui
         writer.join()
     assert raised.value.message.startswith(f"cannot open store {store}: ")
     assert "please retry later" in raised.value.message
+
+
+def test_eval_of_an_empty_questions_file_says_what_fills_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pack = tmp_path / "pydocs"
+    shutil.copytree(SHIPPED / "pydocs", pack)
+    assert (pack / "eval" / "questions.jsonl").read_text() == ""  # as shipped
+    assert run(["eval", str(pack)]) == 2
+    assert _error(capsys) == (
+        f"Error: no questions in {pack / 'eval' / 'questions.jsonl'}: add some with "
+        "`wikigr eval import PACK SOURCE --format FORMAT` or `wikigr eval generate PACK` "
+        "(needs ANTHROPIC_API_KEY)"
+    )
+    openml = tmp_path / "amlb2019"
+    shutil.copytree(SHIPPED / "amlb2019", openml)
+    (openml / "eval" / "questions.jsonl").write_text("")
+    assert run(["eval", str(openml)]) == 2
+    line = _error(capsys)
+    assert line.endswith("`wikigr eval import PACK SOURCE --format FORMAT`")  # no sections to ask about
+    empty = tmp_path / "mine.jsonl"
+    empty.write_text("")
+    assert run(["eval", str(pack), "--questions", str(empty)]) == 2  # a file of one's own: no hint
+    assert _error(capsys) == f"Error: no questions in {empty}"

@@ -178,7 +178,12 @@ class Evaluator:
                 raise UsageError("--limit must be at least 1")
             questions = questions[: options.limit]
         if not questions:
-            raise UsageError(f"no questions in {path}")
+            hint = ""
+            if options.questions is None:  # the pack's own file: say what fills it
+                hint = ": add some with `wikigr eval import PACK SOURCE --format FORMAT`"
+                if pack.manifest.source_kind == "documents":  # generate asks about sections
+                    hint += " or `wikigr eval generate PACK` (needs ANTHROPIC_API_KEY)"
+            raise UsageError(f"no questions in {path}{hint}")
         self.questions = questions
 
     def run(self) -> list[ProfileReport]:
