@@ -204,6 +204,19 @@ def test_one_store_commands_say_the_pack_is_in_shards(sharded: Path) -> None:
         pack.open_store()
 
 
+def test_pack_graph_refuses_a_pack_in_shards_and_one_of_its_shards(
+    sharded: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = (sharded / "manifest.json").read_bytes()
+    code, _, err = cli(capsys, "pack", "graph", str(sharded))
+    assert code == 2
+    assert_one_error(err, "is in 3 shards: its entity graph, built over all of them")
+    code, _, err = cli(capsys, "pack", "graph", str(sharded / "shards" / "00"))
+    assert code == 2
+    assert_one_error(err, "is a shard of the pack")  # its store changed would break the checksums
+    assert (sharded / "manifest.json").read_bytes() == before and validate_pack(sharded).ok
+
+
 def test_shard_counts_that_make_no_sense_are_usage_errors(
     capsys: pytest.CaptureFixture[str], corpus: Path, tmp_path: Path
 ) -> None:

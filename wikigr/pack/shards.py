@@ -167,6 +167,20 @@ def shard_folder(root: Path, record: ShardRecord) -> Path:
     return folder
 
 
+def sharded_owner(folder: Path) -> Path | None:
+    """The pack in shards whose manifest lists ``folder`` as a shard, if any."""
+    root = folder.resolve().parent.parent
+    if folder.resolve().parent.name != SHARDS_DIR or not (root / layout.MANIFEST_FILE).is_file():
+        return None
+    from wikigr.pack.manifest import load_manifest
+
+    try:
+        shards = load_manifest(root / layout.MANIFEST_FILE).shards
+    except InvalidPackError:
+        return None
+    return root if any((root / record.path).resolve() == folder.resolve() for record in shards) else None
+
+
 def store_digest(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
