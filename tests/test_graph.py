@@ -114,6 +114,7 @@ def test_keyword_entities_finds_names_titles_and_identifiers() -> None:
     keys = {m.key for m in keyword_entities("", long)}
     assert {"sangre de cristo range", "rocky mountains", "north america", "gwh", "end"} <= keys
     assert "gwh the end" not in keys  # a capitalised "The" inside a run starts another name
+    assert "lord of the rings" in {m.key for m in keyword_entities("", "I read The Lord of The Rings.")}
 
 
 def test_spacy_extracts_entities_and_svo_facts() -> None:

@@ -47,10 +47,15 @@ STOP_NAMES = frozenset(
     """.split()  # noqa: SIM905
 )
 
-_CONNECT = r"(?:of|the|de|la|le|du|des|del|della|da|di|von|van|der|den|y|al|el|bin|ibn|and|&)"
+_JOINERS = "of the de la le du des del della da di von van der den y al el bin ibn and &".split()  # noqa: SIM905
+#: The lower-case words that join the capitalised words of one name ("Bank of America").
+CONNECT = rf"(?:{'|'.join(map(re.escape, _JOINERS))})"
 _CAP_WORD = r"(?:[A-Z][\w\-’'.]*[\w]|[A-Z]\.?)"
-_NAME_SPAN = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:{_CONNECT}[ \t]+)*{_CAP_WORD})*")
-_INNER_THE = re.compile(r"(?<=\S)\s+(?=The\s)")
+_NAME_SPAN = re.compile(rf"{_CAP_WORD}(?:[ \t]+(?:{CONNECT}[ \t]+)*{_CAP_WORD})*")
+# A capitalised "The" inside a run, not after a joining word ("The Lord of The Rings" is one name).
+_NOT_AFTER_JOINER = "".join(rf"(?<!\b{re.escape(w)})" for w in _JOINERS)
+_INNER_THE = re.compile(rf"(?<=\S){_NOT_AFTER_JOINER}\s+(?=The\s)")
+_AND = re.compile(r"\s+(?:and|&)\s+")
 _OF = re.compile(r"\s+of(?:\s+the)?\s+")
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 _CODE = re.compile(
@@ -158,7 +163,7 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
             if not piece or len(piece.split()) > max_span_words:
                 continue
             # A span joined by "and" is also two names ("France and Germany").
-            parts = re.split(r"\s+(?:and|&)\s+", piece)
+            parts = _AND.split(piece)
             if len(parts) > 1:
                 for part in parts:
                     add(_trim_span(part), NAME)

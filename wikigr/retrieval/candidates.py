@@ -65,7 +65,16 @@ from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wikigr.graph.extract import CODE, CONCEPT, STOP_NAMES, Mention, keyword_entities, normalize, title_name
+from wikigr.graph.extract import (
+    CODE,
+    CONCEPT,
+    CONNECT,
+    STOP_NAMES,
+    Mention,
+    keyword_entities,
+    normalize,
+    title_name,
+)
 from wikigr.retrieval.api_names import same_api, shown_name
 
 if TYPE_CHECKING:
@@ -128,7 +137,7 @@ _DATES = re.compile(
     rf"\b\d{{1,2}} {_MONTH},? \d{{3,4}}\b"  # 1 August 1973
     rf"|\b{_MONTH} \d{{1,2}},? \d{{3,4}}\b"  # August 1, 1973
     rf"|\b{_MONTH} \d{{3,4}}\b"  # August 1973
-    rf"|\b\d{{1,2}} {_MONTH}\b|\b{_MONTH} \d{{1,2}}\b(?!\d)"  # 6 August, August 6: no year
+    rf"|\b\d{{1,2}} {_MONTH}\b|\b{_MONTH} \d{{1,2}}\b"  # 6 August, August 6: no year
     r"|\b(?:1\d{3}|20\d{2})s?\b"  # 1973, 1970s
     r"|\b\d{1,2}(?:st|nd|rd|th) century\b"  # 19th century
     r"|(?<![\d:.])\b\d{1,2}(?:[:.]\s?\d\d)?\s?(?:[ap]\.m\.|[ap]m\b|[AP]M\b)"  # a time: 3 a.m., 10:30 pm
@@ -159,7 +168,7 @@ _ASKS_NUMBER = re.compile(
     r"\bhow (many|much|long|old|far|tall|big|large|high|often)\b"
     r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b"
     r"|\bwhat (?:is|was|are|were) (?:[\w'’]+ ){1,2}(?:average|mean|median|total|annual|maximum|minimum|"
-    r"population|number|amount|percentage|size|length|height|area)\b(?! code)"
+    r"population|number|amount|percentage|size|length|height|area)\b(?!\s+(?:one|cent(?:er|re)s?)\b)"
     r"|\b(?:area|zip|postal|dialling|dialing) codes?\b",
     re.I,
 )
@@ -319,6 +328,19 @@ class AnswerCandidate:
         return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
 
 
+_JOINING = re.compile(rf"(?:{CONNECT}\s+)+")  # the joining words of names: "of", "de", "and" ...
+_CAPITALISED_RUN = re.compile(r"(?:\b[A-Z]\S*(?:\s+|$))+")
+_ROW_WORDS = 5  # capitalised words a name runs together, at most: John F. Kennedy International Airport
+
+
+def _table_row(text: str, span: str, start: int) -> bool:
+    """Whether ``span`` (at ``start`` in ``text``) runs more capitalised words together than a
+    name does, with no "of" or "and" between them: a table's row flattened into a sentence ("State
+    Sport Lacrosse State Team Sport Massachusetts Basketball"), no name; not a quoted title."""
+    quoted = start > 0 and text[start - 1] in "\"“'‘"
+    return not quoted and any(len(m.group().split()) > _ROW_WORDS for m in _CAPITALISED_RUN.finditer(span))
+
+
 def spans(
     text: str, title: str = "", code: bool = False, common: Container[str] = (), module: bool = False
 ) -> list[tuple[str, str, int, int]]:
@@ -362,7 +384,8 @@ def spans(
             joined = _JOINING.match(name)  # "Much of Brittonic-controlled Britain": not "of ..."
             if joined and joined.end() < len(name):
                 name, start = name[joined.end() :], start + joined.end()
-        found.append((name, NAME, start, start + len(name)))
+        if not _table_row(text, name, start):
+            found.append((name, NAME, start, start + len(name)))
     for name in codes_in(text) if code else ():
         start = text.find(name)
         if start >= 0:
@@ -375,23 +398,6 @@ def spans(
     if module:
         found += [(title, NAME, m.start(), m.end()) for m in _THIS_MODULE.finditer(text)]
     return found
-
-
-_JOINING = re.compile(r"(?:(?:of|the|de|la|le|du|des|del|von|van|der|and|&)\s+)+")
-
-
-_CAPITALISED_RUN = re.compile(r"(?:\b[A-Z][^\s]*(?:\s+|$))+")
-_ROW_WORDS = (
-    5  # a name runs at most this many capitalised words together (John F. Kennedy International Airport)
-)
-
-
-def _table_row(text: str, span: str, start: int) -> bool:
-    """Whether ``span`` (at ``start`` in ``text``) runs more capitalised words together than a
-    name does, with no "of" or "and" between them: a table's row flattened into a sentence ("State
-    Sport Lacrosse State Team Sport Massachusetts Basketball"), no name; not a quoted title."""
-    quoted = start > 0 and text[start - 1] in "\"“'‘"
-    return not quoted and any(len(m.group().split()) > _ROW_WORDS for m in _CAPITALISED_RUN.finditer(span))
 
 
 def _names_at(text: str) -> list[tuple[str, int]]:
@@ -512,10 +518,9 @@ def _identifier(span: str) -> bool:
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
 
 
-_RAISES = re.compile(  # "What does json.loads raise ...?", "what is raised when ...": an exception
-    r"^\s*what (?:does|do|did|will|would|can|could|might|may) .+? (?:raise|throw)\b"
-    r"|\bwhat (?:is|are|gets|get) (?:raised|thrown)\b",
-    re.I,
+_RAISES = re.compile(  # "What does json.loads raise ...?", "what does int() raise ...": an exception
+    r"^\s*(?i:what (?:does|do|did|will|would|can|could|might|may)) .*?"
+    r"(?:\b[A-Za-z_]\w*\.[a-z_]\w*|\b\w+\(\)).*? (?i:raise|throw)\b"  # of code: not "the band", "the U.S."
 )
 
 
@@ -707,7 +712,7 @@ def candidates(
     common = common_words([s.unit.text for s in scored])
     modules = {title for title in titles.values() if _MODULE.fullmatch(title)}  # pages about a module
     code = code and asked == NAME
-    code_only = code and asks_code(question)  # "which exception ...": identifiers only
+    code_only = code and bool(heads & _CODE_HEADS)  # "which exception ...": identifiers only
     asks_module = code_only and bool({"module", "modules"} & heads)
     asks_role = bool(_ROLE_HEADS & heads)
     role_at: set[tuple[int, int]] = set()  # where a role filler stands: it fills the slot
@@ -727,8 +732,6 @@ def candidates(
             found_spans.append((page, NAME, 0, 0))  # "which module": the one its page is about
         for span, kind, start, end in found_spans:
             if code_only and kind == NAME and not _identifier(span):
-                continue
-            if kind == NAME and _table_row(s.unit.text, span, start):
                 continue
             key = keys.get(span)
             if key is None:
