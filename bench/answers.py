@@ -223,7 +223,7 @@ def report_rows(
 
 def wilson(hits: int, n: int, z: float = 1.96) -> list[float] | None:
     """The 95% (Wilson score) interval of the share ``hits / n``: what a half of 36 questions can
-    tell (0.639 there is anything from about 0.48 to 0.77)."""
+    tell (0.639 there is anything from about 0.48 to 0.78)."""
     if not n:
         return None
     share = hits / n

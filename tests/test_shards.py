@@ -204,16 +204,17 @@ def test_one_store_commands_say_the_pack_is_in_shards(sharded: Path) -> None:
         pack.open_store()
 
 
-def test_pack_graph_refuses_a_pack_in_shards_and_one_of_its_shards(
+def test_pack_graph_and_update_refuse_a_shard_and_graph_the_pack_in_shards(
     sharded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = (sharded / "manifest.json").read_bytes()
     code, _, err = cli(capsys, "pack", "graph", str(sharded))
     assert code == 2
     assert_one_error(err, "is in 3 shards: its entity graph, built over all of them")
-    code, _, err = cli(capsys, "pack", "graph", str(sharded / "shards" / "00"))
-    assert code == 2
-    assert_one_error(err, "is a shard of the pack")  # its store changed would break the checksums
+    for command in ("graph", "update"):
+        code, _, err = cli(capsys, "pack", command, str(sharded / "shards" / "00"))
+        assert code == 2
+        assert_one_error(err, "is a shard of the pack")  # its store changed would break the checksums
     assert (sharded / "manifest.json").read_bytes() == before and validate_pack(sharded).ok
 
 

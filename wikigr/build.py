@@ -37,7 +37,6 @@ from wikigr.pack.manifest import (
     GraphStats,
     Manifest,
     SourceRecord,
-    check_name,
     now_iso,
 )
 from wikigr.pack.store import SCHEMA_VERSION, Store, vectors_to_arrow
@@ -744,11 +743,7 @@ def build_pack(
     pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
     that many stores (wikigr.pack.shards).
     """
-    try:
-        check_name(name)
-    except ValueError as exc:
-        takes = "the new pack's name (and --out the folder to write it to)"
-        raise UsageError(layout.path_for_name(name, "pack create", takes) or str(exc)) from exc
+    layout.check_new_name(name)
     options = options or BuildOptions()
     progress = on_progress or no_progress
     if shards != 1:
@@ -829,6 +824,7 @@ def build_pack(
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
+        description = options.description or _describe(docs, corpus.name if corpus else None)
         if shards > 1:
             from wikigr.pack.shards import write_shards
 
@@ -839,7 +835,7 @@ def build_pack(
                 records,
                 embedder,
                 options,
-                options.description or _describe(docs, corpus.name if corpus else None),
+                description,
                 shards,
                 graph_reports,
                 aliases,
@@ -853,7 +849,7 @@ def build_pack(
                 records,
                 embedder,
                 options,
-                options.description or _describe(docs, corpus.name if corpus else None),
+                description,
                 graph_reports,
                 aliases,
             )

@@ -24,7 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from wikigr import __version__
-from wikigr.pack.manifest import Manifest
+from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest
 from wikigr.pack.store import Store
 
 SKILL_FILENAME = "SKILL.md"  # the file name Claude Code discovers in a skills folder
@@ -130,9 +130,7 @@ def describe(manifest: Manifest, info: PackDigest) -> str:
     """The front matter description: what the pack knows and when to use it, ≤ 1024 characters."""
     parts = [f"Knowledge pack {manifest.name}"]
     own = clean(manifest.description, 300)
-    if re.match(
-        r"^\d+ (documents|passages) from ", own
-    ):  # the build's own summary: the digest says it better
+    if AUTO_DESCRIPTION.match(own):  # the build's own summary: the digest says it better
         own = ""
     parts[0] += f": {own.rstrip('.')}." if own else "."
     where = f" from {', '.join(info.hosts)}" if info.hosts else ""

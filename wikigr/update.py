@@ -24,7 +24,6 @@ Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to
 
 from __future__ import annotations
 
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -53,12 +52,11 @@ from wikigr.build import (
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
-from wikigr.pack.manifest import Manifest, SourceRecord
+from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest, SourceRecord
+from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.urls import expand_sources, load_url_list
-
-_AUTO_DESCRIPTION = re.compile(r"^\d+ documents from ")
 
 
 @dataclass
@@ -185,6 +183,7 @@ def update_pack(
     started = time.perf_counter()
     progress = on_progress or no_progress
     pack = layout.open_pack(ref)
+    refuse_shard(pack.path, "pack update")
     old = pack.manifest
     if old.source_kind != "documents" or any(s.url.startswith("passage:") for s in old.sources):
         kind = "a passage corpus" if old.source_kind == "documents" else old.source_kind
@@ -279,7 +278,7 @@ def update_pack(
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         description = old.description
-        if not description or _AUTO_DESCRIPTION.match(description):
+        if not description or AUTO_DESCRIPTION.match(description):
             description = _describe(docs)
         manifest = write_documents_pack(
             partial,

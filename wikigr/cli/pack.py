@@ -169,13 +169,11 @@ def create(
         return
     if measure is not None or licence:
         raise UsageError("--measure and --licence are for OpenML packs (--openml-export, --openml)")
-    from wikigr.build import CORPUS_ALONE, BuildOptions, build_pack  # not on the query path
+    from wikigr.build import BuildOptions, build_pack  # not on the query path
     from wikigr.cli.progress import ProgressBars
     from wikigr.sources.fetch import FetchOptions
     from wikigr.sources.urls import load_url_list, normalize_source
 
-    if corpus is not None and (urls is not None or url):
-        raise UsageError(CORPUS_ALONE)
     sources: list[str] = []
     url_list: str | None = None
     if urls is not None:

@@ -14,7 +14,7 @@ from wikigr.errors import UsageError
 from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import GraphStats, load_manifest
-from wikigr.pack.shards import sharded_owner
+from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
 
 RELATION_SCHEMA = pa.schema(
@@ -48,23 +48,18 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
             f"graph is not supported for this pack kind ({manifest.source_kind}): "
             "an entity graph is built from a document pack's chunks"
         )
+    if manifest.shards:
+        raise UsageError(
+            f"pack {manifest.name} is in {len(manifest.shards)} shards: its entity graph, built over all "
+            "of them by `pack create`, is rebuilt with the pack (`pack graph` takes a pack in one store)"
+        )
+    refuse_shard(path, "pack graph")
     embedder = pack_embedder(manifest.embedder, f"pack {manifest.name}")
     extractor = None
     if llm is not None:
         from wikigr.graph.claude import ClaudeExtractor
 
         extractor = ClaudeExtractor(llm)
-    if manifest.shards:
-        raise UsageError(
-            f"pack {manifest.name} is in {len(manifest.shards)} shards: its entity graph, built over all "
-            "of them by `pack create`, is rebuilt with the pack (`pack graph` takes a pack in one store)"
-        )
-    owner = sharded_owner(path)
-    if owner is not None:
-        raise UsageError(
-            f"{path} is a shard of the pack {owner}: its entity graph is that pack's, and changing one "
-            "shard's store would break the pack's checksums"
-        )
     with Store.open(path / layout.STORE_FILE, read_only=False) as store:
         rows = store.graph_inputs()
         records = [ChunkRecord(r[0], r[1], r[2]) for r in rows]

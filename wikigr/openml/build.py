@@ -289,11 +289,7 @@ def _write_support_files(folder: Path, manifest: Manifest, listing: str) -> None
 
 
 def _target(name: str, out: Path | None) -> Path:
-    try:
-        check_name(name)
-    except ValueError as exc:
-        takes = "the new pack's name (and --out the folder to write it to)"
-        raise UsageError(layout.path_for_name(name, "pack create", takes) or str(exc)) from exc
+    layout.check_new_name(name)
     target = (out or layout.packs_home() / name).expanduser().absolute()
     if target.exists() and not target.is_dir():
         raise UsageError(f"{target} exists and is not a folder")

@@ -23,6 +23,10 @@ MAX_NAME = 64
 NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 RESERVED_NAMES = frozenset({"all"})  # `wikigr query all` names every installed pack
 
+#: How the description a build writes for a pack given none begins (build._describe):
+#: "12 documents from docs.python.org: ...", "3 passages from the corpus c.json: ...".
+AUTO_DESCRIPTION = re.compile(r"^\d+ (?:documents|passages) from ")
+
 
 def now_iso() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")

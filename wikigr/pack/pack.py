@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError
+from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
@@ -46,6 +46,16 @@ def path_for_name(ref: str, command: str, takes: str) -> str | None:
     except ValueError:
         hint = ""
     return f"{ref!r} is a path, not a pack name: {command} takes {takes}{hint}"
+
+
+def check_new_name(name: str) -> str:
+    """``name`` for a pack ``pack create`` writes, checked: a one-line usage error for a path
+    (:func:`path_for_name`) or another invalid name."""
+    try:
+        return check_name(name)
+    except ValueError as exc:
+        takes = "the new pack's name (and --out the folder to write it to)"
+        raise UsageError(path_for_name(name, "pack create", takes) or str(exc)) from exc
 
 
 def resolve_pack_path(ref: str) -> Path:

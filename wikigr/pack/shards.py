@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 from wikigr.errors import InvalidPackError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR
-from wikigr.pack.manifest import GraphStats, Manifest, ShardRecord, SourceRecord
+from wikigr.pack.manifest import GraphStats, Manifest, ShardRecord, SourceRecord, load_manifest
 
 if TYPE_CHECKING:
     from wikigr.build import BuildOptions, _Prepared
@@ -169,16 +169,26 @@ def shard_folder(root: Path, record: ShardRecord) -> Path:
 
 def sharded_owner(folder: Path) -> Path | None:
     """The pack in shards whose manifest lists ``folder`` as a shard, if any."""
-    root = folder.resolve().parent.parent
-    if folder.resolve().parent.name != SHARDS_DIR or not (root / layout.MANIFEST_FILE).is_file():
+    folder = folder.resolve()
+    root = folder.parent.parent
+    if folder.parent.name != SHARDS_DIR or not (root / layout.MANIFEST_FILE).is_file():
         return None
-    from wikigr.pack.manifest import load_manifest
-
     try:
         shards = load_manifest(root / layout.MANIFEST_FILE).shards
     except InvalidPackError:
         return None
-    return root if any((root / record.path).resolve() == folder.resolve() for record in shards) else None
+    return root if any((root / record.path).resolve() == folder for record in shards) else None
+
+
+def refuse_shard(folder: Path, command: str) -> None:
+    """Refuse to change ``folder`` in place when it is a shard of a pack in shards: the pack's
+    manifest lists its store's checksum (and its entity graph is the whole pack's)."""
+    owner = sharded_owner(folder)
+    if owner is not None:
+        raise UsageError(
+            f"{folder} is a shard of the pack {owner}: {command} would change a store whose checksum "
+            "that pack lists; rebuild the pack with `wikigr pack create` instead"
+        )
 
 
 def store_digest(path: Path) -> str:
