@@ -83,6 +83,11 @@ def _interrupt_when(
 
 
 def _popen(*args: str) -> subprocess.Popen[str]:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # Tests run as a background job (``cmd &`` in a script, as a CI runner may) ignore SIGINT,
+        # and a child inherits that: Python then installs no KeyboardInterrupt for it, and the
+        # Ctrl-C these tests send would never arrive. A handled signal is reset in the child.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     return subprocess.Popen(
         [*WIKIGR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
     )
