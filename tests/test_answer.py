@@ -533,6 +533,15 @@ def test_candidate_spans_and_their_windows() -> None:
     assert "Ingrid Haldorsen" in cut and len(cut.replace("…", "").split()) <= 12
     assert cut.startswith("… ") and cut.endswith(" …") and flat(cut.strip("… ")) in flat(long)
     assert window("Ingrid Haldorsen was its president.", 0, 16, 12) == "Ingrid Haldorsen was its president."
+    # a clause that is a scrap of the room gives way to the words around the span, as written
+    text = (
+        "A subclass of OSError, this exception is raised when a timeout occurs on a socket which has "
+        "had timeouts enabled via a prior call to settimeout()."
+    )
+    start = text.index("OSError")
+    assert window(text, start, start + 7, 14) == (
+        "A subclass of OSError, this exception is raised when a timeout occurs on a …"
+    )
 
 
 def test_a_table_row_run_into_a_sentence_gives_no_name() -> None:

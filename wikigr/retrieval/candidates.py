@@ -878,10 +878,26 @@ def rank_candidates(
 _CLAUSE = re.compile(r"[,;:–—]\s+|\s+[–—-]\s+|\s\(|\)\s")
 
 
+_WORD_AT = re.compile(r"\S+")
+
+
+def _whole_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """``start`` and ``end`` moved out to the whitespace around the words they cut."""
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return start, end
+
+
+_SHORT_PART = 3  # clauses around a span shorter than a third of the words allowed are a scrap
+
+
 def window(text: str, start: int, end: int, words: int) -> str:
     """The part of ``text`` around ``text[start:end]``, at most ``words`` words: the whole sentence
-    if it is short enough, else the clauses around the span (cut at commas, semicolons and dashes),
-    else the words around it; a cut is marked with "…"."""
+    if it is short enough, else the clauses around the span (cut at commas, semicolons and dashes)
+    unless they come to less than a third of ``words`` ("A subclass of OSError"), else the words
+    around it; a cut is marked with "…"."""
     if len(text.split()) <= words:
         return text
     cuts = [0, *(m.end() for m in _CLAUSE.finditer(text)), len(text)]
@@ -899,17 +915,16 @@ def window(text: str, start: int, end: int, words: int) -> str:
                 lo, grown = earlier[-1], True
             if not grown:
                 break
-    else:  # the words around the span
-        before = text[:start].split()
-        span = text[start:end].split()
-        after = text[end:].split()
-        room = max(0, words - len(span))
+    if len(piece.split()) > words or len(text[lo:hi].split()) * _SHORT_PART < words:
+        # the words around the span: no clause fits, or those that do are a scrap of the room
+        start, end = _whole_words(text, start, end)  # "OSError," and "(OSError)": one word each
+        before = list(_WORD_AT.finditer(text, 0, start))
+        after = list(_WORD_AT.finditer(text, end))
+        room = max(0, words - len(text[start:end].split()))
         left = min(len(before), max(room // 2, room - len(after)))
-        right = room - left
-        kept = before[len(before) - left :] if left else []
-        body = " ".join([*kept, *span, *after[:right]])
-        lo = 0 if left == len(before) else 1
-        hi = len(text) if right >= len(after) else -1
-        return ("… " if lo else "") + body + (" …" if hi < 0 else "")
+        right = min(len(after), room - left)
+        lo = before[len(before) - left].start() if left else start
+        hi = after[right - 1].end() if right else end
+        return ("… " if left < len(before) else "") + text[lo:hi] + (" …" if right < len(after) else "")
     piece = text[lo:hi].strip().rstrip(",;:–—(").rstrip()
     return ("… " if lo > 0 else "") + piece + (" …" if hi < len(text) else "")
