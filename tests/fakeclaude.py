@@ -199,7 +199,7 @@ class Reply:
     content_length: int | None = None
     content_type: str = "application/json"
     piece: int = 8  # characters per text delta, when streamed
-    pause: float = 0.0  # seconds between streamed events
+    pause: float = 0.0  # seconds between streamed events (between the bytes of a plain body)
     stream_error: dict[str, Any] | None = None  # an error event sent after the text, when streamed
 
     # -- successes -----------------------------------------------------------------------------
@@ -340,6 +340,14 @@ class Reply:
         return reply
 
     @classmethod
+    def trickle(cls, pause: float) -> Reply:
+        """A text answer that arrives at once but trickles: a byte (streamed: an event of one
+        character) every ``pause`` seconds, never late enough for a read to time out."""
+        reply = cls.text("Call settimeout(value) on the socket [1]. " * 20)
+        reply.pause, reply.piece = pause, 1
+        return reply
+
+    @classmethod
     def slow(cls, delay: float, then: Reply | None = None) -> Reply:
         """``then`` (a short text answer by default), after ``delay`` seconds."""
         reply = then if then is not None else cls.text("late")
@@ -451,7 +459,14 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if reply.pause > 0:  # a trickling server: a byte at a time, ``pause`` seconds apart
+                for byte in range(len(data)):
+                    if owner._stopping.wait(reply.pause):
+                        return
+                    self.wfile.write(data[byte : byte + 1])
+                    self.wfile.flush()
+            else:
+                self.wfile.write(data)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             return  # the client gave up (timed out), as the test intended

@@ -387,6 +387,35 @@ def budget_from_env() -> float:
     return value
 
 
+def _until_deadline(local: threading.local) -> Callable[[Any], None]:
+    """A response hook for the SDK's HTTP client (httpx2, an httpx): it ends a reply still
+    arriving past the deadline of the answer being given in this thread
+    (``local.attempt_deadline``). httpx's timeouts bound each read, not the whole reply: a server
+    that sends a byte a second would otherwise hold an answer for ever."""
+    import httpx2
+
+    class _UntilDeadline(httpx2.SyncByteStream):
+        def __init__(self, inner: Any, end: float, request: httpx2.Request) -> None:
+            self._inner, self._end, self._request = inner, end, request
+
+        def __iter__(self) -> Iterator[bytes]:
+            for chunk in self._inner:
+                if time.monotonic() > self._end:
+                    late = "the reply ran past the answer's time budget"
+                    raise httpx2.ReadTimeout(late, request=self._request)
+                yield chunk
+
+        def close(self) -> None:
+            self._inner.close()
+
+    def hook(response: httpx2.Response) -> None:
+        end = getattr(local, "attempt_deadline", None)
+        if end is not None:
+            response.stream = _UntilDeadline(response.stream, end, response.request)
+
+    return hook
+
+
 class AnthropicLLM:
     """Claude over the Messages API, with our own retries (the SDK's are off).
 
@@ -436,6 +465,9 @@ class AnthropicLLM:
             base_url=base_url,
             timeout=self.timeout,
             max_retries=0,
+            http_client=anthropic.DefaultHttpxClient(
+                event_hooks={"response": [_until_deadline(self._local)]}  # the budget, whole replies too
+            ),
         )
         self.base_url = str(self._client.base_url).rstrip("/")
 
@@ -535,8 +567,6 @@ class AnthropicLLM:
     ) -> Completion:
         """One Messages API call, retried on transient failures. Raises an :class:`LLMError`.
         Inside :meth:`streaming`, the response streams."""
-        import anthropic
-
         kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
         if system:
             kwargs["system"] = system
@@ -546,6 +576,15 @@ class AnthropicLLM:
             kwargs["extra_body"] = {"temperature": temperature}
 
         deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
+        self._local.attempt_deadline = deadline  # the transport ends a reply that trickles past it
+        try:
+            return self._complete(kwargs, deadline)
+        finally:
+            self._local.attempt_deadline = None
+
+    def _complete(self, kwargs: dict[str, Any], deadline: float) -> Completion:
+        import anthropic
+
         sink: TextSink | None = getattr(self._local, "sink", None)
         sent = [False]  # whether an attempt has sent text to the sink
         attempts = 0
