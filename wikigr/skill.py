@@ -223,8 +223,9 @@ The JSON printed on stdout:
 ```json
 {{
   "answer": "text citing passages as [1], [2] ...",
+  "answer_mode": "extractive",
   "sources": [{{"title": "article", "section": "section", "url": "https://...#anchor", "score": 0.71,
-               "pack": "{clean(manifest.name, 64)}"}}],
+               "pack": "{clean(manifest.name, 64)}", "text": "the whole passage"}}],
   "profile": "auto",
   "confidence": 0.71,
   "low_confidence": false,
