@@ -698,7 +698,7 @@ class AnthropicLLM:
         tried = f" after {_plural(attempts, 'attempt')} ({last_failure})" if attempts else ""
         return LLMUnavailableError(
             f"no answer from Claude within the time budget of {self.budget:g}s{tried}; "
-            f"--timeout or {ENV_TIMEOUT} sets it",
+            f"{ENV_TIMEOUT} (or a command's --timeout) sets it",
             status=status,
         )
 
