@@ -576,7 +576,7 @@ class AnthropicLLM:
             kwargs["extra_body"] = {"temperature": temperature}
 
         deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
-        self._local.attempt_deadline = deadline  # the transport ends a reply that trickles past it
+        self._local.attempt_deadline = deadline  # _until_deadline's hook ends a reply trickling past it
         try:
             return self._complete(kwargs, deadline)
         finally:
