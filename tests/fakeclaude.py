@@ -200,6 +200,7 @@ class Reply:
     content_type: str = "application/json"
     piece: int = 8  # characters per text delta, when streamed
     pause: float = 0.0  # seconds between streamed events (between the bytes of a plain body)
+    header_pause: float = 0.0  # seconds between the bytes of the status line and headers
     stream_error: dict[str, Any] | None = None  # an error event sent after the text, when streamed
 
     # -- successes -----------------------------------------------------------------------------
@@ -348,6 +349,13 @@ class Reply:
         return reply
 
     @classmethod
+    def trickled_headers(cls, pause: float) -> Reply:
+        """A text answer whose status line and headers trickle: a byte every ``pause`` seconds."""
+        reply = cls.text("Call settimeout(value) on the socket [1].")
+        reply.header_pause = pause
+        return reply
+
+    @classmethod
     def slow(cls, delay: float, then: Reply | None = None) -> Reply:
         """``then`` (a short text answer by default), after ``delay`` seconds."""
         reply = then if then is not None else cls.text("late")
@@ -360,6 +368,7 @@ class Reply:
             content_type=reply.content_type,
             piece=reply.piece,
             pause=reply.pause,
+            header_pause=reply.header_pause,
             stream_error=reply.stream_error,
         )
 
@@ -458,7 +467,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("request-id", f"req_fake{next(_ids):06d}")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
-            self.end_headers()
+            if not self._end_headers(reply):
+                return
             if reply.pause > 0:  # a trickling server: a byte at a time, ``pause`` seconds apart
                 for byte in range(len(data)):
                     if owner._stopping.wait(reply.pause):
@@ -470,6 +480,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
             return  # the client gave up (timed out), as the test intended
+
+    def _end_headers(self, reply: Reply) -> bool:
+        """Ends the headers, a byte every ``reply.header_pause`` seconds if it says so; False if
+        the server is shutting down meanwhile."""
+        if reply.header_pause <= 0:
+            self.end_headers()
+            return True
+        self._headers_buffer.append(b"\r\n")  # what end_headers() would send, held back
+        head, self._headers_buffer = b"".join(self._headers_buffer), []
+        for byte in range(len(head)):
+            if self.server.owner._stopping.wait(reply.header_pause):
+                return False
+            self.wfile.write(head[byte : byte + 1])
+            self.wfile.flush()
+        return True
 
     def _send_stream(self, reply: Reply, message: dict[str, Any]) -> None:
         """The message as the Messages API streams it (server-sent events); the body ends when
@@ -483,7 +508,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("request-id", f"req_fake{next(_ids):06d}")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
-            self.end_headers()
+            if not self._end_headers(reply):
+                return
             for event in _stream_events(message, reply):
                 if reply.pause > 0 and owner._stopping.wait(reply.pause):
                     return

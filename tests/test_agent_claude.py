@@ -186,12 +186,14 @@ def test_a_hanging_claude_falls_back_within_the_budget(
     assert err.startswith("Warning: Claude failed: no answer from Claude within the time budget of 1.5s")
 
 
+@pytest.mark.parametrize("part", ["body", "headers"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_trickling_reply_ends_at_the_budget(
-    pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str], stream: bool
+    pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str], stream: bool, part: str
 ) -> None:
     # Each read gets a byte in time, so no read times out: only the answer's budget can end it.
-    claude_env.script(*[Reply.trickle(0.2)] * 4)
+    reply = Reply.trickle(0.2) if part == "body" else Reply.trickled_headers(0.2)
+    claude_env.script(*[reply] * 4)
     args = ["query", str(pack), "How do I set a socket timeout?", "--fallback", "--timeout", "2"]
     start = time.monotonic()
     code, out, err = cli(capsys, *args, *([] if stream else ["--json"]))  # --json: no streaming

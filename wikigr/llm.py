@@ -387,33 +387,79 @@ def budget_from_env() -> float:
     return value
 
 
-def _until_deadline(local: threading.local) -> Callable[[Any], None]:
-    """A response hook for the SDK's HTTP client (httpx2, an httpx): it ends a reply still
-    arriving past the deadline of the answer being given in this thread
-    (``local.attempt_deadline``). httpx's timeouts bound each read, not the whole reply: a server
-    that sends a byte a second would otherwise hold an answer for ever."""
-    import httpx2
+def _http_client(local: threading.local) -> Any:
+    """The SDK's HTTP client (httpx2, an httpx) whose every connect, read and write ends by the
+    deadline of the answer being given in this thread (``local.attempt_deadline``, None: no
+    deadline). httpx's timeouts bound each read, not a whole reply: a server that sends a byte a
+    second, of its headers or of its body, would otherwise hold an answer for ever. The deadline
+    is read in the calling thread, which does its own network I/O (the client is synchronous)."""
+    import anthropic
+    import httpcore2
 
-    class _UntilDeadline(httpx2.SyncByteStream):
-        def __init__(self, inner: Any, end: float, request: httpx2.Request) -> None:
-            self._inner, self._end, self._request = inner, end, request
+    def left(timeout: float | None, late: type[Exception]) -> float | None:
+        end: float | None = getattr(local, "attempt_deadline", None)
+        if end is None:
+            return timeout
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            raise late("the reply ran past the answer's time budget")
+        return remaining if timeout is None else min(timeout, remaining)
 
-        def __iter__(self) -> Iterator[bytes]:
-            for chunk in self._inner:
-                if time.monotonic() > self._end:
-                    late = "the reply ran past the answer's time budget"
-                    raise httpx2.ReadTimeout(late, request=self._request)
-                yield chunk
+    class Stream(httpcore2.NetworkStream):
+        def __init__(self, inner: httpcore2.NetworkStream) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return self._inner.read(max_bytes, left(timeout, httpcore2.ReadTimeout))
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, left(timeout, httpcore2.WriteTimeout))
 
         def close(self) -> None:
             self._inner.close()
 
-    def hook(response: httpx2.Response) -> None:
-        end = getattr(local, "attempt_deadline", None)
-        if end is not None:
-            response.stream = _UntilDeadline(response.stream, end, response.request)
+        def start_tls(
+            self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+        ) -> Stream:
+            inner = self._inner.start_tls(
+                ssl_context, server_hostname, left(timeout, httpcore2.ConnectTimeout)
+            )
+            return Stream(inner)
 
-    return hook
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend(httpcore2.NetworkBackend):
+        def __init__(self, inner: httpcore2.NetworkBackend) -> None:
+            self._inner = inner
+
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Any = None,
+        ) -> Stream:
+            timeout = left(timeout, httpcore2.ConnectTimeout)
+            return Stream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+        def connect_unix_socket(
+            self, path: str, timeout: float | None = None, socket_options: Any = None
+        ) -> Stream:
+            timeout = left(timeout, httpcore2.ConnectTimeout)
+            return Stream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+        def sleep(self, seconds: float) -> None:
+            self._inner.sleep(seconds)
+
+    client = anthropic.DefaultHttpxClient()
+    # httpx2 takes no network backend: each transport's connection pool (proxies' too) gets ours
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        if pool is not None:
+            pool._network_backend = Backend(pool._network_backend)
+    return client
 
 
 class AnthropicLLM:
@@ -465,9 +511,7 @@ class AnthropicLLM:
             base_url=base_url,
             timeout=self.timeout,
             max_retries=0,
-            http_client=anthropic.DefaultHttpxClient(
-                event_hooks={"response": [_until_deadline(self._local)]}  # the budget, whole replies too
-            ),
+            http_client=_http_client(self._local),  # the budget holds for whole replies too
         )
         self.base_url = str(self._client.base_url).rstrip("/")
 
@@ -576,7 +620,7 @@ class AnthropicLLM:
             kwargs["extra_body"] = {"temperature": temperature}
 
         deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
-        self._local.attempt_deadline = deadline  # _until_deadline's hook ends a reply trickling past it
+        self._local.attempt_deadline = deadline  # the HTTP client ends a reply trickling past it
         try:
             return self._complete(kwargs, deadline)
         finally:
