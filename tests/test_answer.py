@@ -283,6 +283,17 @@ def test_cite_and_clip() -> None:
     assert cite('He said "Stop."', 1) == 'He said "Stop [1]."'
     assert cite("no final stop", 3) == "no final stop [3]."
     assert (
+        cite("See the FAQ entry How do I create a list?.", 2)
+        == "See the FAQ entry How do I create a list? [2]."
+    )
+    assert cite("Wait... then go...", 2) == "Wait... then go [2]..."
+    # the page's footnote marks would read as citations of the answer's sources
+    assert (
+        cite("True if all cased characters [4] in it are upper.", 1)
+        == "True if all cased characters in it are upper [1]."
+    )
+    assert cite("a[0] and x [1, 2]", 1) == "a[0] and x [1, 2] [1]."
+    assert (
         cite("Without arguments, dir() lists the names:", 4)
         == "Without arguments, dir() lists the names [4]."
     )

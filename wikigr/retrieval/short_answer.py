@@ -429,16 +429,24 @@ def clip(text: str, words: int) -> str:
     return " ".join(parts[:words]).rstrip(",;:") + " …"
 
 
+_FOOTNOTE = re.compile(r"(?<=[\w.,;:)]) \[\d{1,3}\](?=[\s.,;:)]|$)")  # "all cased characters [4] in"
+
+
 def cite(text: str, source: int) -> str:
-    """``text`` as a cited sentence: ``[source]`` before its final stop ("... in seconds [1]."); a
+    """``text`` as a cited sentence: ``[source]`` before its final stop ("... in seconds [1]."),
+    before the last mark of a title's own ("the FAQ entry How do I create a list? [2]."); a
     sentence that ends without one (a list item, one that introduced code with ":") gets a full
-    stop, one cut with "…" keeps it."""
+    stop, one cut with "…" keeps it. The page's own footnote marks ("[4]") are left out: they
+    would read as citations of the answer's sources."""
+    text = _FOOTNOTE.sub("", text)
     if text.endswith("…"):
         return f"{text} [{source}]"
     body = text.rstrip(":;,").rstrip()
     match = _END_PUNCT.search(body)
     if match:
-        return f"{body[: match.start()]} [{source}]{match.group(0)}"
+        stops, after = match.group(1), match.group(2)
+        kept = stops[:-1] if len(set(stops)) > 1 else ""  # "list?." : "list? [2]."
+        return f"{body[: match.start()]}{kept} [{source}]{stops[len(kept) :]}{after}"
     return f"{body} [{source}]."
 
 
