@@ -54,6 +54,7 @@ from wikigr.retrieval.short_answer import (
     cite,
     clip,
     score_sentences,
+    select,
 )
 from wikigr.retrieval.stage import QueryState
 
@@ -331,6 +332,27 @@ def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"answer_words": 0}})
     with pytest.raises(UsageError, match="unknown weights"):
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
+
+
+def test_a_sentence_that_only_points_at_its_code_is_not_quoted() -> None:
+    text = (
+        "d.ctime() is equivalent to:\n\n```\ntime.ctime(time.mktime(d.timetuple()))\n```\n\n"
+        "To read lines from a file, loop over the file object:\n\n```\nfor line in f: pass\n```\n\n"
+        "Return a string representing the date and time."
+    )
+    units = split_units(text)
+    assert [(u.introduces, u.readable) for u in units if u.kind == TEXT] == [
+        (True, False),  # says nothing without its code
+        (True, True),  # says what to do
+        (False, True),
+    ]
+    pointing, says, plain = (
+        Scored(u, 1, {}, None, score=score)  # type: ignore[arg-type]
+        for u, score in zip([u for u in units if u.kind == TEXT], (3.0, 1.0, 2.0), strict=True)
+    )
+    options = AnswerOptions(answer_words=12, follow=0.0, same_source=0.0)
+    assert [s.unit.text for s in select([pointing, plain, says], options)] == [plain.unit.text]
+    assert select([pointing], options) == [pointing]  # nothing else to say
 
 
 def test_code_of_the_form_asked_in_the_best_sentence_comes_first() -> None:

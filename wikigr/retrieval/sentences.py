@@ -49,10 +49,31 @@ class Unit:
     index: int  # its position in the passage (0 = first)
     fragment: bool = False  # starts in the middle of a sentence
     label: str = ""  # the signature line shown before it ("str.join(iterable)"), if any
+    introduces: bool = False  # ends with ":" before code ("d.ctime() is equivalent to:")
 
     @property
     def words(self) -> int:
         return len(self.text.split())
+
+    @property
+    def readable(self) -> bool:
+        """Whether the unit reads as a sentence on its own: not one that says nothing without the
+        code it introduces ("Another way to create the same list is:", "d.ctime() is
+        equivalent to:"). (A table's rows run together, "Operation | Result | Notes x in s | ...",
+        read badly too, but they hold answers: left out, a question fewer on each docs set's
+        first half.)"""
+        return not (self.introduces and _last_word(self.text) in POINTING)
+
+
+POINTING = frozenset(
+    """to is are was be as like this these it them follows following below example examples usage
+    code idiom recipe snippet session equivalent becomes here thus so""".split()  # noqa: SIM905
+)  # the last word of a sentence that points at the code after it
+
+
+def _last_word(text: str) -> str:
+    words = re.findall(r"\w+", text)
+    return words[-1].casefold() if words else ""
 
 
 def _is_abbreviation(before: str) -> bool:
@@ -179,6 +200,8 @@ def split_units(text: str) -> list[Unit]:
         if label is not None and kind in (TEXT, ITEM):
             shown, attached = f"{label}: {piece}", label
         label = None
+        if kind == CODE and units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
+            units[-1].introduces = True
         units.append(Unit(shown, kind, len(units), label=attached))
     if units and units[0].kind in (TEXT, ITEM):
         first = units[0].text

@@ -488,7 +488,8 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    left = list(scored[:POOL])  # best first: the answer takes a few of them
+    # best first: the answer takes a few of them, that read on their own if there are any
+    left = [s for s in scored[:POOL] if s.unit.readable] or list(scored[:POOL])
     words = 0
     ranked: list[tuple[float, Scored]] = []
     while left:
