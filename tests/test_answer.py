@@ -334,6 +334,20 @@ def test_the_answer_length_is_an_option(docs_pack: Path) -> None:
         KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"weights": {"nope": 1.0}}})
 
 
+def test_a_long_signature_is_shown_short_before_its_description() -> None:
+    signature = (
+        "subprocess.run(args, *, stdin=None, input=None, stdout=None, stderr=None, "
+        "capture_output=False, shell=False, cwd=None, timeout=None, check=False)"
+    )
+    units = split_units(f"{signature}\n\nRun the command described by args. Wait for it.")
+    assert [(u.kind, u.text, u.label) for u in units] == [
+        (TEXT, "subprocess.run(args, *, stdin=None, …): Run the command described by args.", signature),
+        (TEXT, "Wait for it.", ""),
+    ]
+    prose = "This long line of prose has no stop at its end and goes on for many more words than that"
+    assert [u.kind for u in split_units(f"{prose}\n\nNext.")] == [TEXT, TEXT]
+
+
 def test_a_sentence_that_only_points_at_its_code_is_not_quoted() -> None:
     text = (
         "d.ctime() is equivalent to:\n\n```\ntime.ctime(time.mktime(d.timetuple()))\n```\n\n"

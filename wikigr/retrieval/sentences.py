@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from wikigr.retrieval.api_names import shown_name
+
 TEXT = "text"  # a sentence of prose
 ITEM = "item"  # a list item
 LABEL = "label"  # a signature or heading line, not attached to a sentence
@@ -138,14 +140,37 @@ def _blocks(text: str) -> list[tuple[str, list[str]]]:
     return blocks
 
 
+LONG_SIGNATURE = 600  # characters: a definition line up to this long is a label however many words
+
+
 def _is_label(line: str) -> bool:
     stripped = line.strip()
-    return (
-        len(stripped.split()) <= 12
-        and len(stripped) <= 120
-        and not stripped.endswith((".", "!", "?", ":", ";", ","))
-        and not _ITEM.match(stripped)
-    )
+    if stripped.endswith((".", "!", "?", ":", ";", ",")) or _ITEM.match(stripped):
+        return False
+    return _short(stripped) or (len(stripped) <= LONG_SIGNATURE and bool(shown_name(stripped)))
+
+
+def _short(line: str) -> bool:
+    return len(line.split()) <= 12 and len(line) <= 120
+
+
+_SHOWN_PARAMETERS = 3
+
+
+def _shown_label(label: str) -> str:
+    """``label`` as shown before its sentence: a long signature with its first parameters only
+    ("subprocess.run(args, *, stdin=None, …)"), so that the description is what is read."""
+    if _short(label):
+        return label
+    opening = label.find("(")
+    depth, commas = 0, 0
+    for n in range(opening, len(label)):
+        depth += (label[n] in "([{") - (label[n] in ")]}")
+        if label[n] == "," and depth == 1:
+            commas += 1
+            if commas == _SHOWN_PARAMETERS:
+                return f"{label[:n]}, …)"
+    return label
 
 
 def _code_like(label: str) -> bool:
@@ -198,7 +223,7 @@ def split_units(text: str) -> list[Unit]:
             continue
         shown, attached = piece, ""
         if label is not None and kind in (TEXT, ITEM):
-            shown, attached = f"{label}: {piece}", label
+            shown, attached = f"{_shown_label(label)}: {piece}", label
         label = None
         if kind == CODE and units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
             units[-1].introduces = True
