@@ -520,6 +520,8 @@ def test_what_a_question_asks_for() -> None:
         "What does functools.lru_cache do?",
         "What is asyncio?",
         "What are generators?",
+        "What are the built-in numeric types?",  # a list: its sentences say what they are
+        "What logging levels are there?",
         "What is the difference between a list and a tuple?",
         "What is a decorator used for?",
         "Why does the loop hang?",

@@ -199,6 +199,7 @@ _HOW_TO = re.compile(
 _DESCRIBE = re.compile(  # asks what a thing is or does: a description, not a name
     r"^\s*what (?:does|do|did) .+? (?:do|mean|return|returns)\b"
     r"|^\s*what (?:is|are) (?:a |an |the )?[\w.()\[\]-]+\s*\??\s*$"
+    r"|^\s*what (?:are|were) (?:the|some)\b|\bare there\s*\??\s*$"  # a list: "what are the numeric types?"
     r"|^\s*what (?:is|are) the (?:difference|differences|purpose|point|use|meaning)s? (?:of|between)\b"
     r"|\bused for\s*\??\s*$"
     r"|^\s*(?:why|explain|describe)\b",
