@@ -149,6 +149,18 @@ def test_gate_flags_questions_the_pack_cannot_answer(pack: Path) -> None:
     assert not on_topic.low_confidence and on_topic.confidence > 0.5
 
 
+def test_the_answer_says_which_words_of_the_question_the_pack_never_mentions(pack: Path) -> None:
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        rust = agent.query("How do I set a socket timeout in Rust or Nginx?")
+        plain = agent.query("How are socket timeouts set?")  # "timeouts": the pack says "timeout"
+        quoted = agent.query("How do I set a timeout on socket `sock_xyzzy`?")  # the asker's own name
+    assert rust.answer.startswith("This pack never mentions “Rust” or “Nginx”.\n\n")
+    assert "settimeout" in rust.answer  # the closest sentences still follow
+    gate = next(s for s in rust.trace["stages"] if s["stage"] == "gate")
+    assert gate["detail"]["absent"] == ["Rust", "Nginx"]
+    assert "never mentions" not in plain.answer and "never mentions" not in quoted.answer
+
+
 def test_graph_rerank_and_multidoc_use_the_links(pack: Path) -> None:
     with KnowledgeGraphAgent(pack, profile="balanced", llm=None, top_k=1) as agent:
         result = agent.query("settimeout raises TimeoutError")

@@ -33,6 +33,19 @@ from wikigr.errors import EmbedderUnavailableError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 _MODELS_DIR = Path(__file__).parent / "models"
+_ordinary: frozenset[str] | None = None
+
+
+def ordinary_words() -> frozenset[str]:
+    """The whole words of the default model's vocabulary (about 20,000 common English words,
+    lower-case), read on first use: what a question may say that any text could lack."""
+    global _ordinary
+    if _ordinary is None:
+        vocab = json.loads((_MODELS_DIR / "minilm" / "tokenizer.json").read_text("utf-8"))["model"]["vocab"]
+        _ordinary = frozenset(w for w in vocab if w.isalpha() and w.islower())
+    return _ordinary
+
+
 _PROVIDERS = ["CPUExecutionProvider"]
 
 

@@ -134,6 +134,11 @@ def _run_tokens(run: str, stopwords: frozenset[str]) -> list[str]:
     return tokens
 
 
+def fold(token: str) -> str:
+    """``token`` without its accents: "aschenbrödel" is "aschenbrodel"."""
+    return "".join(c for c in unicodedata.normalize("NFKD", token) if not unicodedata.combining(c))
+
+
 def tokenize(text: str, stopwords: Sequence[str] | frozenset[str] | None = None) -> list[str]:
     """The tokens of ``text``, as indexed and as queried (see the module docstring)."""
     stop = frozenset(default_stopwords() if stopwords is None else stopwords)
@@ -381,6 +386,14 @@ class KeywordIndex:
         self._stopwords = frozenset(stopwords)
         self.k1 = k1
         self.b = b
+        self._folded: frozenset[str] | None = None
+
+    def unaccented(self) -> frozenset[str]:
+        """The indexed tokens without their accents ("aschenbrodel" for "aschenbrödel"), made on
+        first use."""
+        if self._folded is None:
+            self._folded = frozenset(fold(token) for token in self._vocab)
+        return self._folded
 
     @classmethod
     def load(cls, folder: Path) -> KeywordIndex:
@@ -537,6 +550,9 @@ class KeywordUnion(KeywordIndex):
 
     def document_frequency(self, token: str) -> int:
         return sum(part.document_frequency(token) for part in self.parts)
+
+    def unaccented(self) -> frozenset[str]:
+        return frozenset().union(*(part.unaccented() for part in self.parts))
 
     def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
         total = len(self)

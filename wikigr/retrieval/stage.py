@@ -140,6 +140,7 @@ class QueryState:
     candidates: list[Candidate] = field(default_factory=list)
     confidence: float = 0.0  # best raw vector similarity seen
     low_confidence: bool = False
+    absent: list[str] = field(default_factory=list)  # the question's words no chunk holds (gate)
     examples: list[Example] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     answer: str | None = None

@@ -60,6 +60,13 @@ def keep_valid_citations(answer: str, count: int) -> tuple[str, list[int]]:
     return _CITATION.sub(fix, answer), removed
 
 
+def never_mentions(words: list[str]) -> str:
+    """The line that says which of the question's words the pack never mentions."""
+    quoted = [f"“{w}”" for w in words]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"This pack never mentions {listed}."
+
+
 @register
 class SynthesizeStage(Stage):
     name = "synthesize"
@@ -83,7 +90,11 @@ class SynthesizeStage(Stage):
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"
             answer = self.extractive(state, passages, enumerate_style)
-            state.answer = f"{LOW_CONFIDENCE}\n\n{answer}" if state.low_confidence else answer
+            caveat = " ".join(
+                ([LOW_CONFIDENCE] if state.low_confidence else [])
+                + ([never_mentions(state.absent)] if state.absent else [])
+            )
+            state.answer = f"{caveat}\n\n{answer}" if caveat else answer
             reason = (
                 "no API key" if llm is None else "low confidence" if state.low_confidence else "no passages"
             )
