@@ -693,3 +693,54 @@ def test_pack_format_names_the_current_schema_versions() -> None:
     heading = re.search(r"^## The store \(`pack.db`, schema version (\d+)\)", text, re.M)
     assert heading and int(heading.group(1)) == SCHEMA_VERSION
     assert f"OpenML pack's store has schema version {OPENML_SCHEMA_VERSION}" in text
+
+
+def test_what_a_manifest_says_is_quoted_short_and_its_numbers_bounded(
+    capsys: pytest.CaptureFixture[str], archive: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    def huge_name(manifest: dict[str, object]) -> None:
+        manifest["name"] = "a" * 1_000_000
+
+    path = write_archive(tmp_path / "name.tar.gz", edit_manifest(read_members(archive), huge_name))
+    code, _, err = cli(capsys, "pack", "install", str(path))
+    assert code == 1 and len(err) < 1200  # not the million characters of the name
+    assert_one_error(err, "invalid pack name 'aaaa")
+    members = read_members(archive)
+    info, data = members[1]
+    assert info.name == "fixture/manifest.json" and data is not None
+    # json refuses to read an integer of more than 4300 digits
+    text = re.sub(r'"format_version": *\d+', '"format_version": ' + "9" * 5000, data.decode(), count=1)
+    path = write_archive(
+        tmp_path / "number.tar.gz", [members[0], file_member(info.name, text.encode()), *members[2:]]
+    )
+    code, _, err = cli(capsys, "pack", "install", str(path))
+    assert code == 1
+    assert_one_error(err, "corrupt manifest")
+    assert "a number too long" in err and "internal error" not in err
+    assert packs_home_entries(wikigr_home) == []
+
+
+def test_a_packs_text_cannot_drive_the_terminal(
+    capsys: pytest.CaptureFixture[str], archive: Path, tmp_path: Path, wikigr_home: Path
+) -> None:
+    def escape(manifest: dict[str, object]) -> None:
+        manifest["description"] = "line1\nline2\x1b[31m\x00\x9b2J \x07end"
+
+    path = write_archive(tmp_path / "esc.tar.gz", edit_manifest(read_members(archive), escape))
+    code, _, err = cli(capsys, "pack", "install", str(path))
+    assert code == 0, err
+    for args in (["pack", "list"], ["pack", "info", "fixture"]):
+        code, out, _ = cli(capsys, *args)
+        assert code == 0 and "line2[31m" in out and "end" in out
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out), args
+
+
+@pytest.mark.parametrize("args", [["query", "{}", "x"], ["pack", "info", "{}"], ["pack", "install", "{}"]])
+def test_a_name_too_long_for_the_file_system_is_a_usage_error(
+    args: list[str], capsys: pytest.CaptureFixture[str], wikigr_home: Path
+) -> None:
+    name = "a" * 300
+    code, _, err = cli(capsys, *(a.replace("{}", name) for a in args))
+    assert code == 2
+    assert_one_error(err, "aaaa")
+    assert "internal error" not in err and len(err) < 400

@@ -80,6 +80,14 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
 
             missing = await client.call_tool("query_pack", {"pack": "nope", "question": "hi"})
             assert missing.is_error and "unknown pack 'nope'" in missing.content[0].text
+            for tool, pack in (("pack_info", "a" * 300), ("search", ",".join(["nope"] * 100))):
+                long = await client.call_tool(
+                    tool, {"pack": pack, "query": "x"} if tool == "search" else {"pack": pack}
+                )
+                text = long.content[0].text  # not the SDK's "Error executing tool": the file system's limit
+                assert long.is_error and text.startswith("Error: ") and "pack" in text and len(text) < 400, (
+                    text
+                )
             bad = await client.call_tool(
                 "query_pack", {"pack": "fixture", "question": "hi", "profile": "zzz"}
             )

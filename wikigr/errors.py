@@ -7,14 +7,27 @@ URL, an empty question, an unknown pack name, a path that is not a pack at all).
 
 from __future__ import annotations
 
+MAX_MESSAGE = 1000  # characters of an error's message: what it quotes from its input may be huge
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """``value`` as an error message quotes it: at most ``limit`` characters, cut with "…"."""
+    text = str(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
 
 class WikigrError(Exception):
-    """Base class of every error wikigr raises on purpose. The message is one line."""
+    """Base class of every error wikigr raises on purpose. The message is one line, of at most
+    :data:`MAX_MESSAGE` characters (a longer one is cut in the middle)."""
 
     exit_code: int = 1
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        line = " ".join(str(message).split())
+        if len(line) > MAX_MESSAGE:
+            half = MAX_MESSAGE // 2 - 1
+            line = f"{line[:half]} … {line[-half:]}"
+        super().__init__(line)
 
     @property
     def message(self) -> str:

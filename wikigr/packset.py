@@ -50,7 +50,7 @@ import numpy as np
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import PackNotFoundError, UsageError
-from wikigr.pack.pack import Pack, list_packs, open_pack
+from wikigr.pack.pack import Pack, is_folder, list_packs, open_pack
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.stage import Candidate, QueryState
 
@@ -73,7 +73,7 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
             if not found:
                 raise PackNotFoundError("no pack is installed, so 'all' names none (see `wikigr pack list`)")
             return [str(pack.path) for pack in found]
-        refs: list[str] = [text] if Path(text).expanduser().is_dir() or "," not in text else text.split(",")
+        refs: list[str] = [text] if "," not in text or is_folder(Path(text).expanduser()) else text.split(",")
     else:
         refs = [str(r) for r in ref]
     names = [r.strip() for r in refs]

@@ -11,11 +11,12 @@ command does, so errors and help read the same.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wikigr.errors import WikigrError
+from wikigr.errors import WikigrError, shown
 
 if TYPE_CHECKING:
     import typer
@@ -78,11 +79,22 @@ def run(argv: list[str] | None = None) -> int:
         return _exit_code(INTERRUPTED)
     except BrokenPipeError:
         return 0
-    except Exception as exc:
-        if os.environ.get("WIKIGR_DEBUG"):
-            raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (set WIKIGR_DEBUG=1 for details)", 1)
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG or os.environ.get("WIKIGR_DEBUG"):
+            return _internal(exc)
+        return _fail(f"no such file or pack: {shown(exc.filename, 200)} (file name too long)", 2)
+    except Exception as exc:  # noqa: BLE001 - one line, or the traceback with WIKIGR_DEBUG=1
+        return _internal(exc)
     return 0
+
+
+def _internal(exc: Exception) -> int:
+    """A failure no check foresaw: one line (the traceback with WIKIGR_DEBUG=1)."""
+    if os.environ.get("WIKIGR_DEBUG"):
+        raise exc
+    return _fail(
+        f"internal error: {type(exc).__name__}: {shown(exc, 500)} (set WIKIGR_DEBUG=1 for details)", 1
+    )
 
 
 def _run_app(args: list[str]) -> int:

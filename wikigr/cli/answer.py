@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from wikigr.cli.output import err, out, print_json, styled
+from wikigr.cli.output import err, out, print_json, printable, styled
 
 
 def answer(
@@ -64,7 +64,7 @@ def answer(
         if result.trace.get("answer_mode") == "none":
             out.print(f"No answer: {_why_no_answer(disable)}; the sources are the passages retrieved.")
         else:
-            out.print(result.answer, highlight=False)
+            out.print(printable(result.answer), highlight=False)
         out.print()
         out.print(styled("[bold]Sources[/]"))
         several = "packs" in result.trace  # several packs answered: name each source's
@@ -76,9 +76,10 @@ def answer(
             )
             related = " (related)" if source.origin == "multidoc" else ""
             pack_name = f"{source.pack}: " if several else ""
-            out.print(f"[{n}] {pack_name}{where}{related}  {source.url}", markup=False, highlight=False)
+            line = printable(f"[{n}] {pack_name}{where}{related}  {source.url}")
+            out.print(line, markup=False, highlight=False)
             if passages:
-                out.print(source.text.strip() + "\n", markup=False, highlight=False)
+                out.print(printable(source.text.strip()) + "\n", markup=False, highlight=False)
     if trace:
         from rich.table import Table
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import out, print_json
+from wikigr.cli.output import out, print_json, printable
 
 
 def register(app: typer.Typer) -> None:
@@ -34,9 +34,9 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json({"columns": columns, "rows": data, "row_count": len(data), "truncated": truncated})
             return
-        table = Table(*columns)
+        table = Table(*(printable(c) for c in columns))
         for row in data:
-            table.add_row(*("" if v is None else str(v) for v in row))
+            table.add_row(*("" if v is None else printable(v) for v in row))
         out.print(table)
         more = f" (truncated at {max_rows}; use --max-rows)" if truncated else ""
         out.print(f"{len(data)} row(s){more}", markup=False)

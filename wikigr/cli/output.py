@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 (but tab and newline), DEL and C1
+
+
+def printable(text: object) -> str:
+    """``text`` without the control characters a terminal would obey: what a pack from someone
+    else holds (its description, its titles, its passages) must not recolour the terminal, move
+    its cursor or set its title (ESC, CSI); tabs and newlines stay."""
+    return _CONTROL.sub("", str(text))
 
 
 @functools.cache

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import err, out, print_json, styled
+from wikigr.cli.output import err, out, print_json, printable, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
@@ -288,9 +288,11 @@ def list_(json_out: JsonOpt = False) -> None:
     for row in rows:
         if row["ok"]:
             cells = [row["name"], row["source_kind"], row["size"], row["created_at"], row["description"]]
-            table.add_row(*(str(c) for c in cells))
+            table.add_row(*(printable(c) for c in cells))
         else:
-            table.add_row(str(row["name"]), "-", "-", "-", styled("[red]broken: {}[/]", row["error"]))
+            table.add_row(
+                printable(row["name"]), "-", "-", "-", styled("[red]broken: {}[/]", printable(row["error"]))
+            )
     out.print(table)
 
 
@@ -347,7 +349,7 @@ def info(
         if m.openml is not None and m.openml.malformed_rows:
             rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     for key, value in rows:
-        table.add_row(styled("[bold]{}[/]", key), value)
+        table.add_row(styled("[bold]{}[/]", key), printable(value))
     out.print(table)
 
 
@@ -366,7 +368,7 @@ def validate(
     else:
         for check in report.checks:
             mark = styled("[green]ok[/]  " if check.ok else "[red]FAIL[/]")
-            out.print(mark, f"{check.name}" + (f": {check.detail}" if check.detail else ""))
+            out.print(mark, printable(f"{check.name}" + (f": {check.detail}" if check.detail else "")))
         out.print(f"{path}: {'valid' if report.ok else 'INVALID'}", markup=False)
     if not report.ok:
         first = next(c for c in report.checks if not c.ok)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr import schema
-from wikigr.errors import UsageError
+from wikigr.errors import UsageError, shown
 
 MAX_QUESTIONS_BYTES = 256 * 1024 * 1024
 FORMATS = ("musique", "hotpotqa", "2wiki", "conala")
@@ -52,6 +52,8 @@ def load_questions(path: Path) -> list[Question]:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             raise UsageError(f"{path.name} line {number}: not JSON ({exc.msg})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise UsageError(f"{path.name} line {number}: a number too long, or nested too deeply") from exc
         if isinstance(data, dict) and isinstance(data.get("id"), int):
             data["id"] = str(data["id"])
         try:
@@ -150,7 +152,9 @@ def import_questions(
             else json.loads(text)
         )
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON: {exc}") from exc
+        raise UsageError(f"{path} is not JSON: {shown(exc, 200)}") from exc
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: a number too long, or nested too deeply") from exc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise UsageError(f"{path}: expected a list of question objects")
     try:

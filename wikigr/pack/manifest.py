@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wikigr import schema
-from wikigr.errors import InvalidPackError
+from wikigr.errors import InvalidPackError, shown
 
 FORMAT_VERSION = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -48,7 +48,7 @@ def check_name(name: str) -> str:
     suggestion = suggest_name(name) if isinstance(name, str) else None
     hint = f"; try {suggestion!r}" if suggestion else ""
     raise ValueError(
-        f"invalid pack name {name!r}: a pack's name is also its skill's, so it follows Claude "
+        f"invalid pack name {shown(repr(name))}: a pack's name is also its skill's, so it follows Claude "
         f"Code's rule: lowercase letters, digits and single hyphens (none first or last), at most "
         f"{MAX_NAME} characters{hint}"
     )
@@ -62,7 +62,9 @@ def read_json(path: Path, max_bytes: int, label: str) -> Any:
             raise InvalidPackError(f"{label} is too large (over {max_bytes:,} bytes)")
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidPackError(f"corrupt {label}: {exc}") from exc
+        raise InvalidPackError(f"corrupt {label}: {shown(exc, 200)}") from exc
+    except ValueError as exc:  # json's limit on the digits of an integer
+        raise InvalidPackError(f"corrupt {label}: a number too long") from exc
     except RecursionError as exc:
         raise InvalidPackError(f"corrupt {label}: nested too deeply") from exc
     except OSError as exc:

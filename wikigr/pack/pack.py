@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError
+from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError, shown
 from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
@@ -58,6 +58,15 @@ def check_new_name(name: str) -> str:
         raise UsageError(path_for_name(name, "pack create", takes) or str(exc)) from exc
 
 
+def is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for what no folder can be (a name too long for the file
+    system, one holding a NUL byte)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_pack_path(ref: str) -> Path:
     """A pack reference is a path to a pack folder or the name of a pack in the packs home. What
     is not a pack at all (nothing there, a file, a folder without manifest.json) is a usage error
@@ -65,20 +74,26 @@ def resolve_pack_path(ref: str) -> Path:
     when it is opened."""
     if not ref.strip():
         raise PackNotFoundError("no pack given")
-    candidate = Path(ref).expanduser()
-    if looks_like_path(ref) or candidate.is_dir():
-        if not candidate.exists():
-            raise PackNotFoundError(f"no pack at {candidate}")
-        if not candidate.is_dir():
-            raise NotAPackError(f"not a pack: {candidate} is not a folder")
-        found = candidate.resolve()
-    else:
-        named = packs_home() / ref
-        if not named.is_dir():
-            raise PackNotFoundError(f"unknown pack '{ref}' (not a folder here, nor in {packs_home()})")
-        found = named.resolve()
-    if not (found / MANIFEST_FILE).exists():
-        raise NotAPackError(f"not a pack: {found} has no manifest.json")
+    try:
+        candidate = Path(ref).expanduser()
+        if looks_like_path(ref) or candidate.is_dir():
+            if not candidate.exists():
+                raise PackNotFoundError(f"no pack at {shown(candidate, 200)}")
+            if not candidate.is_dir():
+                raise NotAPackError(f"not a pack: {shown(candidate, 200)} is not a folder")
+            found = candidate.resolve()
+        else:
+            named = packs_home() / ref
+            if not named.is_dir():
+                raise PackNotFoundError(
+                    f"unknown pack '{shown(ref, 200)}' (not a folder here, nor in {packs_home()})"
+                )
+            found = named.resolve()
+        if not (found / MANIFEST_FILE).exists():
+            raise NotAPackError(f"not a pack: {shown(found, 200)} has no manifest.json")
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PackNotFoundError(f"no pack at {shown(ref, 200)} ({reason.lower()})") from exc
     return found
 
 

@@ -83,6 +83,8 @@ def _check_questions(path: Path) -> str | None:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             return f"line {number}: not JSON ({exc.msg})"
+        except ValueError:
+            return f"line {number}: a number too long"
         except RecursionError:
             return f"line {number}: nested too deeply"
         if not isinstance(row, dict) or not isinstance(row.get("question"), str):

@@ -44,7 +44,7 @@ class FewShotStage(Stage):
                 for number, line in enumerate(text.splitlines(), 1):
                     try:
                         row = json.loads(line) if line.strip() else None
-                    except (json.JSONDecodeError, RecursionError):
+                    except (ValueError, RecursionError):  # not JSON, a number too long, too deep
                         continue
                     if not isinstance(row, dict):
                         continue
