@@ -155,6 +155,13 @@ def test_newer_format_version_is_refused(built_pack: Path, tmp_path: Path) -> No
         open_pack(pack)
 
 
+def test_a_store_schema_newer_than_this_wikigr_reads_is_refused(built_pack: Path, tmp_path: Path) -> None:
+    pack = _copy(built_pack, tmp_path)
+    _edit_manifest(pack, schema_version=99)
+    with pytest.raises(InvalidPackError, match="schema_version 99 is newer than this wikigr reads"):
+        open_pack(pack)
+
+
 def test_unknown_manifest_field_and_missing_field_are_refused(built_pack: Path, tmp_path: Path) -> None:
     pack = _copy(built_pack, tmp_path)
     _edit_manifest(pack, surprise=1)

@@ -207,6 +207,12 @@ class Manifest:
         os.replace(tmp, path)
 
 
+STORE_SCHEMAS = {  # the newest store schema this wikigr reads, per kind of pack
+    "documents": 2,  # 2: Entity.embedding, LINKS_TO.anchors (stores with 1 are read without them)
+    "openml": 1,
+}
+
+
 def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; every failure is an :class:`InvalidPackError` of one line."""
     if not path.is_file():
@@ -227,6 +233,13 @@ def load_manifest(path: Path) -> Manifest:
     if isinstance(data.get("eval_scores"), dict):  # written before one was kept per profile
         data["eval_scores"] = [data["eval_scores"]]
     try:
-        return schema.load(Manifest, data)
+        manifest = schema.load(Manifest, data)
     except schema.SchemaError as exc:
         raise InvalidPackError(f"invalid manifest {path}: {exc}") from exc
+    newest = STORE_SCHEMAS[manifest.source_kind]
+    if manifest.schema_version > newest:
+        raise InvalidPackError(
+            f"pack schema_version {manifest.schema_version} is newer than this wikigr reads ({newest} for "
+            f"a {manifest.source_kind} pack): upgrade wikigr"
+        )
+    return manifest

@@ -34,11 +34,12 @@ import ladybug
 import numpy as np
 
 from wikigr.errors import StoreError, UsageError
+from wikigr.pack.manifest import STORE_SCHEMAS
 
 if TYPE_CHECKING:  # pyarrow is only needed to write a store, not to query one
     import pyarrow as pa
 
-SCHEMA_VERSION = 2  # 2: Entity.embedding, LINKS_TO.anchors (stores with 1 are read without them)
+SCHEMA_VERSION = STORE_SCHEMAS["documents"]
 CHUNK_INDEX = "chunk_embedding_idx"
 
 NODE_TABLES = ("Article", "Section", "Chunk", "Entity", "Fact", "Category")
@@ -55,7 +56,7 @@ REL_TABLES = (
 
 StoreKind = Literal["documents", "openml"]
 
-OPENML_SCHEMA_VERSION = 1
+OPENML_SCHEMA_VERSION = STORE_SCHEMAS["openml"]
 OPENML_NODE_TABLES = ("Run", "Algorithm", "AlgorithmFamily", "Dataset", "Task", "Date")
 OPENML_REL_TABLES = (
     "USED_ALGORITHM",
