@@ -47,6 +47,7 @@ from wikigr.retrieval.short_answer import (
     ALSO,
     DEFAULT_OPEN_WEIGHTS,
     AnswerOptions,
+    Asked,
     Scored,
     answer_candidates,
     answer_from,
@@ -361,12 +362,25 @@ def test_a_sentence_that_only_points_at_its_code_is_not_quoted() -> None:
         (False, True),
     ]
     pointing, says, plain = (
-        Scored(u, 1, {}, None, score=score)  # type: ignore[arg-type]
+        Scored(u, 1, {}, NOTHING_ASKED, score=score)
         for u, score in zip([u for u in units if u.kind == TEXT], (3.0, 1.0, 2.0), strict=True)
     )
     options = AnswerOptions(answer_words=12, follow=0.0, same_source=0.0)
     assert [s.unit.text for s in select([pointing, plain, says], options)] == [plain.unit.text]
     assert select([pointing], options) == [pointing]  # nothing else to say
+
+
+def test_a_version_note_is_quoted_only_when_the_question_asks_about_versions() -> None:
+    texts = ("Changed in version 3.8: The key can be None.", "Return the smallest item in an iterable.")
+
+    def chosen(*words: str) -> list[str]:
+        asked = Asked(dict.fromkeys(words, 1.0), set(), {}, None, {})  # type: ignore[arg-type]
+        scored = [Scored(split_units(t)[0], 1, {}, asked, score=2.0 - n) for n, t in enumerate(texts)]
+        options = AnswerOptions(answer_words=8, follow=0.0, same_source=0.0)
+        return [s.unit.text for s in select(scored, options)]
+
+    assert chosen("smallest", "item") == [texts[1]]
+    assert chosen("key", "changed") == [texts[0]]  # "what changed in ...?"
 
 
 def test_code_of_the_form_asked_in_the_best_sentence_comes_first() -> None:
@@ -399,11 +413,14 @@ def test_code_of_the_form_asked_in_the_best_sentence_comes_first() -> None:
     ]
 
 
+NOTHING_ASKED = Asked({}, set(), {}, None, {})  # type: ignore[arg-type]  # selection without a question
+
+
 def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
     units = split_units("or the socket's handle. Set a timeout on blocking socket operations.")
     assert [u.fragment for u in units] == [True, False]
     scored = [
-        Scored(u, 1 + u.index, {}, None, score=2.0 - u.index, words=frozenset(u.text.split()))  # type: ignore[arg-type]
+        Scored(u, 1 + u.index, {}, NOTHING_ASKED, score=2.0 - u.index, words=frozenset(u.text.split()))
         for u in units
     ]
     answer = answer_from("How do I set a timeout?", scored, AnswerOptions(), 0)

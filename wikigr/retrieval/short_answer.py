@@ -475,6 +475,26 @@ def _follow(s: Scored, residual: dict[str, float], links: frozenset[str]) -> flo
     return (_share(residual, set(s.tokens)) + link) / 2
 
 
+_VERSION_NOTE = re.compile(
+    r"(?:[^:]{0,80}: )?(?:New in version|Changed in version|Deprecated since version|Availability:)"
+)  # "Changed in version 3.6: Returned rows are now of type OrderedDict", "Availability: Unix."
+_ASKS_VERSION = frozenset(
+    {
+        "version",
+        "versions",
+        "added",
+        "changed",
+        "deprecated",
+        "availability",
+        "platform",
+        "platforms",
+        "new",
+        "since",
+        "when",
+    }
+)
+
+
 def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0) -> list[Scored]:
     """The best sentences within the word budget (the best one, cut to it if it is longer). After
     the first, a sentence gains ``follow`` × :func:`follow` and, if its passage is quoted already,
@@ -488,8 +508,12 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    # best first: the answer takes a few of them, that read on their own if there are any
-    left = [s for s in scored[:POOL] if s.unit.readable] or list(scored[:POOL])
+    # best first: the answer takes a few of them, that read on their own if there are any, and
+    # that are no version note unless the question asks about versions
+    notes = not (_ASKS_VERSION & set(scored[0].asked.weights))
+    left = [
+        s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
+    ] or list(scored[:POOL])
     words = 0
     ranked: list[tuple[float, Scored]] = []
     while left:
