@@ -211,6 +211,19 @@ def test_bodies_that_are_not_small_json_objects_are_refused(api: httpx.Client) -
     assert api.get("/query").status_code == 405
 
 
+def test_a_lone_surrogate_is_refused_with_one_line(api: httpx.Client) -> None:
+    """JSON can spell a lone surrogate, which is not text: a 400 wherever it is, never a 500."""
+    headers = {"content-type": "application/json"}
+    for path, body in [
+        ("/query", rb'{"pack": "fixture", "question": "\udcff socket"}'),
+        ("/query/stream", rb'{"pack": "fixture", "question": "\udcff socket"}'),
+        ("/search", rb'{"pack": "fixture", "query": "\udcff"}'),
+        ("/query", rb'{"pack": "\udcff", "question": "q"}'),
+        ("/query", rb'{"pack": "fixture", "question": "q", "\udcff": 1}'),
+    ]:
+        assert "lone surrogate" in _error(api.post(path, content=body, headers=headers), 400)
+
+
 def test_search_returns_passages_without_an_answer(api: httpx.Client) -> None:
     got = api.get("/search", params={"pack": "fixture", "q": "tomato seedlings", "top_k": 2}).json()
     assert got["query"] == "tomato seedlings" and len(got["results"]) == 2

@@ -156,7 +156,19 @@ async def read_json(request: Request) -> dict[str, Any]:
         raise UsageError(f"the body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError("the body must be a JSON object")
+    if not _is_text(data):
+        raise UsageError("the body holds a lone surrogate (such as \\udcff), which is not valid UTF-8 text")
     return data
+
+
+def _is_text(data: object) -> bool:
+    """Whether the strings of ``data`` (JSON) are Unicode text: JSON can spell a lone surrogate
+    (``"\\udcff"``), which no answer can encode (the MCP server refuses it too)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _int(value: object, name: str, low: int, high: int) -> int:
