@@ -167,6 +167,9 @@ def test_stage_switches_and_profiles_reach_the_agent(api: httpx.Client) -> None:
         ({"pack": "fixture", "question": "q", "top_k": 0}, 400, "top_k must be an integer from 1 to 100"),
         ({"pack": "fixture", "question": "q", "top_k": 101}, 400, "top_k must be"),
         ({"pack": "fixture", "question": "q", "top_k": True}, 400, "top_k must be"),
+        ({"pack": "fixture", "question": "q", "top_k": "²"}, 400, "top_k must be"),
+        ({"pack": "fixture", "question": "q", "top_k": "--5"}, 400, "top_k must be"),
+        ({"pack": "fixture", "question": "q", "top_k": "9" * 5000}, 400, "top_k must be"),
         ({"pack": "fixture", "question": "q", "enable": ["warp"]}, 400, "unknown stage 'warp'"),
         ({"pack": "fixture", "question": "q", "fallback": "yes"}, 400, "fallback must be"),
         ({"pack": "fixture", "question": "q", "colour": "red"}, 400, "unknown field 'colour'"),
@@ -236,6 +239,9 @@ def test_search_returns_passages_without_an_answer(api: httpx.Client) -> None:
     assert "unknown parameter 'k'" in _error(
         api.get("/search", params={"pack": "fixture", "q": "x", "k": 2}), 400
     )
+    assert "top_k must be" in _error(
+        api.get("/search", params={"pack": "fixture", "q": "x", "top_k": "²"}), 400
+    )
 
 
 # -- the graph, the evaluations --------------------------------------------------------------
@@ -262,9 +268,10 @@ def test_the_graph_around_sources_and_around_an_entity(api: httpx.Client) -> Non
     assert len(small["nodes"]) == 3 and small["truncated"] is True
     assert "no chunk 'nope'" in _error(api.get("/packs/fixture/graph", params={"chunk": "nope"}), 404)
     assert "name a chunk or an entity" in _error(api.get("/packs/fixture/graph"), 400)
-    assert "limit must be" in _error(
-        api.get("/packs/fixture/graph", params={"chunk": chunks, "limit": 0}), 400
-    )
+    for limit in ("0", "²", "9" * 5000):
+        assert "limit must be" in _error(
+            api.get("/packs/fixture/graph", params={"chunk": chunks, "limit": limit}), 400
+        )
     assert "unknown parameter" in _error(api.get("/packs/fixture/graph", params={"node": "x"}), 400)
 
 

@@ -172,8 +172,11 @@ def _is_text(data: object) -> bool:
 
 
 def _int(value: object, name: str, low: int, high: int) -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
+    # ASCII digits only ('²' is a digit int() refuses), and not thousands of them (int() refuses
+    # over 4300); anything else is refused with the same message
+    text = value.strip() if isinstance(value, str) else ""
+    if text.isascii() and text.isdigit() and len(text) <= 18:
+        value = int(text)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise UsageError(f"{name} must be an integer from {low} to {high}")
     return value
