@@ -209,6 +209,8 @@ def test_bodies_that_are_not_small_json_objects_are_refused(api: httpx.Client) -
     assert "larger than" in _error(sent, 413)  # chunked, without a length: counted as it comes
     assert "Content-Type: application/json" in _error(api.post("/query", data={"pack": "fixture"}), 415)
     assert "not valid JSON" in _error(api.post("/query", content=b"{pack", headers=headers), 400)
+    deep = b'{"pack": "fixture", "question": "q", "enable": ' + b"[" * 20000 + b"]" * 20000 + b"}"
+    assert "nested too deeply" in _error(api.post("/query", content=deep, headers=headers), 400)
     assert "must be a JSON object" in _error(api.post("/query", content=b"[1, 2]", headers=headers), 400)
     assert "no route" in _error(api.get("/nothing/here"), 404)
     assert api.get("/query").status_code == 405

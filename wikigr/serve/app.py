@@ -152,11 +152,14 @@ async def read_json(request: Request) -> dict[str, Any]:
         raise ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
     try:
         data = json.loads(body)
+        text = _is_text(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"the body is not valid JSON: {exc}") from exc
+    except RecursionError:  # under 64 KiB, '[[[...' still runs out of stack
+        raise UsageError("the body is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise UsageError("the body must be a JSON object")
-    if not _is_text(data):
+    if not text:
         raise UsageError("the body holds a lone surrogate (such as \\udcff), which is not valid UTF-8 text")
     return data
 
