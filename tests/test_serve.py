@@ -32,9 +32,9 @@ QUESTION = "How do I set a timeout on a socket?"
 
 
 @contextmanager
-def running(app: Any) -> Iterator[str]:
+def running(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     """The real uvicorn server running ``app`` on a free loopback port, in a thread."""
-    sock = listen("127.0.0.1", 0)
+    sock = listen(host, 0)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -501,11 +501,19 @@ def test_serving_beyond_loopback_needs_a_long_token() -> None:
 
 def test_on_loopback_another_host_name_is_refused(fixture_url: str) -> None:
     port = fixture_url.rsplit(":", 1)[1]
-    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io"):
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", "[::1", "localhost.", ""):
         refused = httpx.get(fixture_url + "/api/v1/health", headers={"Host": host})
         assert "is not a loopback name" in _error(refused, 421)
-    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+    for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"[::1]:{port}", "[::1]"):
         assert httpx.get(fixture_url + "/api/v1/health", headers={"Host": host}).status_code == 200
+
+
+def test_on_loopback_the_address_listened_on_is_a_name_of_the_server(built_pack: Path) -> None:
+    with running(create_app([built_pack]), host="127.0.0.2") as url:
+        assert url.startswith("http://127.0.0.2:")
+        assert httpx.get(url + "/api/v1/health").status_code == 200  # Host: 127.0.0.2:PORT
+        refused = httpx.get(url + "/api/v1/health", headers={"Host": "evil.example"})
+        assert "is not a loopback name" in _error(refused, 421)
 
 
 # -- the command -----------------------------------------------------------------------------

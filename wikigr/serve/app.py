@@ -46,6 +46,7 @@ from wikigr.pack.pack import RESULTS_DIR, open_pack
 from wikigr.packset import PackSet
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
+from wikigr.serve import is_loopback
 from wikigr.serve.graph import neighbourhood
 from wikigr.serve.openapi import document
 from wikigr.serve.packs import ServedPacks
@@ -64,7 +65,6 @@ MAX_GRAPH_IDS = 50
 MAX_RESULTS_FILE_BYTES = 64 * 1024 * 1024
 MAX_EVAL_FILES = 512  # results files' summaries kept in memory
 TOKEN_COOKIE = "wikigr_token"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 PUBLIC_PATHS = frozenset({"/login", "/static/login.js", "/static/app.css"})  # reachable without a token
 SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",
@@ -646,8 +646,9 @@ def _set_fallback(agent: KnowledgeGraphAgent | PackSet, fallback: bool) -> None:
 class Guard:
     """Refuses what a request may not do before any route sees it, and adds security headers.
 
-    On loopback, a request whose Host is not a loopback name is refused (a web page elsewhere
-    cannot reach the server through DNS rebinding). With a token, every request must carry it:
+    On loopback, a request whose Host is not ``localhost`` or a loopback address (``127.0.0.2``
+    included, if the server listens there) is refused: a web page elsewhere cannot reach the
+    server through DNS rebinding, which needs a name of its own. With a token, every request must carry it:
     ``Authorization: Bearer TOKEN``, or the cookie the page's sign-in sets (``POST /login``)."""
 
     def __init__(self, app: ASGIApp, token: str | None, loopback: bool) -> None:
@@ -680,8 +681,7 @@ class Guard:
         refusal: Response | None = None
         if self.loopback:
             host = headers.get("host", "")
-            name = host.rsplit(":", 1)[0] if host.count(":") == 1 or host.startswith("[") else host
-            if name.lower() not in LOOPBACK_HOSTS:
+            if not is_loopback(_host_name(host)):
                 refusal = error_json(
                     421, f"refused: Host '{host[:80]}' is not a loopback name of this server"
                 )
@@ -700,6 +700,13 @@ class Guard:
         await self.app(scope, receive, secured)
 
 
+def _host_name(host: str) -> str:
+    """The name in a ``Host`` header, without its port: ``[::1]`` of ``[::1]:8700``."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def _cookie(header: str, name: str) -> str | None:
     for part in header.split(";"):
         key, _, value = part.strip().partition("=")
@@ -716,7 +723,7 @@ def create_app(
 ) -> Starlette:
     """The application serving ``packs`` (default: the packs home). ``token``: the bearer token
     every request must carry (None: none); ``loopback``: the server listens on a loopback address
-    only, so requests must name it as their Host."""
+    only, so requests must name it (``localhost`` or a loopback address) as their Host."""
     server = Server(ServedPacks(packs))
 
     async def login(request: Request) -> Response:
