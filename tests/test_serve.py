@@ -164,6 +164,7 @@ def test_stage_switches_and_profiles_reach_the_agent(api: httpx.Client) -> None:
         ({"pack": "fixture", "question": "x" * (MAX_QUESTION_CHARS + 1)}, 400, "longer than"),
         ({"pack": "fixture", "question": 42}, 400, "question must be a string"),
         ({"pack": "fixture", "question": "q", "profile": "fastest"}, 400, "unknown profile 'fastest'"),
+        ({"pack": "fixture", "question": "q", "profile": 3}, 400, "profile must be a string"),
         ({"pack": "fixture", "question": "q", "top_k": 0}, 400, "top_k must be an integer from 1 to 100"),
         ({"pack": "fixture", "question": "q", "top_k": 101}, 400, "top_k must be"),
         ({"pack": "fixture", "question": "q", "top_k": True}, 400, "top_k must be"),

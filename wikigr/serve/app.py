@@ -227,9 +227,10 @@ def parse_ask(data: dict[str, Any], packs: ServedPacks, text_field: str) -> Ask:
     if len(text) > MAX_QUESTION_CHARS:
         raise UsageError(f"the {text_field} is longer than {MAX_QUESTION_CHARS} characters")
     profile = data.get("profile")
-    if profile is not None and (not isinstance(profile, str) or profile not in PROFILES):
-        shown = profile if isinstance(profile, str) else type(profile).__name__
-        raise UsageError(f"unknown profile '{shown[:40]}' (profiles: {', '.join(PROFILES)})")
+    if profile is not None and not isinstance(profile, str):
+        raise UsageError(f"profile must be a string (profiles: {', '.join(PROFILES)})")
+    if profile is not None and profile not in PROFILES:
+        raise UsageError(f"unknown profile '{profile[:40]}' (profiles: {', '.join(PROFILES)})")
     top_k = None if data.get("top_k") is None else _int(data["top_k"], "top_k", 1, MAX_TOP_K)
     switches: dict[str, list[str]] = {}
     for key in ("enable", "disable"):
