@@ -146,6 +146,7 @@ def test_gate_flags_questions_the_pack_cannot_answer(pack: Path) -> None:
         on_topic = agent.query("How do I set a socket timeout?")
     assert off_topic.low_confidence and off_topic.confidence < 0.3
     assert off_topic.answer.startswith("I found little grounded context")
+    assert "Also possible:" not in off_topic.answer  # no names to guess among, far from the question
     assert not on_topic.low_confidence and on_topic.confidence > 0.5
 
 

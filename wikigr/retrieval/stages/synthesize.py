@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wikigr.retrieval.short_answer import AnswerOptions, enumeration, short_answer, where
+from wikigr.retrieval.short_answer import AnswerOptions, asserted, enumeration, short_answer, where
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 LOW_CONFIDENCE = (
@@ -90,6 +90,8 @@ class SynthesizeStage(Stage):
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"
             answer = self.extractive(state, passages, enumerate_style)
+            if state.low_confidence:  # far from the question: no list of other names to guess among
+                answer = asserted(answer) or answer
             caveat = " ".join(
                 ([LOW_CONFIDENCE] if state.low_confidence else [])
                 + ([never_mentions(state.absent)] if state.absent else [])
