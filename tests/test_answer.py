@@ -380,6 +380,12 @@ def test_a_version_note_is_quoted_only_when_the_question_asks_about_versions() -
         return [s.unit.text for s in select(scored, options)]
 
     assert chosen("smallest", "item") == [texts[1]]
+    labelled = "tempfile.mktemp(suffix='')\n\nDeprecated since version 2.3: Use mkstemp() instead."
+    asked = Asked({"mktemp": 1.0}, set(), {}, None, {})  # type: ignore[arg-type]
+    definition = Scored(split_units(labelled)[0], 1, {}, asked, score=2.0)
+    other = Scored(split_units("Another sentence here.")[0], 1, {}, asked, score=1.0)
+    options = AnswerOptions(answer_words=8, follow=0.0, same_source=0.0)
+    assert select([definition, other], options) == [definition]  # it defines mktemp
     assert chosen("key", "changed") == [texts[0]]  # "what changed in ...?"
 
 

@@ -476,8 +476,9 @@ def _follow(s: Scored, residual: dict[str, float], links: frozenset[str]) -> flo
 
 
 _VERSION_NOTE = re.compile(
-    r"(?:[^:]{0,80}: )?(?:New in version|Changed in version|Deprecated since version|Availability:)"
+    r"(?:New in version|Changed in version|Deprecated since version|Availability:)"
 )  # "Changed in version 3.6: Returned rows are now of type OrderedDict", "Availability: Unix."
+# (not under a signature: "tempfile.mktemp(...): Deprecated since version 2.3: Use mkstemp()" defines it)
 _ASKS_VERSION = frozenset(
     {
         "version",
