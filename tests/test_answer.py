@@ -347,6 +347,15 @@ def test_a_long_signature_is_shown_short_before_its_description() -> None:
     ]
     prose = "This long line of prose has no stop at its end and goes on for many more words than that"
     assert [u.kind for u in split_units(f"{prose}\n\nNext.")] == [TEXT, TEXT]
+    returns = (
+        "Returns: the path of the file to open, relative to the current working directory of the process"
+    )
+    assert [u.kind for u in split_units(f"{returns}\n\nNext.")] == [TEXT, TEXT]  # prose, not a signature
+    quoted = (
+        "read_csv(path, *, sep=',', delimiter=None, header='infer', names=None, index_col=None, "
+        "usecols=None, dtype=None, engine=None, skiprows=None)"
+    )
+    assert split_units(f"{quoted}\n\nRead a file.")[0].text == "read_csv(path, *, sep=',', …): Read a file."
 
 
 def test_a_sentence_that_only_points_at_its_code_is_not_quoted() -> None:
@@ -533,6 +542,8 @@ def test_what_a_question_asks_for() -> None:
     assert answer_kind("What is the name of the society's journal?") == NAME
     assert answer_kind("What is the population centre of the state?") == NAME  # a place
     assert answer_kind("What was the number one single of the band?") == NAME
+    assert answer_kind("How many logging levels are there?") == NUMBER  # not a list
+    assert answer_kind("What are the names of the two brothers?") == NAME
     # not factoid questions: a how-to, an instruction (the docs set's questions)
     assert answer_kind(TIMEOUT) is None
     assert answer_kind("sort list `x` by the second item where the key is `k`") is None
@@ -545,6 +556,7 @@ def test_what_a_question_asks_for() -> None:
         "What are generators?",
         "What are the built-in numeric types?",  # a list: its sentences say what they are
         "What logging levels are there?",
+        "What are some ways to read a file?",
         "What is the difference between a list and a tuple?",
         "What is a decorator used for?",
         "Why does the loop hang?",

@@ -199,7 +199,10 @@ _HOW_TO = re.compile(
 _DESCRIBE = re.compile(  # asks what a thing is or does: a description, not a name
     r"^\s*what (?:does|do|did) .+? (?:do|mean|return|returns)\b"
     r"|^\s*what (?:is|are) (?:a |an |the )?[\w.()\[\]-]+\s*\??\s*$"
-    r"|^\s*what (?:are|were) (?:the|some)\b|\bare there\s*\??\s*$"  # a list: "what are the numeric types?"
+    # a list: "what are the numeric types?", "what levels are there?" (not "what are the names of
+    # ...?", "how many are there?")
+    r"|^\s*what (?:are|were) (?:the|some) (?!names?\b|first names?\b)"
+    r"|^(?!\s*how (?:many|much)\b).*\bare there\s*\??\s*$"
     r"|^\s*what (?:is|are) the (?:difference|differences|purpose|point|use|meaning)s? (?:of|between)\b"
     r"|\bused for\s*\??\s*$"
     r"|^\s*(?:why|explain|describe)\b",

@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wikigr.retrieval.api_names import shown_name
-
 TEXT = "text"  # a sentence of prose
 ITEM = "item"  # a list item
 LABEL = "label"  # a signature or heading line, not attached to a sentence
@@ -147,7 +145,12 @@ def _is_label(line: str) -> bool:
     stripped = line.strip()
     if stripped.endswith((".", "!", "?", ":", ";", ",")) or _ITEM.match(stripped):
         return False
-    return _short(stripped) or (len(stripped) <= LONG_SIGNATURE and bool(shown_name(stripped)))
+    return _short(stripped) or (len(stripped) <= LONG_SIGNATURE and bool(_CALL.fullmatch(stripped)))
+
+
+# a long label is a call's signature, whole: "subprocess.run(args, *, stdin=None, ...)", not
+# "Returns: the path of the file ..." (a line of prose without its stop)
+_CALL = re.compile(r"(?:(?:class|exception|async|def)\s+)?[\w.]+\(.*\)(?:\s*->\s*[\w.\[\], |]+)?")
 
 
 def _short(line: str) -> bool:
@@ -160,13 +163,19 @@ _SHOWN_PARAMETERS = 3
 def _shown_label(label: str) -> str:
     """``label`` as shown before its sentence: a long signature with its first parameters only
     ("subprocess.run(args, *, stdin=None, …)"), so that the description is what is read."""
-    if _short(label):
-        return label
     opening = label.find("(")
-    depth, commas = 0, 0
+    if _short(label) or opening < 0:
+        return label
+    depth, commas, quote = 0, 0, ""
     for n in range(opening, len(label)):
-        depth += (label[n] in "([{") - (label[n] in ")]}")
-        if label[n] == "," and depth == 1:
+        char = label[n]
+        if quote:  # inside a default's string: sep=','
+            quote = "" if char == quote else quote
+            continue
+        if char in "'\"":
+            quote = char
+        depth += (char in "([{") - (char in ")]}")
+        if char == "," and depth == 1:
             commas += 1
             if commas == _SHOWN_PARAMETERS:
                 return f"{label[:n]}, …)"
