@@ -162,6 +162,26 @@ def test_the_answer_says_which_words_of_the_question_the_pack_never_mentions(pac
     assert "never mentions" not in plain.answer and "never mentions" not in quoted.answer
 
 
+def test_what_counts_as_a_word_the_pack_never_mentions(pack: Path) -> None:
+    from types import SimpleNamespace
+
+    from wikigr.pack.keyword import KeywordIndex
+    from wikigr.retrieval.stages.gate import MAX_ABSENT, absent_words
+
+    index = KeywordIndex.load(pack / "bm25")
+    state = SimpleNamespace(ctx=SimpleNamespace(keyword_index=lambda: index))
+
+    def absent(question: str) -> list[str]:
+        return absent_words(question, state)  # type: ignore[arg-type]
+
+    assert absent("What's the socket's Kubernetes timeout? Don't say") == ["Kubernetes"]  # apostrophes
+    assert absent("Hello. Please set the socket timeout") == []  # a sentence's first word is no name
+    assert absent("如何设置套接字超时？") == []  # a script without spaces: no words to look up
+    assert absent("nginx or Nginx or NGINX?") == ["nginx"]
+    assert absent("Is “Kubernetes” or ‘Nginx’ in it?") == []  # quoted: the asker's own names
+    assert len(absent(" ".join(f"zzq{n}x" for n in range(20)))) == MAX_ABSENT
+
+
 def test_graph_rerank_and_multidoc_use_the_links(pack: Path) -> None:
     with KnowledgeGraphAgent(pack, profile="balanced", llm=None, top_k=1) as agent:
         result = agent.query("settimeout raises TimeoutError")

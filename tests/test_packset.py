@@ -230,3 +230,13 @@ def test_each_pack_is_searched_once_and_answered_once(two_packs: tuple[Path, Pat
             own = [s.chunk_id for s in alone.query(question, top_k=4).sources]
         merged = [s.chunk_id for s in result.sources if s.pack == pack.name]
         assert merged and merged == own[: len(merged)]
+
+
+def test_the_answer_names_what_no_pack_searched_mentions(two_packs: tuple[Path, Path]) -> None:
+    garden, network = two_packs
+    with open_agent(f"{garden},{network}", llm=None) as agent:
+        result = agent.query("How do I set a timeout on a socket in Kubernetes?", top_k=3)
+        searched = [entry for entry in result.trace["packs"] if entry["searched"]]
+        lead = "No pack searched mentions" if len(searched) > 1 else "This pack never mentions"
+        assert result.answer.startswith(f"{lead} “Kubernetes”.")
+        assert "never mentions" not in agent.query("How do I set a timeout on a socket?").answer

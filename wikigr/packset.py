@@ -321,6 +321,9 @@ class PackSet:
         state.candidates = [candidate for candidate, _ in merged]
         state.confidence = max(s.confidence for s, _ in runs)
         state.low_confidence = all(s.low_confidence for s, _ in runs)
+        # what none of the packs searched mentions, in the lead's order
+        state.absent = [w for w in lead_state.absent if all(w in s.absent for s, _ in runs)]
+        state.packs = len(runs)
         state.examples = lead_state.examples
         if "router" in lead_state.notes:
             state.notes["router"] = lead_state.notes["router"]

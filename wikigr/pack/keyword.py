@@ -389,10 +389,10 @@ class KeywordIndex:
         self._folded: frozenset[str] | None = None
 
     def unaccented(self) -> frozenset[str]:
-        """The indexed tokens without their accents ("aschenbrodel" for "aschenbrödel"), made on
-        first use."""
+        """The indexed tokens that are not plain ASCII, without their accents ("aschenbrodel" for
+        "aschenbrödel"), made on first use."""
         if self._folded is None:
-            self._folded = frozenset(fold(token) for token in self._vocab)
+            self._folded = frozenset(fold(token) for token in self._vocab if not token.isascii())
         return self._folded
 
     @classmethod
@@ -540,6 +540,7 @@ class KeywordUnion(KeywordIndex):
         self.parts = list(parts)
         self._stopwords = self.parts[0]._stopwords
         self.k1, self.b = self.parts[0].k1, self.parts[0].b
+        self._folded = None
 
     @classmethod
     def load_all(cls, folders: Sequence[Path]) -> KeywordUnion:
@@ -552,7 +553,9 @@ class KeywordUnion(KeywordIndex):
         return sum(part.document_frequency(token) for part in self.parts)
 
     def unaccented(self) -> frozenset[str]:
-        return frozenset().union(*(part.unaccented() for part in self.parts))
+        if self._folded is None:
+            self._folded = frozenset().union(*(part.unaccented() for part in self.parts))
+        return self._folded
 
     def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
         total = len(self)

@@ -196,6 +196,7 @@ class Asked:
     specific: dict[str, float]  # how specific each name of the passages is (0-1)
     vocabulary: Vocabulary
     articles: dict[int, tuple[str, str]]  # each source's article id and title
+    question: str = ""
 
 
 @dataclass
@@ -335,7 +336,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         if key not in question_entities
     }
     articles = {n: (c.article_id, c.article_title) for n, c in enumerate(top, 1)}
-    shared = Asked(question_weights, question_entities, specific, vocabulary, articles)
+    shared = Asked(question_weights, question_entities, specific, vocabulary, articles, state.question)
     scored: list[Scored] = []
     seen: set[str] = set()
     for rank, candidate in enumerate(top, 1):
@@ -479,20 +480,10 @@ _VERSION_NOTE = re.compile(
     r"(?:New in version|Changed in version|Deprecated since version|Availability:)"
 )  # "Changed in version 3.6: Returned rows are now of type OrderedDict", "Availability: Unix."
 # (not under a signature: "tempfile.mktemp(...): Deprecated since version 2.3: Use mkstemp()" defines it)
-_ASKS_VERSION = frozenset(
-    {
-        "version",
-        "versions",
-        "added",
-        "changed",
-        "deprecated",
-        "availability",
-        "platform",
-        "platforms",
-        "new",
-        "since",
-        "when",
-    }
+_ASKS_VERSION = re.compile(  # "When was asyncio.timeout introduced?", "Is os.fork available on Windows?"
+    r"\b(?:versions?|added|changed|deprecated|introduced|availab\w*|appear\w*|platforms?|since|when"
+    r"|windows|unix|linux|macos|posix|\d+\.\d+)\b",
+    re.I,
 )
 
 
@@ -511,7 +502,7 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     floor = lowest + options.min_relative * (best - lowest)
     # best first: the answer takes a few of them, that read on their own if there are any, and
     # that are no version note unless the question asks about versions
-    notes = not (_ASKS_VERSION & set(scored[0].asked.weights))
+    notes = not _ASKS_VERSION.search(scored[0].asked.question)
     left = [
         s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
     ] or list(scored[:POOL])

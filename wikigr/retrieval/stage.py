@@ -141,6 +141,7 @@ class QueryState:
     confidence: float = 0.0  # best raw vector similarity seen
     low_confidence: bool = False
     absent: list[str] = field(default_factory=list)  # the question's words no chunk holds (gate)
+    packs: int = 1  # how many packs the candidates come from
     examples: list[Example] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
     answer: str | None = None

@@ -8,8 +8,14 @@ from dataclasses import dataclass
 
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 
-_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|'[^'\s][^']*'")  # the asker's own names: `soup`, 'test2.py'
+# the asker's own names: `soup`, "test2.py", 'x', “x” (not the apostrophes of "What's Rust's")
+_QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\s][^']*'(?!\w)")
 _WORD = re.compile(r"(?<!\w)[^\W\d_][\w+#]*")  # not "th" of "26th"
+_SENTENCE_START = re.compile(
+    r"(?:^|[.!?:;]\s+)$"
+)  # what comes before a word capitalised as a sentence's first
+_UNSPACED = 0x2E80  # from here on (CJK, ...), scripts write words without spaces: a run is no word
+MAX_ABSENT = 5
 
 
 @dataclass
@@ -19,10 +25,11 @@ class GateOptions:
 
 def absent_words(question: str, state: QueryState) -> list[str]:
     """The words of ``question`` that no chunk of the pack holds, in any form, and that say what
-    the question is about: a name ("Rust", capitalised after the question's first word) or a
-    word that is no common English one ("nginx", "quicksort", "jsno"), as written; a small
-    pack may well lack "method". None when the pack has no keyword index. Quoted words are the
-    asker's own names and are not looked for."""
+    the question is about: a name ("Rust", capitalised but not as a sentence's first word) or a
+    word that is no common English one ("nginx", "quicksort", "jsno"), as written, at most
+    :data:`MAX_ABSENT`; a small pack may well lack "method". None when the pack has no keyword
+    index. Quoted words are the asker's own names and are not looked for, nor are the runs of a
+    script written without spaces (a run of Chinese is no word)."""
     try:
         index = state.ctx.keyword_index()
     except Skip:
@@ -32,18 +39,25 @@ def absent_words(question: str, state: QueryState) -> list[str]:
     from wikigr.retrieval.candidates import QUESTION_WORDS
 
     common = QUESTION_WORDS | _ASKING
+    text = _QUOTED.sub(" ", question)
     absent: list[str] = []
-    for n, word in enumerate(_WORD.findall(_QUOTED.sub(" ", question))):
-        named = n > 0 and word[:1].isupper()
-        if not named and word.casefold() in ordinary_words():
+    seen: set[str] = set()
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word.casefold() in seen or any(ord(c) >= _UNSPACED for c in word):
             continue
+        seen.add(word.casefold())
         tokens = [t for t in index.tokens(word) if t not in common]
         forms = {form for t in tokens for form in _forms(t)}
-        held = any(index.document_frequency(form) for form in forms) or bool(
-            {fold(form) for form in forms} & index.unaccented()  # "Aschenbrodel": "Aschenbrödel"
-        )
-        if tokens and not held and word not in absent:
+        if not tokens or any(index.document_frequency(form) for form in forms):
+            continue  # the cheap look-ups first: most words are there
+        if {fold(form) for form in forms} & index.unaccented():  # "Aschenbrodel": "Aschenbrödel"
+            continue
+        named = word[:1].isupper() and not _SENTENCE_START.search(text[: match.start()])
+        if named or word.casefold() not in ordinary_words():
             absent.append(word)
+            if len(absent) == MAX_ABSENT:
+                break
     return absent
 
 

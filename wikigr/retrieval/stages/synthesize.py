@@ -60,11 +60,12 @@ def keep_valid_citations(answer: str, count: int) -> tuple[str, list[int]]:
     return _CITATION.sub(fix, answer), removed
 
 
-def never_mentions(words: list[str]) -> str:
-    """The line that says which of the question's words the pack never mentions."""
+def never_mentions(words: list[str], packs: int = 1) -> str:
+    """The line that says which of the question's words the pack (or none of the ``packs``)
+    mentions."""
     quoted = [f"“{w}”" for w in words]
     listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
-    return f"This pack never mentions {listed}."
+    return f"This pack never mentions {listed}." if packs == 1 else f"No pack searched mentions {listed}."
 
 
 @register
@@ -94,7 +95,7 @@ class SynthesizeStage(Stage):
                 answer = asserted(answer) or answer
             caveat = " ".join(
                 ([LOW_CONFIDENCE] if state.low_confidence else [])
-                + ([never_mentions(state.absent)] if state.absent else [])
+                + ([never_mentions(state.absent, state.packs)] if state.absent else [])
             )
             state.answer = f"{caveat}\n\n{answer}" if caveat else answer
             reason = (
