@@ -295,6 +295,8 @@ def test_cite_and_clip() -> None:
         == "True if all cased characters in it are upper [1]."
     )
     assert cite("a[0] and x [1, 2]", 1) == "a[0] and x [1, 2] [1]."
+    assert cite("Repeat a list: [0] * 3 is three zeros.", 1) == "Repeat a list: [0] * 3 is three zeros [1]."
+    assert cite("Are all characters [4] upper?!", 2) == "Are all characters upper [2]?!"
     assert (
         cite("Without arguments, dir() lists the names:", 4)
         == "Without arguments, dir() lists the names [4]."

@@ -455,10 +455,14 @@ def _http_client(local: threading.local) -> Any:
 
     client = anthropic.DefaultHttpxClient()
     # httpx2 takes no network backend: each transport's connection pool (proxies' too) gets ours
+    wrapped = 0
     for transport in (client._transport, *client._mounts.values()):
         pool = getattr(transport, "_pool", None)
-        if pool is not None:
+        if pool is not None and hasattr(pool, "_network_backend"):
             pool._network_backend = Backend(pool._network_backend)
+            wrapped += 1
+    if not hasattr(client._transport, "_pool") or not wrapped:  # httpx2 changed: no budget without it
+        raise RuntimeError("wikigr cannot bound Claude's replies with this httpx2: its transport changed")
     return client
 
 

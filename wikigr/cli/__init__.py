@@ -27,9 +27,10 @@ INTERRUPTED = 130
 
 
 def _fail(message: str, code: int) -> int:
-    from wikigr.cli.output import err
+    from wikigr.cli.output import err, printable
 
-    err.print(f"Error: {' '.join(message.split())}", markup=False, highlight=False, soft_wrap=True)
+    line = printable(" ".join(message.split()))  # it may quote a pack's text
+    err.print(f"Error: {line}", markup=False, highlight=False, soft_wrap=True)
     return code
 
 
@@ -82,7 +83,8 @@ def run(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno != errno.ENAMETOOLONG or os.environ.get("WIKIGR_DEBUG"):
             return _internal(exc)
-        return _fail(f"no such file or pack: {shown(exc.filename, 200)} (file name too long)", 2)
+        name = f": {shown(exc.filename, 200)}" if exc.filename else ""
+        return _fail(f"file name too long{name}", 2)
     except Exception as exc:  # noqa: BLE001 - one line, or the traceback with WIKIGR_DEBUG=1
         return _internal(exc)
     return 0

@@ -94,7 +94,12 @@ def answer(
             )
             scores = ", ".join(f"{s:.3f}" for s in entry["top_scores"])
             table.add_row(
-                entry["stage"], f"{entry['ms']:.1f}", str(entry["in"]), str(entry["out"]), scores, note
+                entry["stage"],
+                f"{entry['ms']:.1f}",
+                str(entry["in"]),
+                str(entry["out"]),
+                scores,
+                printable(note),
             )
         err.print(table)
         usage = result.trace.get("usage")

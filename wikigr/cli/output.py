@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 (but tab and newline), DEL and C1
+# C0 (but tab and newline), DEL, C1, and the bidirectional overrides that reorder what is shown
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: object) -> str:

@@ -430,7 +430,9 @@ def clip(text: str, words: int) -> str:
     return " ".join(parts[:words]).rstrip(",;:") + " …"
 
 
-_FOOTNOTE = re.compile(r"(?<=[\w.,;:)]) \[\d{1,3}\](?=[\s.,;:)]|$)")  # "all cased characters [4] in"
+# a page's footnote mark after a word: "all cased characters [4] in", "... the default [2]." (not
+# code: "[0] * 3", "returns [1, 2]")
+_FOOTNOTE = re.compile(r"(?<=[A-Za-z]) \[\d{1,3}\](?=\s+[a-z]|[.,;:!?)]|$)")
 
 
 def cite(text: str, source: int) -> str:
@@ -446,7 +448,7 @@ def cite(text: str, source: int) -> str:
     match = _END_PUNCT.search(body)
     if match:
         stops, after = match.group(1), match.group(2)
-        kept = stops[:-1] if len(set(stops)) > 1 else ""  # "list?." : "list? [2]."
+        kept = stops[:-1] if stops.endswith(".") and len(set(stops)) > 1 else ""  # "list?." : "list? [2]."
         return f"{body[: match.start()]}{kept} [{source}]{stops[len(kept) :]}{after}"
     return f"{body} [{source}]."
 

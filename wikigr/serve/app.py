@@ -647,8 +647,8 @@ def _set_fallback(agent: KnowledgeGraphAgent | PackSet, fallback: bool) -> None:
 class Guard:
     """Refuses what a request may not do before any route sees it, and adds security headers.
 
-    On loopback, a request whose Host is not ``localhost`` or a loopback address (``127.0.0.2``
-    included, if the server listens there) is refused: a web page elsewhere cannot reach the
+    On loopback, a request whose Host is not ``localhost`` or a loopback address (any of
+    127.0.0.0/8 or ``[::1]``) is refused: a web page elsewhere cannot reach the
     server through DNS rebinding, which needs a name of its own. With a token, every request must carry it:
     ``Authorization: Bearer TOKEN``, or the cookie the page's sign-in sets (``POST /login``)."""
 
