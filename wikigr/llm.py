@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
-from wikigr.errors import WikigrError
+from wikigr.errors import WikigrError, shown
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -304,8 +304,7 @@ def resolve_model(model: str | None = None) -> str:
 
 
 def _shorten(text: str, limit: int = _MAX_DETAIL) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shown(" ".join(text.split()), limit)
 
 
 def _plural(count: int, word: str) -> str:

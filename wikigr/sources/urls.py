@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from wikigr.errors import UsageError
+from wikigr.errors import UsageError, shown
 
 __all__ = [
     "DOCUMENT_EXTENSIONS",
@@ -93,9 +93,7 @@ def normalize_url(url: str) -> str:
 
 def _short(s: str, limit: int = 80) -> str:
     """A value quoted for an error message, cut to ``limit`` characters."""
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    return repr(s)
+    return repr(shown(s, limit))
 
 
 def _check_url(s: str) -> str:
