@@ -379,6 +379,12 @@ def test_a_sentence_that_only_points_at_its_code_is_not_quoted() -> None:
     options = AnswerOptions(answer_words=12, follow=0.0, same_source=0.0)
     assert [s.unit.text for s in select([pointing, plain, says], options)] == [plain.unit.text]
     assert select([pointing], options) == [pointing]  # nothing else to say
+    scrap, cut = (
+        split_units("or socket's handle. Set a timeout.")[0],
+        split_units("support iteration using reversed().")[0],
+    )
+    assert scrap.fragment and not scrap.readable  # the end of a sentence the passage's start cut
+    assert cut.fragment and cut.readable  # long enough to say something
 
 
 def test_a_version_note_is_quoted_only_when_the_question_asks_about_versions() -> None:

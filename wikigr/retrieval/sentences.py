@@ -62,8 +62,12 @@ class Unit:
         equivalent to:"). (A table's rows run together, "Operation | Result | Notes x in s | ...",
         read badly too, but they hold answers: left out, a question fewer on each docs set's
         first half.)"""
+        if self.fragment and self.words < SCRAP_WORDS:  # "… or socket's handle."
+            return False
         return not (self.introduces and _last_word(self.text) in POINTING)
 
+
+SCRAP_WORDS = 4  # the end of a sentence cut by the passage's start, shorter than this, says nothing
 
 POINTING = frozenset(
     """to is are was be as like this these it them follows following below example examples usage
