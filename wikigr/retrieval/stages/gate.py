@@ -11,9 +11,8 @@ from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 # the asker's own names: `soup`, "test2.py", 'x', “x” (not the apostrophes of "What's Rust's")
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\s][^']*'(?!\w)")
 _WORD = re.compile(r"(?<!\w)[^\W\d_][\w+#]*")  # not "th" of "26th"
-_SENTENCE_START = re.compile(
-    r"(?:^|[.!?:;]\s+)$"
-)  # what comes before a word capitalised as a sentence's first
+# what comes before a word capitalised as a sentence's first, not as a name
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+)$")
 _UNSPACED = 0x2E80  # from here on (CJK, ...), scripts write words without spaces: a run is no word
 MAX_ABSENT = 5
 
