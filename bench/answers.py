@@ -190,6 +190,7 @@ def report_rows(
             result = agent.query(q["question"])
             ms = (time.perf_counter() - start) * 1000
             synth = sum(s["ms"] for s in result.trace["stages"] if s["stage"] == "synthesize")
+            gate = next((s.get("detail") or {} for s in result.trace["stages"] if s["stage"] == "gate"), {})
             answer = strip_citations(result.answer)
             passages = " ".join(s.text for s in result.sources[:TOP])
             row: dict[str, Any] = {
@@ -197,6 +198,7 @@ def report_rows(
                 "passage_words": words(passages),
                 "synthesize_ms": synth,
                 "query_ms": ms,
+                "absent": gate.get("absent", []),  # the words the answer says the pack never mentions
             }
             if kind == "docs":
                 cited = {int(n) for n in re.findall(r"\[(\d+)\]", result.answer)}
@@ -251,6 +253,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answer_words_mean": round(statistics.mean(r["answer_words"] for r in rows), 1),
         "synthesize_ms_p50": round(statistics.median(r["synthesize_ms"] for r in rows), 1),
         "synthesize_ms_p95": round(sorted(r["synthesize_ms"] for r in rows)[int(0.95 * (n - 1))], 1),
+        "never_mentions": sum(bool(r["absent"]) for r in rows),  # answers that say what the pack lacks
+        "never_mentions_words": sorted({w for r in rows for w in r["absent"]}),
     }
     if "in_lead" in rows[0]:
         in_lead = sum(r["in_lead"] for r in rows)

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
+
+if TYPE_CHECKING:
+    from wikigr.pack.keyword import KeywordIndex
 
 # the asker's own names: `soup`, "test2.py", 'x', “x” (not the apostrophes of "What's Rust's")
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\s][^']*'(?!\w)")
@@ -22,17 +26,13 @@ class GateOptions:
     threshold: float = 0.3  # on the best cosine similarity between the question and a chunk
 
 
-def absent_words(question: str, state: QueryState) -> list[str]:
+def absent_words(question: str, index: KeywordIndex) -> list[str]:
     """The words of ``question`` that no chunk of the pack holds, in any form, and that say what
     the question is about: a name ("Rust", capitalised but not as a sentence's first word) or a
     word that is no common English one ("nginx", "quicksort", "jsno"), as written, at most
-    :data:`MAX_ABSENT`; a small pack may well lack "method". None when the pack has no keyword
-    index. Quoted words are the asker's own names and are not looked for, nor are the runs of a
+    :data:`MAX_ABSENT`, looked up in the pack's keyword ``index``; a small pack may well lack
+    "method". Quoted words are the asker's own names and are not looked for, nor are the runs of a
     script written without spaces (a run of Chinese is no word)."""
-    try:
-        index = state.ctx.keyword_index()
-    except Skip:
-        return []
     from wikigr.embed import ordinary_words
     from wikigr.pack.keyword import fold
     from wikigr.retrieval.candidates import QUESTION_WORDS
@@ -95,7 +95,10 @@ class GateStage(Stage):
             question = state.vector()
             state.confidence = max((float(v @ question) for v in vectors.values()), default=0.0)
         state.low_confidence = state.confidence < self.options.threshold
-        state.absent = absent_words(state.question, state)
+        try:
+            state.absent = absent_words(state.question, state.ctx.keyword_index())
+        except Skip:  # no keyword index: nothing to look the words up in
+            state.absent = []
         state.note(
             self.name,
             confidence=round(state.confidence, 4),
