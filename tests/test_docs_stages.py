@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import build_pack
+from wikigr.build import BuildOptions, build_pack
 from wikigr.errors import UsageError
 from wikigr.pack.store import open_store
 from wikigr.retrieval.profiles import CANONICAL_ORDER, make_options, resolve_stages
@@ -149,7 +149,12 @@ DOCS = {
 }
 
 
-def _served_pack(tmp_path_factory: pytest.TempPathFactory, name: str, pages: dict[str, str]) -> Path:
+def _served_pack(
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    pages: dict[str, str],
+    options: BuildOptions | None = None,
+) -> Path:
     """A pack built from ``pages`` (path -> HTML) served on 127.0.0.1."""
     from tests.httpserver import LocalServer
 
@@ -157,7 +162,7 @@ def _served_pack(tmp_path_factory: pytest.TempPathFactory, name: str, pages: dic
     with LocalServer() as server:
         for path, body in pages.items():
             server.add("/" + path, body)
-        report = build_pack(name, [server.url("/" + p) for p in pages], out=out)
+        report = build_pack(name, [server.url("/" + p) for p in pages], out=out, options=options)
     assert not report.failed
     return out
 
@@ -230,7 +235,14 @@ def test_page_score_goes_after_the_searches_and_the_router() -> None:
 
 def test_page_score_options_are_checked() -> None:
     assert make_options("page_score", {"authority": 0.5}).authority == 0.5
-    for bad in ({"share": -1.0}, {"top_chunks": 0}, {"link_text": float("nan")}, {"passages_per_page": 0}):
+    bad_options = (
+        {"share": -1.0},
+        {"top_chunks": 0},
+        {"link_text": float("nan")},
+        {"passages_per_page": 0},
+        {"first_page_passages": 0},
+    )
+    for bad in bad_options:
         with pytest.raises(UsageError):
             make_options("page_score", bad)
 
@@ -265,10 +277,75 @@ def test_page_score_orders_passages_page_by_page(docs_pack: Path) -> None:
         result = agent.query("sort the dictionary `d` by its values in descending order")
     detail = _detail(result, "page_score")
     pages = [_page_name(s.url) for s in result.sources]
-    distinct = list(dict.fromkeys(pages))
-    assert pages[: len(distinct)] == distinct  # one passage per page before a page's second one
-    assert _page_name(detail["top_pages"][0]) == pages[0] == "functions.html"
+    assert _page_name(detail["top_pages"][0]) == pages[0] == pages[1] == "functions.html"  # the best: 2
+    rest = pages[2:]
+    distinct = list(dict.fromkeys(rest))
+    assert rest[: len(distinct)] == distinct  # then one passage per page before a page's next one
+    assert len(distinct) >= 3
     assert detail["authority"] == "yes" and detail["link_targets"] >= 4
+
+
+CSV_CONTENTS = (  # one section of a reference page, cut into several chunks (max_words 40)
+    "<p>csv.reader(csvfile, dialect='excel') returns a reader object that iterates over the lines "
+    "of the given csvfile and reads each row of the CSV file as a list of strings, so a CSV file can "
+    "be read row by row in a for loop.</p>"
+    "<p>csv.writer(csvfile, dialect='excel') returns a writer object that converts the user's data "
+    "into delimited strings and writes each row to the given CSV file; its writerow method writes "
+    "one row and writerows writes many rows.</p>"
+    "<p>csv.register_dialect(name, dialect) associates a dialect with a name, and csv.list_dialects "
+    "returns the names of all registered dialects; a dialect groups the delimiter and quoting rules "
+    "of a file format.</p>"
+)
+REFERENCE = {
+    "library/csv.html": _page(
+        "csv — CSV File Reading and Writing", [("module-contents", "Module Contents", CSV_CONTENTS)]
+    ),
+    "library/io.html": _page(
+        "io — Core tools for working with streams",
+        [("text", "Text I/O", "<p>A text file is read with open() and its read or readline methods.</p>")],
+    ),
+    "tutorial/inputoutput.html": _page(
+        "Input and Output",
+        [
+            (
+                "files",
+                "Reading and writing files",
+                "<p>open() returns a file object; read a file line by line by looping over it.</p>",
+            )
+        ],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def reference_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _served_pack(
+        tmp_path_factory, "reference", REFERENCE, BuildOptions(max_words=40, overlap_words=0, graph=False)
+    )
+
+
+def test_the_best_page_gives_two_passages_though_one_section_holds_them(reference_pack: Path) -> None:
+    """A reference page's one section ("Module Contents") holds many definitions: the best page's
+    two best passages come first (``first_page_passages``), and dedup keeps what page_score placed
+    though it keeps one passage per section otherwise."""
+    question = "How do I read rows of a CSV file with csv.reader and write rows with csv.writer?"
+    sources = {}
+    for first in (1, 2):
+        with KnowledgeGraphAgent(
+            reference_pack,
+            profile="baseline",
+            enable=["keyword", "page_score"],
+            options={"page_score": {"first_page_passages": first, "min_chunks_per_page": 1.0}},
+            llm=None,
+            top_k=4,
+        ) as agent:
+            sources[first] = [(_page_name(s.url), s.section) for s in agent.query(question).sources]
+    csv = ("csv.html", "Module Contents")
+    assert sources[2][:2] == [csv, csv]
+    assert sources[1][0] == csv != sources[1][1]
+    with KnowledgeGraphAgent(reference_pack, profile="baseline", enable=["keyword"], llm=None) as agent:
+        plain = [(_page_name(s.url), s.section) for s in agent.query(question).sources]
+    assert plain.count(csv) == 1  # without page_score: one passage per section
 
 
 def test_page_score_gives_top_pages_their_best_chunk(docs_pack: Path) -> None:

@@ -28,9 +28,14 @@ at the one whose definition line and the line after it hold most of the question
 least): "How do I set a socket timeout?" cites ``socket.html#socket.socket.settimeout``, not the
 section "Socket Objects" (``defined_names``, both).
 
-Candidates are then ordered page by page: the best ``passages_per_page`` passages of each page
-in page order, then the next ones, and so on; each of the top ``pages`` pages gets its best chunk
-as a candidate when it had none. Within a page, a chunk that shows a definition described in the
+Candidates are then ordered page by page: the best ``first_page_passages`` (2) passages of the
+best page, the best ``passages_per_page`` (1) of each next page in page order, then the next ones,
+and so on; each of the top ``pages`` pages gets its best chunk as a candidate when it had none. The
+best page's second passage is often the definition the first one lacks: a reference page's one
+section ("Module Contents") holds ``csv.reader`` and ``csv.Sniffer`` in different chunks, and
+``dedup`` keeps the passages placed here though they share a section. One passage of each other
+page keeps the top five broad: a question asking for a function by what it does ("Which function
+returns ...?") needs its page among them. Within a page, a chunk that shows a definition described in the
 question's words comes first — its definition line and the first sentence after it hold at least
 ``definition_words`` (2) of them, most first: "Which function returns True if path is an absolute
 pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path is an absolute
@@ -393,6 +398,9 @@ class PageIndex:
         return pages
 
 
+_WITHIN = 1e-6  # what a page's next passage in the same round loses: it follows, and no other page's
+
+
 @dataclass
 class PageScoreOptions:
     top_chunks: int = 3  # chunks that make a page's similarity: the best + share x each next one
@@ -402,6 +410,7 @@ class PageScoreOptions:
     pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
+    first_page_passages: int = 2  # ... of the best page
     min_chunks_per_page: float = 2.0  # skip packs whose articles average fewer chunks (passages)
     defined_names: bool = True  # the page and chunk defining an API the question names come first;
     # a passage of definitions is cited at the one the question's words name
@@ -411,8 +420,12 @@ class PageScoreOptions:
     def __post_init__(self) -> None:
         if self.definition_words < 0:
             raise ValueError("definition_words must be at least 0")
-        if self.top_chunks < 1 or self.pool < 1 or self.pages < 0 or self.passages_per_page < 1:
-            raise ValueError("top_chunks, pool and passages_per_page must be at least 1, pages at least 0")
+        counts = (self.top_chunks, self.pool, self.passages_per_page, self.first_page_passages)
+        if min(counts) < 1 or self.pages < 0:
+            raise ValueError(
+                "top_chunks, pool, passages_per_page and first_page_passages must be at least 1, "
+                "pages at least 0"
+            )
         for name in ("share", "authority", "link_text", "min_chunks_per_page"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -537,15 +550,25 @@ class PageScoreStage(Stage):
                 others.append(candidate)
             else:
                 per_page[page].append(candidate)
-        rounds = max((len(v) - 1) // o.passages_per_page for v in per_page.values()) + 1 if per_page else 1
+        best_page = ranked[0] if ranked else None
+
+        def round_of(page: int, n: int) -> tuple[int, int]:
+            """The round in which a page's ``n``th passage comes, and its place in that round."""
+            first = o.first_page_passages if page == best_page else o.passages_per_page
+            if n < first:
+                return 0, n
+            step, within = divmod(n - first, o.passages_per_page)
+            return step + 1, within
+
+        rounds = max((round_of(p, len(v) - 1)[0] for p, v in per_page.items()), default=0) + 1
         low = min(scores.values()) if scores else 0.0
         spread = (max(scores.values()) - low) if scores else 0.0
         for page, passages in per_page.items():
             scaled = (scores[page] - low) / spread if spread > 0 else 1.0
             for n, candidate in enumerate(passages):
-                step = n // o.passages_per_page
+                step, within = round_of(page, n)  # within a round, the page's order holds
                 candidate.scores["page"] = scores[page]
-                candidate.score = (rounds - step - 1 + scaled) / rounds
+                candidate.score = (rounds - step - 1 + scaled - _WITHIN * within) / rounds
         for candidate in others:
             candidate.score = -1.0
         state.candidates = list(by_id.values())
