@@ -42,7 +42,16 @@ from wikigr.retrieval.candidates import (
     window,
 )
 from wikigr.retrieval.pipeline import run_stages
-from wikigr.retrieval.sentences import CODE, ITEM, LABEL, TEXT, split_sentences, split_units, strip_citations
+from wikigr.retrieval.sentences import (
+    CODE,
+    ITEM,
+    LABEL,
+    TEXT,
+    split_sentences,
+    split_units,
+    strip_citations,
+    table_row,
+)
 from wikigr.retrieval.short_answer import (
     ALSO,
     DEFAULT_OPEN_WEIGHTS,
@@ -278,6 +287,32 @@ def test_units_of_documentation() -> None:
     assert [u.label for u in units[:3]] == ["", "socket.settimeout(value)", ""]  # what it was shown after
     assert [u.index for u in units] == list(range(len(units)))
     assert split_units("") == [] and split_units("\n\n  \n") == []
+
+
+def test_a_tables_rows_read_as_items() -> None:
+    """A table's rows (cells joined by " | ", one row a line) are items that read "first cell:
+    the others", without the header and the marks of the table's notes; one line with a bar is
+    prose."""
+    text = (
+        "The operations have the same priority.\n\n"
+        "Operation | Result | Notes\n"
+        "x in s | True if an item of s is equal to x, else False | (1)\n"
+        "len(s) | length of s |\n"
+        "s.count(x) | total number of occurrences of x in s | (6)(7)\n\n"
+        "Type | Meaning\n'e' | Scientific notation\n\n"
+        "Use a | b for the union of two sets."
+    )
+    assert [(u.kind, u.text) for u in split_units(text)] == [
+        (TEXT, "The operations have the same priority."),
+        (ITEM, "x in s: True if an item of s is equal to x, else False"),
+        (ITEM, "len(s): length of s"),
+        (ITEM, "s.count(x): total number of occurrences of x in s"),
+        (ITEM, "'e': Scientific notation"),
+        (TEXT, "Use a | b for the union of two sets."),
+    ]
+    assert table_row("Level | Numeric value") == ""  # a header
+    assert table_row("| DEBUG | 10 |") == "DEBUG: 10"  # Markdown's outer bars
+    assert table_row("Alaska | Dog Mushing | 1972") == "Alaska: Dog Mushing; 1972"
 
 
 def test_cite_and_clip() -> None:

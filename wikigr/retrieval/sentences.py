@@ -11,6 +11,8 @@ A *label* is a short line without final punctuation: a signature (``class dict(*
 heading. A code-like label is attached to the sentence that follows it, so that the answer says
 what the sentence describes (``socket.settimeout(value): Set a timeout on ...``). A passage that
 starts in the middle of a sentence (a chunk's overlap) marks its first unit as a ``fragment``.
+A table's row (the parsers join its cells with " | ", a row a line) is an item that reads "first
+cell: the others" (``s.count(x): total number of occurrences of x in s``); its header goes.
 """
 
 from __future__ import annotations
@@ -59,9 +61,7 @@ class Unit:
     def readable(self) -> bool:
         """Whether the unit reads as a sentence on its own: not one that says nothing without the
         code it introduces ("Another way to create the same list is:", "d.ctime() is
-        equivalent to:"). (A table's rows run together, "Operation | Result | Notes x in s | ...",
-        read badly too, but they hold answers: left out, a question fewer on each docs set's
-        first half.)"""
+        equivalent to:")."""
         if self.fragment and self.words < SCRAP_WORDS:  # "… or socket's handle."
             return False
         return not (self.introduces and _last_word(self.text) in POINTING)
@@ -190,6 +190,32 @@ def _code_like(label: str) -> bool:
     return bool(_SIGNATURE.search(label.strip()))
 
 
+_CELLS = " | "  # how the parsers join a table's cells; a row is a line
+_HEADER_CELL = re.compile(r"[A-Z][a-z]*(?: [A-Za-z][a-z]*){0,2}")  # "Operation", "Year Adopted"
+_NOTE_CELL = re.compile(r"(?:\(\d+\))+|\[\d+\]")  # "(1)", "(6)(7)": marks of the table's notes
+
+
+def _rows(lines: list[str]) -> list[bool]:
+    """Which lines are a table's rows: lines holding cells, two or more together."""
+    celled = [_CELLS in line for line in lines]
+    return [
+        here and ((n > 0 and celled[n - 1]) or (n + 1 < len(lines) and celled[n + 1]))
+        for n, here in enumerate(celled)
+    ]
+
+
+def table_row(line: str) -> str:
+    """A table's row as a line that reads: its first cell, then the others ("x in s | True if an
+    item of s is equal to x, else False | (1)": "x in s: True if an item of s is equal to x,
+    else False"), without the marks of the table's notes; "" for a header ("Operation | Result |
+    Notes": capitalised words only)."""
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    cells = [c for c in cells if c and not _NOTE_CELL.fullmatch(c)]
+    if not cells or all(_HEADER_CELL.fullmatch(c) for c in cells):
+        return ""
+    return f"{cells[0]}: {'; '.join(cells[1:])}" if len(cells) > 1 else cells[0]
+
+
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
     pieces: list[tuple[str, str]] = []  # (kind, text)
@@ -198,6 +224,7 @@ def split_units(text: str) -> list[Unit]:
             pieces.append((CODE, "\n".join(lines)))
             continue
         paragraph: list[str] = []
+        rows = _rows(lines)
 
         def flush(paragraph: list[str] = paragraph) -> None:
             if paragraph:
@@ -209,10 +236,15 @@ def split_units(text: str) -> list[Unit]:
                 paragraph.clear()
 
         in_item = False
-        for line in lines:
+        for line, row in zip(lines, rows, strict=True):
             continues = in_item and line[:1].isspace()
             in_item = False
-            if _CODE_LINE.match(line) and not continues:
+            if row:  # a table's row: an item of its own, read as "first cell: the others"
+                flush()
+                shown = table_row(line)
+                if shown:
+                    pieces.append((ITEM, shown))
+            elif _CODE_LINE.match(line) and not continues:
                 flush()
                 if pieces and pieces[-1][0] == CODE:
                     pieces[-1] = (CODE, pieces[-1][1] + "\n" + line)
