@@ -6,8 +6,9 @@ through its offline answers ("How do I read a CSV file?", "What does subprocess.
 names or words (`csv.reader` or `DictReader`; `CompletedProcess`; "insertion order"), matched as
 case-sensitive substrings of the short answer. The questions were written before the answers they
 measure were changed; the expected names were written afterwards, as the API a developer would be
-told. Unlike CoNaLa's (bench/answers.py), these ask for the usual API by its task, in a
-developer's words.
+told, and those that merely repeated the question ("What does zip() do?": ``zip(``) were then
+replaced by what the answer must say ("in parallel"). Unlike CoNaLa's (bench/answers.py), these
+ask for the usual API by its task, in a developer's words.
 
 Arms (default profile, no LLM): `default` (as shipped), `one_per_page` (`page_score`'s
 `first_page_passages` 1: one passage per page before any page's second, as before 2026-11-25) and

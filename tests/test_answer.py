@@ -292,27 +292,54 @@ def test_units_of_documentation() -> None:
 def test_a_tables_rows_read_as_items() -> None:
     """A table's rows (cells joined by " | ", one row a line) are items that read "first cell:
     the others", without the header and the marks of the table's notes; one line with a bar is
-    prose."""
+    prose, and list items and code lines holding bars are what they were."""
     text = (
         "The operations have the same priority.\n\n"
         "Operation | Result | Notes\n"
         "x in s | True if an item of s is equal to x, else False | (1)\n"
         "len(s) | length of s |\n"
+        "x | y | bitwise or of x and y |\n"
         "s.count(x) | total number of occurrences of x in s | (6)(7)\n\n"
-        "Type | Meaning\n'e' | Scientific notation\n\n"
-        "Use a | b for the union of two sets."
+        "Type | Meaning\n'e' | Scientific notation. For a given precision p, it rounds.\n"
+        "True | False\n\n"
+        "Use a | b for the union of two sets.\n\n"
+        "- args (tuple | dict[str, Any]) – Variable data\n- the other item\n\n"
+        "    cat x | grep y\n    sort | uniq\n"
     )
     assert [(u.kind, u.text) for u in split_units(text)] == [
         (TEXT, "The operations have the same priority."),
         (ITEM, "x in s: True if an item of s is equal to x, else False"),
         (ITEM, "len(s): length of s"),
+        (ITEM, "x | y | bitwise or of x and y |"),  # a cell holding a bar: kept as written
         (ITEM, "s.count(x): total number of occurrences of x in s"),
-        (ITEM, "'e': Scientific notation"),
+        (ITEM, "'e': Scientific notation."),  # a long row goes on in sentences
+        (TEXT, "For a given precision p, it rounds."),
+        (ITEM, "True: False"),  # only a table's first row may name its columns
         (TEXT, "Use a | b for the union of two sets."),
+        (ITEM, "args (tuple | dict[str, Any]) – Variable data"),
+        (ITEM, "the other item"),
+        (CODE, "    cat x | grep y\n    sort | uniq"),
     ]
-    assert table_row("Level | Numeric value") == ""  # a header
-    assert table_row("| DEBUG | 10 |") == "DEBUG: 10"  # Markdown's outer bars
-    assert table_row("Alaska | Dog Mushing | 1972") == "Alaska: Dog Mushing; 1972"
+    assert table_row(["| DEBUG", "10", ""]) == "| DEBUG: 10"
+    assert table_row(["Alaska", "Dog Mushing", "1972"]) == "Alaska: Dog Mushing; 1972"
+    assert table_row(["", "continued", "(2)"]) == "continued"
+
+
+def test_a_table_cut_by_the_passage_start_and_the_sentence_that_points_at_it() -> None:
+    cut = split_units("s[i] = x) |\ns.clear() | removes all items from s | (5)\ns.copy() | a copy | (5)")
+    assert [(u.text, u.fragment) for u in cut] == [
+        ("s[i] = x)", True),  # fewer cells than the others: the passage's start cut it
+        ("s.clear(): removes all items from s", False),
+        ("s.copy(): a copy", False),
+    ]
+    units = split_units(
+        "The numeric values of logging levels are given in the following table.\n\n"
+        "Level | Numeric value\nDEBUG | 10\nINFO | 20\n\nclass logging.Filter(name='')\n\n"
+        "Operation | Result\nx | y\nz | w"
+    )
+    assert units[0].introduces and not units[0].readable  # says nothing without its rows
+    assert [u.text for u in units[1:]] == ["DEBUG: 10", "INFO: 20", "x: y", "z: w"]
+    assert all(not u.label for u in units)  # a signature before a table describes no row
 
 
 def test_cite_and_clip() -> None:

@@ -343,6 +343,16 @@ def test_the_best_page_gives_two_passages_though_one_section_holds_them(referenc
     csv = ("csv.html", "Module Contents")
     assert sources[2][:2] == [csv, csv]
     assert sources[1][0] == csv != sources[1][1]
+    options = {"first_page_passages": 1, "passages_per_page": 3, "min_chunks_per_page": 1.0}
+    with KnowledgeGraphAgent(
+        reference_pack,
+        profile="baseline",
+        enable=["keyword", "page_score"],
+        options={"page_score": options},
+        llm=None,
+        top_k=3,
+    ) as agent:  # the best page never gives fewer passages than the others
+        assert [(_page_name(s.url), s.section) for s in agent.query(question).sources] == [csv] * 3
     with KnowledgeGraphAgent(reference_pack, profile="baseline", enable=["keyword"], llm=None) as agent:
         plain = [(_page_name(s.url), s.section) for s in agent.query(question).sources]
     assert plain.count(csv) == 1  # without page_score: one passage per section

@@ -12,7 +12,8 @@ heading. A code-like label is attached to the sentence that follows it, so that 
 what the sentence describes (``socket.settimeout(value): Set a timeout on ...``). A passage that
 starts in the middle of a sentence (a chunk's overlap) marks its first unit as a ``fragment``.
 A table's row (the parsers join its cells with " | ", a row a line) is an item that reads "first
-cell: the others" (``s.count(x): total number of occurrences of x in s``); its header goes.
+cell: the others" (``s.count(x): total number of occurrences of x in s``); the first row goes when
+it names the columns (see :func:`_table`).
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ SCRAP_WORDS = 4  # the end of a sentence cut by the passage's start, shorter tha
 
 POINTING = frozenset(
     """to is are was be as like this these it them follows following below example examples usage
-    code idiom recipe snippet session equivalent becomes here thus so""".split()  # noqa: SIM905
-)  # the last word of a sentence that points at the code after it
+    code idiom recipe snippet session equivalent becomes here thus so table""".split()  # noqa: SIM905
+)  # the last word of a sentence that points at the code (or the table) after it
 
 
 def _last_word(text: str) -> str:
@@ -191,89 +192,161 @@ def _code_like(label: str) -> bool:
 
 
 _CELLS = " | "  # how the parsers join a table's cells; a row is a line
-_HEADER_CELL = re.compile(r"[A-Z][a-z]*(?: [A-Za-z][a-z]*){0,2}")  # "Operation", "Year Adopted"
 _NOTE_CELL = re.compile(r"(?:\(\d+\))+|\[\d+\]")  # "(1)", "(6)(7)": marks of the table's notes
+_NOT_HEADING = re.compile(r"[\d()\[\]=%'\"`:*]")  # a cell holding these is data, not a column's name
+_HEADING_WORDS = 5
+
+
+def _cells(line: str) -> list[str]:
+    """A row's cells: the parsers join them with " | ", so a row that ends with an empty cell ends
+    with " |", and one cut by a chunk's start may start with "| "."""
+    line = line.strip()
+    if line.endswith(" |") or line == "|":
+        line += " "
+    if line.startswith("| "):
+        line = " " + line
+    return [cell.strip() for cell in line.split(_CELLS)]
+
+
+def _celled(line: str) -> bool:
+    stripped = line.strip()
+    return (
+        (_CELLS in line or stripped.endswith(" |") or stripped.startswith("| "))
+        and not _CODE_LINE.match(line)
+        and not _ITEM.match(line)
+    )
 
 
 def _rows(lines: list[str]) -> list[bool]:
-    """Which lines are a table's rows: lines holding cells, two or more together."""
-    celled = [_CELLS in line for line in lines]
+    """Which lines are a table's rows: lines holding cells (no code, no list item), two or more
+    together."""
+    celled = [_celled(line) for line in lines]
     return [
         here and ((n > 0 and celled[n - 1]) or (n + 1 < len(lines) and celled[n + 1]))
         for n, here in enumerate(celled)
     ]
 
 
-def table_row(line: str) -> str:
+def _heading(cells: list[str]) -> bool:
+    """Whether a table's first row names its columns ("Operation | Result | Notes", "Python type |
+    SQLite type"): short cells of words, no code, quotes or numbers."""
+    named = [c for c in cells if c]
+    return bool(named) and all(len(c.split()) <= _HEADING_WORDS and not _NOT_HEADING.search(c) for c in named)
+
+
+def table_row(cells: list[str]) -> str:
     """A table's row as a line that reads: its first cell, then the others ("x in s | True if an
     item of s is equal to x, else False | (1)": "x in s: True if an item of s is equal to x,
-    else False"), without the marks of the table's notes; "" for a header ("Operation | Result |
-    Notes": capitalised words only)."""
-    cells = [c.strip() for c in line.strip().strip("|").split("|")]
-    cells = [c for c in cells if c and not _NOTE_CELL.fullmatch(c)]
-    if not cells or all(_HEADER_CELL.fullmatch(c) for c in cells):
-        return ""
-    return f"{cells[0]}: {'; '.join(cells[1:])}" if len(cells) > 1 else cells[0]
+    else False"), without the marks of the table's notes and empty cells."""
+    first, *rest = cells
+    rest = [c for c in rest if c and not _NOTE_CELL.fullmatch(c)]
+    if not first:
+        return "; ".join(rest)
+    return f"{first}: {'; '.join(rest)}" if rest else first
+
+
+def _table(lines: list[str]) -> list[tuple[str, str, bool]]:
+    """The pieces of a table's rows (``lines``): an item per row that reads "first cell: the
+    others" (a long one goes on in sentences), its first row left out when it names the columns.
+    A row with more cells than most (a cell that holds " | " itself: "x | y") is kept as written;
+    one with fewer, cut by the passage's start, is marked cut (True)."""
+    rows = [_cells(line) for line in lines]
+    counts: dict[int, int] = {}
+    for cells in rows:
+        counts[len(cells)] = counts.get(len(cells), 0) + 1
+    usual = max(counts, key=lambda n: (counts[n], n))
+    pieces: list[tuple[str, str, bool]] = []
+    for n, (line, cells) in enumerate(zip(lines, rows, strict=True)):
+        if n == 0 and len(cells) == usual and _heading(cells):
+            continue
+        if len(cells) > usual:
+            pieces.append((ITEM, line.strip(), False))
+            continue
+        shown = table_row(cells)
+        if not shown:
+            continue
+        head, *more = split_sentences(shown)
+        pieces.append((ITEM, head, len(cells) < usual))
+        pieces.extend((TEXT, sentence, False) for sentence in more)
+    return pieces
 
 
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
-    pieces: list[tuple[str, str]] = []  # (kind, text)
+    pieces: list[tuple[str, str, bool]] = []  # (kind, text, a table's row: its start cut?)
+    rows_of: set[int] = set()  # the pieces that are a table's rows
     for kind, lines in _blocks(text):
         if kind == CODE:
-            pieces.append((CODE, "\n".join(lines)))
+            pieces.append((CODE, "\n".join(lines), False))
             continue
         paragraph: list[str] = []
+        table: list[str] = []
         rows = _rows(lines)
 
-        def flush(paragraph: list[str] = paragraph) -> None:
+        def flush(paragraph: list[str] = paragraph, table: list[str] = table) -> None:
             if paragraph:
                 joined = " ".join(line.strip() for line in paragraph)
                 if len(paragraph) == 1 and _is_label(joined):
-                    pieces.append((LABEL, joined))
+                    pieces.append((LABEL, joined, False))
                 else:
-                    pieces.extend((TEXT, s) for s in split_sentences(joined))
+                    pieces.extend((TEXT, s, False) for s in split_sentences(joined))
                 paragraph.clear()
+            if table:
+                for piece in _table(table):
+                    if piece[0] == ITEM:
+                        rows_of.add(len(pieces))
+                    pieces.append(piece)
+                table.clear()
 
         in_item = False
         for line, row in zip(lines, rows, strict=True):
             continues = in_item and line[:1].isspace()
             in_item = False
-            if row:  # a table's row: an item of its own, read as "first cell: the others"
+            if row and not continues:  # a table's row: an item of its own (see _table)
+                if paragraph:
+                    flush()
+                table.append(line)
+                continue
+            if table:
                 flush()
-                shown = table_row(line)
-                if shown:
-                    pieces.append((ITEM, shown))
-            elif _CODE_LINE.match(line) and not continues:
+            if _CODE_LINE.match(line) and not continues:
                 flush()
                 if pieces and pieces[-1][0] == CODE:
-                    pieces[-1] = (CODE, pieces[-1][1] + "\n" + line)
+                    pieces[-1] = (CODE, pieces[-1][1] + "\n" + line, False)
                 else:
-                    pieces.append((CODE, line))
+                    pieces.append((CODE, line, False))
             elif _ITEM.match(line):
                 flush()
-                pieces.append((ITEM, _ITEM.sub("", line, count=1).strip()))
+                pieces.append((ITEM, _ITEM.sub("", line, count=1).strip(), False))
                 in_item = True
             elif continues:  # an item's indented next line
-                pieces[-1] = (ITEM, pieces[-1][1] + " " + line.strip())
+                pieces[-1] = (ITEM, pieces[-1][1] + " " + line.strip(), False)
                 in_item = True
             else:
                 paragraph.append(line)
         flush()
     units: list[Unit] = []
     label: str | None = None
-    for kind, piece in pieces:
+    first_is_row = False
+    for n, (kind, piece, cut) in enumerate(pieces):
         if kind == LABEL and _code_like(piece):
             label = piece  # the nearest signature before a sentence describes it
             continue
         shown, attached = piece, ""
-        if label is not None and kind in (TEXT, ITEM):
+        if label is not None and kind in (TEXT, ITEM) and n not in rows_of:  # a row is no description
             shown, attached = f"{_shown_label(label)}: {piece}", label
         label = None
-        if kind == CODE and units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
-            units[-1].introduces = True
-        units.append(Unit(shown, kind, len(units), label=attached))
-    if units and units[0].kind in (TEXT, ITEM):
+        before = units[-1] if units else None
+        if before is not None and before.kind == TEXT and (kind == CODE or n in rows_of):
+            # "... is equivalent to:" before code; "... given in the following table." before rows
+            ends = before.text.rstrip()
+            before.introduces = (
+                before.introduces or ends.endswith(":") or (n in rows_of and _last_word(ends) == "table")
+            )
+        units.append(Unit(shown, kind, len(units), label=attached, fragment=cut))
+        if len(units) == 1:
+            first_is_row = n in rows_of  # a row starts cut only when it has fewer cells (cut)
+    if units and units[0].kind in (TEXT, ITEM) and not first_is_row:
         first = units[0].text
         units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")
     return units

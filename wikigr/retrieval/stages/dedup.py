@@ -1,9 +1,10 @@
 """dedup: keep the best passage per section (or per article).
 
-Passages that ``page_score`` placed (a documentation page's: its ``page`` score) are kept as it
-ordered them: it gives each page its best ``passages_per_page`` before the next page's, and a
-reference page's one section ("Module Contents") holds many definitions, ``csv.reader`` and
-``csv.Sniffer`` alike."""
+By section, the passages that ``page_score`` placed (a documentation page's: its ``page`` score)
+are kept as it ordered them: it gives the best page its two best passages and each next page its
+best one before any page's next, and a reference page's one section ("Module Contents") holds
+many definitions, ``csv.reader`` and ``csv.Sniffer`` alike. By article, one passage per article
+still."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ class DedupStage(Stage):
         seen: set[str] = set()
         kept = []
         for candidate in state.candidates:
-            if "page" in candidate.scores:
+            if "page" in candidate.scores and self.options.by == "section":
                 kept.append(candidate)
                 continue
             key = candidate.section_id if self.options.by == "section" else candidate.article_id

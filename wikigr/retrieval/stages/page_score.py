@@ -550,11 +550,12 @@ class PageScoreStage(Stage):
                 others.append(candidate)
             else:
                 per_page[page].append(candidate)
-        best_page = ranked[0] if ranked else None
+        best_page = next((p for p in ranked if per_page.get(p)), None)  # the best page with passages
+        most = max(o.first_page_passages, o.passages_per_page)  # the best page never gives fewer
 
         def round_of(page: int, n: int) -> tuple[int, int]:
             """The round in which a page's ``n``th passage comes, and its place in that round."""
-            first = o.first_page_passages if page == best_page else o.passages_per_page
+            first = most if page == best_page else o.passages_per_page
             if n < first:
                 return 0, n
             step, within = divmod(n - first, o.passages_per_page)
