@@ -42,6 +42,14 @@ def header(cores_key: str = "cpus", with_time: bool = False, date: bool = True) 
     return found
 
 
+def write_results(result: dict[str, Any], out: Path) -> None:
+    """End a result file: the load average at the end, then the JSON written to ``out``."""
+    result["load_average_at_end"] = load()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
 def halves(rows: list[Any], summarize: Callable[[list[Any]], dict[str, Any]]) -> dict[str, Any]:
     """``summarize`` over the first half of ``rows``, the second half and all of them: a rule
     chosen on one half is read on the other (docs/benchmarks.md: honest numbers)."""

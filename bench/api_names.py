@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import arms_report, halves, header, load, packs_at
+from _common import arms_report, halves, header, packs_at, write_results
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
@@ -234,9 +234,7 @@ def main() -> int:
                 report["conala"][arm] = halves(conala(pack, on), shares)
                 print(f"{name:24s} conala {arm:4s} {json.dumps(report['conala'][arm])}", flush=True)
         result["packs"][name] = report
-    result["load_average_at_end"] = load()
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(result, args.out)
     return 0
 
 

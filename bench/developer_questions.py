@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _common import arms_report, header, load
+from _common import arms_report, header, write_results
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.profiles import DEFAULT_PROFILE
@@ -81,9 +81,7 @@ def main() -> int:
     result["report"] = arms_report(
         args.pack.name, asked, ARMS, lambda options: run(args.pack, asked, options), summarize
     )
-    result["load_average_at_end"] = load()
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(result, args.out)
     return 0
 
 

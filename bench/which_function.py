@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import random
 import re
 from pathlib import Path
 from typing import Any
 
-from _common import arms_report, header, load, packs_at
+from _common import arms_report, header, packs_at, write_results
 from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -120,9 +119,7 @@ def main() -> int:
     for name, pack in packs_at(ROOT, args.packs):
         asked = questions(pack, args.questions)
         result["packs"][name] = arms_report(name, asked, ARMS, functools.partial(run, pack, asked), summarize)
-    result["load_average_at_end"] = load()
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_results(result, args.out)
     return 0
 
 

@@ -35,12 +35,12 @@ best page's second passage is often the definition the first one lacks: a refere
 section ("Module Contents") holds ``csv.reader`` and ``csv.Sniffer`` in different chunks, and
 ``dedup`` keeps the passages placed here though they share a section. One passage of each other
 page keeps the top five broad: a question asking for a function by what it does ("Which function
-returns ...?") needs its page among them. Within a page, a chunk that shows a definition described in the
-question's words comes first — its definition line and the first sentence after it hold at least
-``definition_words`` (2) of them, most first: "Which function returns True if path is an absolute
-pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path is an absolute
-pathname." before the page's other chunks, which hold other definitions and, to vector search,
-read much the same; then the ranking so far decides.
+returns ...?") needs its page among them. Within a page, a chunk that shows a definition
+described in the question's words comes first — its definition line and the first sentence after
+it hold at least ``definition_words`` (2) of them, most first: "Which function returns True if
+path is an absolute pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path
+is an absolute pathname." before the page's other chunks, which hold other definitions and, to
+vector search, read much the same; then the ranking so far decides.
 
 Passage packs (an article is one or two chunks: nothing to roll up) are skipped, as are packs
 without chunk vectors; a pack without links (or a store written before link texts were kept)
