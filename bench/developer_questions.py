@@ -16,7 +16,7 @@ Arms (default profile, no LLM): `default` (as shipped), `one_per_page` (`page_sc
 questions whose short answer names an expected name, over the first half, the second and all; writes
 bench/results/developer_questions.json with the load average.
 
-    uv run python bench/developer_questions.py [--pack packs/pydocs]
+    uv run python bench/developer_questions.py [--pack packs/pydocs] [--questions FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -71,9 +71,10 @@ def main() -> int:
         description="developers' questions: does the offline answer name the API?"
     )
     parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a file of the same form")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "developer_questions.json")
     args = parser.parse_args()
-    asked = json.loads(QUESTIONS.read_text())["questions"]
+    asked = json.loads(args.questions.read_text())["questions"]
     result: dict[str, Any] = {
         **header(),
         "pack": str(args.pack.relative_to(ROOT) if args.pack.is_absolute() else args.pack),
