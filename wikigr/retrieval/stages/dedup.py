@@ -28,12 +28,16 @@ class DedupStage(Stage):
     def run(self, state: QueryState) -> None:
         seen: set[str] = set()
         kept = []
+        paged = 0
         for candidate in state.candidates:
             if "page" in candidate.scores and self.options.by == "section":
                 kept.append(candidate)
+                paged += 1
                 continue
             key = candidate.section_id if self.options.by == "section" else candidate.article_id
             if key not in seen:
                 seen.add(key)
                 kept.append(candidate)
         state.candidates = kept
+        if paged:
+            state.note(self.name, kept_as_page_score_placed=paged)
