@@ -66,3 +66,21 @@ def test_loads_nested_values() -> None:
 def test_rejects_what_does_not_fit(data: object, message: str) -> None:
     with pytest.raises(schema.SchemaError, match=message.replace("[", r"\[").replace("]", r"\]")):
         schema.load(Outer, data)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("{oops", "not JSON (Expecting property name enclosed in double quotes at character 1)"),
+        (b'{"a": "\xff"}', "not UTF-8 (invalid start byte at byte 7)"),
+        ("1" * 5000, "a number too long"),
+        ("[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_untrusted_json_is_refused_in_one_line(text: str | bytes, said: str) -> None:
+    """json.loads refuses in four ways, a plain ValueError and a RecursionError among them: each
+    is one JSONError saying which."""
+    with pytest.raises(schema.JSONError) as caught:
+        schema.parse_json(text)
+    assert str(caught.value) == said
+    assert schema.parse_json('{"a": [1, 2]}') == {"a": [1, 2]}

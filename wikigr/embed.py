@@ -17,6 +17,7 @@ dimension or weights differ from the record.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -33,17 +34,14 @@ from wikigr.errors import EmbedderUnavailableError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 _MODELS_DIR = Path(__file__).parent / "models"
-_ordinary: frozenset[str] | None = None
 
 
+@functools.cache
 def ordinary_words() -> frozenset[str]:
     """The whole words of the default model's vocabulary (21,945 common English words,
     lower-case), read on first use: what a question may say that any text could lack."""
-    global _ordinary
-    if _ordinary is None:
-        vocab = json.loads((_MODELS_DIR / "minilm" / "tokenizer.json").read_text("utf-8"))["model"]["vocab"]
-        _ordinary = frozenset(w for w in vocab if w.isalpha() and w.islower())
-    return _ordinary
+    vocab = json.loads((_MODELS_DIR / "minilm" / "tokenizer.json").read_text("utf-8"))["model"]["vocab"]
+    return frozenset(w for w in vocab if w.isalpha() and w.islower())
 
 
 _PROVIDERS = ["CPUExecutionProvider"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import math
 import types
 import typing
@@ -20,6 +21,27 @@ T = TypeVar("T")
 
 class SchemaError(ValueError):
     """A value does not fit its schema; ``str(err)`` names where (``stats.chunks: ...``)."""
+
+
+class JSONError(ValueError):
+    """Text no JSON parser reads, said in one line (see :func:`parse_json`)."""
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads`` of untrusted text. It refuses in four ways — a decode error, bytes that are
+    not UTF-8, an integer of over 4,300 digits (a plain ValueError), nesting deeper than the stack
+    (RecursionError) —, each a :class:`JSONError` here: "not JSON (Expecting value at character
+    0)", "not UTF-8 (...)", "a number too long", "nested too deeply"."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JSONError(f"not JSON ({exc.msg} at character {exc.pos})") from exc
+    except UnicodeDecodeError as exc:
+        raise JSONError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except ValueError as exc:
+        raise JSONError("a number too long") from exc
+    except RecursionError as exc:
+        raise JSONError("nested too deeply") from exc
 
 
 def _where(path: str, key: str | int) -> str:

@@ -49,11 +49,9 @@ def load_questions(path: Path) -> list[Question]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{path.name} line {number}: not JSON ({exc.msg})") from exc
-        except (ValueError, RecursionError) as exc:
-            raise UsageError(f"{path.name} line {number}: a number too long, or nested too deeply") from exc
+            data = schema.parse_json(line)
+        except schema.JSONError as exc:
+            raise UsageError(f"{path.name} line {number}: {exc}") from exc
         if isinstance(data, dict) and isinstance(data.get("id"), int):
             data["id"] = str(data["id"])
         try:
@@ -147,14 +145,14 @@ def import_questions(
     try:
         text = path.read_text(encoding="utf-8")
         rows = (
-            [json.loads(line) for line in text.splitlines() if line.strip()]
+            [schema.parse_json(line) for line in text.splitlines() if line.strip()]
             if path.suffix == ".jsonl"
-            else json.loads(text)
+            else schema.parse_json(text)
         )
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path} is not JSON: {shown(exc, 200)}") from exc
-    except (ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: a number too long, or nested too deeply") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8: {shown(exc, 200)}") from exc
+    except schema.JSONError as exc:
+        raise UsageError(f"{path}: {exc}") from exc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise UsageError(f"{path}: expected a list of question objects")
     try:

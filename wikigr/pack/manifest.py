@@ -60,13 +60,11 @@ def read_json(path: Path, max_bytes: int, label: str) -> Any:
     try:
         if path.stat().st_size > max_bytes:
             raise InvalidPackError(f"{label} is too large (over {max_bytes:,} bytes)")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return schema.parse_json(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
         raise InvalidPackError(f"corrupt {label}: {shown(exc, 200)}") from exc
-    except ValueError as exc:  # json's limit on the digits of an integer
-        raise InvalidPackError(f"corrupt {label}: a number too long") from exc
-    except RecursionError as exc:
-        raise InvalidPackError(f"corrupt {label}: nested too deeply") from exc
+    except schema.JSONError as exc:
+        raise InvalidPackError(f"corrupt {label}: {exc}") from exc
     except OSError as exc:
         raise InvalidPackError(f"cannot read {label}: {exc.strerror or exc}") from exc
 

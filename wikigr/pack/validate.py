@@ -23,6 +23,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from wikigr import schema
 from wikigr.embed import embedder_info
 from wikigr.errors import WikigrError
 from wikigr.pack import pack as layout
@@ -80,13 +81,9 @@ def _check_questions(path: Path) -> str | None:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return f"line {number}: not JSON ({exc.msg})"
-        except ValueError:
-            return f"line {number}: a number too long"
-        except RecursionError:
-            return f"line {number}: nested too deeply"
+            row = schema.parse_json(line)
+        except schema.JSONError as exc:
+            return f"line {number}: {exc}"
         if not isinstance(row, dict) or not isinstance(row.get("question"), str):
             return f"line {number}: not an object with a 'question' string"
     return None

@@ -37,7 +37,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from wikigr import __version__
+from wikigr import __version__, schema
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.agent_cache import AgentCache
 from wikigr.errors import PackNotFoundError, UsageError, WikigrError
@@ -151,12 +151,10 @@ async def read_json(request: Request) -> dict[str, Any]:
     if too_big:
         raise ApiError(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
     try:
-        data = json.loads(body)
-        text = _is_text(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = schema.parse_json(bytes(body))  # under 64 KiB, '[[[...' may still be nested too deeply
+    except schema.JSONError as exc:
         raise UsageError(f"the body is not valid JSON: {exc}") from exc
-    except RecursionError:  # under 64 KiB, '[[[...' still runs out of stack
-        raise UsageError("the body is not valid JSON: nested too deeply") from None
+    text = _is_text(data)
     if not isinstance(data, dict):
         raise UsageError("the body must be a JSON object")
     if not text:

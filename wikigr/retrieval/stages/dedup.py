@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wikigr.retrieval.stage import QueryState, Stage, register
+from wikigr.retrieval.stages.page_score import PAGE
 
 
 @dataclass
@@ -30,7 +31,7 @@ class DedupStage(Stage):
         kept = []
         paged = 0
         for candidate in state.candidates:
-            if "page" in candidate.scores and self.options.by == "section":
+            if PAGE in candidate.scores and self.options.by == "section":
                 kept.append(candidate)
                 paged += 1
                 continue

@@ -398,6 +398,7 @@ class PageIndex:
         return pages
 
 
+PAGE = "page"  # the score page_score gives each passage it places: its page's (dedup keeps them)
 _WITHIN = 1e-6  # what a page's next passage in the same round loses: it follows, and no other page's
 
 
@@ -568,7 +569,7 @@ class PageScoreStage(Stage):
             scaled = (scores[page] - low) / spread if spread > 0 else 1.0
             for n, candidate in enumerate(passages):
                 step, within = round_of(page, n)  # within a round, the page's order holds
-                candidate.scores["page"] = scores[page]
+                candidate.scores[PAGE] = scores[page]
                 candidate.score = (rounds - step - 1 + scaled - _WITHIN * within) / rounds
         for candidate in others:
             candidate.score = -1.0
