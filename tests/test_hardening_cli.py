@@ -297,6 +297,12 @@ def test_mcp_answers_a_request_holding_a_lone_surrogate(raw_mcp: _RawSession) ->
         "id": None,
         "error": {"code": -32700, "message": "Error: the message is not JSON"},
     }
+    raw_mcp.send("[" * 100_000)  # nested past json's stack: a parse error too, not a crash
+    assert raw_mcp.receive() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Error: the message is not JSON"},
+    }
     # A notification gets no reply, and the server goes on answering.
     raw_mcp.send(r'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"x": "\ud800"}}')
     raw_mcp.send(_call(3, '{"pack": "fixture", "question": "socket timeout"}'))

@@ -84,3 +84,8 @@ def test_untrusted_json_is_refused_in_one_line(text: str | bytes, said: str) -> 
         schema.parse_json(text)
     assert str(caught.value) == said
     assert schema.parse_json('{"a": [1, 2]}') == {"a": [1, 2]}
+
+
+def test_a_lone_surrogate_is_no_unicode_text() -> None:
+    assert schema.is_unicode({"q": ["caf\u00e9", 3]}) and schema.is_unicode("x")
+    assert not schema.is_unicode({"q": ["\udcff"]}) and not schema.is_unicode("\ud800")

@@ -21,7 +21,6 @@ not Unicode text) gets a JSON-RPC error reply instead of silence.
 
 from __future__ import annotations
 
-import json
 from types import TracebackType
 from typing import Any
 
@@ -33,7 +32,7 @@ from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from wikigr import __version__
+from wikigr import __version__, schema
 from wikigr.agent_cache import AgentCache
 from wikigr.errors import WikigrError
 from wikigr.pack.pack import pack_rows, packs_home
@@ -83,8 +82,8 @@ def _reply_to_unreadable(exc: Exception) -> mcp_types.JSONRPCError | None:
         return None
     line = next((e["input"] for e in exc.errors() if isinstance(e.get("input"), str | bytes)), None)
     try:
-        message = json.loads(line) if line is not None else None
-    except ValueError:
+        message = schema.parse_json(line) if line is not None else None
+    except schema.JSONError:  # not JSON, a number too long, nested too deeply
         message = None
     if not isinstance(message, dict):
         if line is None:
@@ -93,23 +92,16 @@ def _reply_to_unreadable(exc: Exception) -> mcp_types.JSONRPCError | None:
     if "method" not in message or "id" not in message:
         return None  # a notification or a response: nothing to answer
     request_id = message["id"]
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not _is_text(str(request_id)):
+    readable = isinstance(request_id, int | str) and not isinstance(request_id, bool)
+    if not readable or not schema.is_unicode(request_id):
         request_id = None  # JSON-RPC: null when the id cannot be made out
-    if not _is_text(json.dumps(message, ensure_ascii=False)):
+    if not schema.is_unicode(message):
         return _error(
             request_id,
             mcp_types.INVALID_PARAMS,
             "Error: the request holds a lone surrogate (such as \\udcff), which is not Unicode text",
         )
     return _error(request_id, mcp_types.INVALID_REQUEST, "Error: not a valid JSON-RPC request")
-
-
-def _is_text(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _error(request_id: int | str | None, code: int, message: str) -> mcp_types.JSONRPCError:

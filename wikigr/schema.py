@@ -27,6 +27,16 @@ class JSONError(ValueError):
     """Text no JSON parser reads, said in one line (see :func:`parse_json`)."""
 
 
+def is_unicode(value: object) -> bool:
+    """Whether the strings of ``value`` (JSON data, or a string) are Unicode text: JSON can spell
+    a lone surrogate (``"\\udcff"``), which no reply can encode."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_json(text: str | bytes) -> Any:
     """``json.loads`` of untrusted text. It refuses in four ways — a decode error, bytes that are
     not UTF-8, an integer of over 4,300 digits (a plain ValueError), nesting deeper than the stack

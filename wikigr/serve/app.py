@@ -154,22 +154,11 @@ async def read_json(request: Request) -> dict[str, Any]:
         data = schema.parse_json(bytes(body))  # under 64 KiB, '[[[...' may still be nested too deeply
     except schema.JSONError as exc:
         raise UsageError(f"the body is not valid JSON: {exc}") from exc
-    text = _is_text(data)
     if not isinstance(data, dict):
         raise UsageError("the body must be a JSON object")
-    if not text:
+    if not schema.is_unicode(data):  # the MCP server refuses a lone surrogate too
         raise UsageError("the body holds a lone surrogate (such as \\udcff), which is not valid UTF-8 text")
     return data
-
-
-def _is_text(data: object) -> bool:
-    """Whether the strings of ``data`` (JSON) are Unicode text: JSON can spell a lone surrogate
-    (``"\\udcff"``), which no answer can encode (the MCP server refuses it too)."""
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _int(value: object, name: str, low: int, high: int) -> int:
