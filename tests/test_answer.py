@@ -337,7 +337,10 @@ def test_a_table_cut_by_the_passage_start_and_the_sentence_that_points_at_it() -
         "Level | Numeric value\nDEBUG | 10\nINFO | 20\n\nclass logging.Filter(name='')\n\n"
         "Operation | Result\nx | y\nz | w"
     )
-    assert units[0].introduces and not units[0].readable  # says nothing without its rows
+    assert units[0].introduces and units[0].rows == ("DEBUG: 10", "INFO: 20")  # its table's, not the next
+    assert units[0].readable and units[0].shown == (
+        "The numeric values of logging levels are given in the following table: DEBUG: 10; INFO: 20."
+    )
     assert [u.text for u in units[1:]] == ["DEBUG: 10", "INFO: 20", "x: y", "z: w"]
     assert all(not u.label for u in units)  # a signature before a table describes no row
 
@@ -512,6 +515,31 @@ def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
     ]
     answer = answer_from("How do I set a timeout?", scored, AnswerOptions(), 0)
     assert answer == "… or the socket's handle [1]. Set a timeout on blocking socket operations [2].", answer
+
+
+def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
+    text = (
+        "The numeric values of logging levels are given in the following table. These are of "
+        "interest if you define your own levels.\n\nLevel | Numeric value\nERROR | 40\nDEBUG | 10\n\n"
+        "The available modes are:\n\nCharacter | Meaning\n'r' | open for reading (default)\n\n"
+        "Other values are given in the table of the next section.\n\nx | y\nz | w\n\n"
+        "In text mode, the encoding is the locale's. The available modes are:"
+    )
+    units = split_units(text)
+    levels, interest, error, debug, modes, read, other, x, z, cut = units
+    assert levels.rows == ("ERROR: 40", "DEBUG: 10") and interest.rows == ()  # up to 3 sentences before
+    assert modes.introduces and modes.rows == ("'r': open for reading (default)",) and modes.readable
+    assert other.rows == ()  # "the table of the next section" is no table ahead
+    assert cut.introduces and not cut.readable  # what it introduces is in the next passage
+    scored = [
+        Scored(u, 1, {}, NOTHING_ASKED, score=s, words=frozenset(u.text.casefold().split()))
+        for u, s in ((error, 3.0), (levels, 2.0), (debug, 1.0))
+    ]
+    ranked = sorted(scored, key=lambda s: -s.score)
+    answer = answer_from("What logging levels are there?", ranked, AnswerOptions(follow=0.0), 0)
+    assert answer == (  # the rows once: with the sentence that points at their table, in the first's place
+        "The numeric values of logging levels are given in the following table: ERROR: 40; DEBUG: 10 [1]."
+    ), answer
 
 
 def test_open_and_factoid_questions_rank_sentences_with_their_own_weights(docs_pack: Path) -> None:

@@ -607,3 +607,59 @@ def test_a_definition_described_in_the_question_words_comes_first_in_its_page(ap
     assert first_functools(3).text == off.text  # 3 words: not enough
     with pytest.raises(UsageError, match="definition_words"):
         make_options("page_score", {"definition_words": -1})
+
+
+_INDEX = "A abs() aiter() all() any() anext() ascii() B bin() bool() breakpoint() bytearray() bytes() " * 2
+_MAGNITUDE = (  # closer to the question than the definition, as vector search reads them
+    "<p>Which function returns the absolute value of a number depends on the number: a function "
+    "returns the absolute value of a complex number as its magnitude.</p>"
+)
+FUNCTIONS_PAGE = {
+    "library/functions.html": _page(
+        "Built-in Functions",
+        [
+            (
+                "built-in-functions",
+                "Built-in Functions",
+                f"<p>{_INDEX}</p>"
+                '<dl class="py function"><dt class="sig" id="abs">abs(x)</dt>'
+                "<dd><p>Return the absolute value of a number.</p></dd></dl>"
+                f"{_MAGNITUDE * 4}",
+            )
+        ],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def functions_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _served_pack(
+        tmp_path_factory,
+        "functions",
+        FUNCTIONS_PAGE,
+        BuildOptions(max_words=40, overlap_words=0, graph=False),
+    )
+
+
+def test_a_top_page_is_read_whole_for_the_definition_the_question_describes(functions_pack: Path) -> None:
+    """The chunk of ``abs(x)`` opens with the page's index of names: vector search does not find it,
+    but a definition whose line and first sentence hold the question's words is looked for in
+    every chunk of the top ``described_pages`` pages."""
+    question = "Which function returns the absolute value of a number?"
+
+    def first(described: int) -> str:
+        options = {
+            "vector": {"candidates": 2},
+            "page_score": {"described_pages": described, "pages": 0, "min_chunks_per_page": 1.0},
+        }
+        with KnowledgeGraphAgent(
+            functions_pack, profile="baseline", enable=["page_score"], options=options, llm=None
+        ) as agent:
+            result = agent.query(question)
+        assert _detail(result, "page_score")["described"] == described
+        return result.sources[0].text
+
+    assert "abs(x)" not in first(0)
+    assert "abs(x)\n\nReturn the absolute value of a number." in first(1)
+    with pytest.raises(UsageError, match="described_pages"):
+        make_options("page_score", {"described_pages": -1})

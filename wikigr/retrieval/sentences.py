@@ -53,10 +53,20 @@ class Unit:
     fragment: bool = False  # starts in the middle of a sentence
     label: str = ""  # the signature line shown before it ("str.join(iterable)"), if any
     introduces: bool = False  # ends with ":" before code ("d.ctime() is equivalent to:")
+    rows: tuple[str, ...] = ()  # the rows of the table it points at ("... in the following table.")
 
     @property
     def words(self) -> int:
-        return len(self.text.split())
+        return len(self.shown.split())
+
+    @property
+    def shown(self) -> str:
+        """What a quote of it shows: its text, and the rows of the table it points at, if any
+        ("The numeric values of logging levels are given in the following table: CRITICAL: 50;
+        ERROR: 40; ...")."""
+        if not self.rows:
+            return self.text
+        return f"{self.text.rstrip().rstrip('.:')}: {'; '.join(row.rstrip('.') for row in self.rows)}."
 
     @property
     def readable(self) -> bool:
@@ -65,7 +75,7 @@ class Unit:
         equivalent to:")."""
         if self.fragment and self.words < SCRAP_WORDS:  # "… or socket's handle."
             return False
-        return not (self.introduces and _last_word(self.text) in POINTING)
+        return bool(self.rows) or not (self.introduces and _last_word(self.text) in POINTING)
 
 
 SCRAP_WORDS = 4  # the end of a sentence cut by the passage's start, shorter than this, says nothing
@@ -271,10 +281,36 @@ def _table(lines: list[str]) -> list[tuple[str, str, bool]]:
     return pieces
 
 
+_TABLE_AHEAD = re.compile(r"\b(?:following|next|below)\s+table\b|\btable\s+below\b", re.I)
+MAX_TABLE_GAP = 3  # sentences between one that points at a table ahead and the table's first row
+
+
+def _point_at_tables(units: list[Unit], rows: dict[int, int]) -> None:
+    """Give the sentence that points at a table the table's rows (:attr:`Unit.rows`): one that
+    introduces the rows right after it ("The available modes are:"), or one that says "the
+    following table" at most ``MAX_TABLE_GAP`` sentences before them."""
+    for n, unit in enumerate(units):
+        if unit.kind != TEXT or n in rows:
+            continue
+        if unit.introduces and n + 1 in rows:
+            start = n + 1
+        elif _TABLE_AHEAD.search(unit.text):
+            ahead = range(n + 1, min(len(units), n + 2 + MAX_TABLE_GAP))
+            start = next((m for m in ahead if m in rows or units[m].kind != TEXT), -1)
+            if start not in rows:
+                continue
+        else:
+            continue
+        end = start
+        while rows.get(end, -1) == rows[start]:
+            end += 1
+        unit.rows = tuple(units[m].text for m in range(start, end))
+
+
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
     pieces: list[tuple[str, str, bool]] = []  # (kind, text, a table's row: its start cut?)
-    rows_of: set[int] = set()  # the pieces that are a table's rows
+    rows_of: dict[int, int] = {}  # the pieces that are a table's rows -> which table
     for kind, lines in _blocks(text):
         if kind == CODE:
             pieces.append((CODE, "\n".join(lines), False))
@@ -292,9 +328,10 @@ def split_units(text: str) -> list[Unit]:
                     pieces.extend((TEXT, s, False) for s in split_sentences(joined))
                 paragraph.clear()
             if table:
+                tables = len(set(rows_of.values()))
                 for piece in _table(table):
                     if piece[0] == ITEM:
-                        rows_of.add(len(pieces))
+                        rows_of[len(pieces)] = tables
                     pieces.append(piece)
                 table.clear()
 
@@ -326,6 +363,7 @@ def split_units(text: str) -> list[Unit]:
                 paragraph.append(line)
         flush()
     units: list[Unit] = []
+    unit_rows: dict[int, int] = {}  # the units that are a table's rows -> which table
     label: str | None = None
     first_is_row = False
     for n, (kind, piece, cut) in enumerate(pieces):
@@ -343,9 +381,14 @@ def split_units(text: str) -> list[Unit]:
             before.introduces = (
                 before.introduces or ends.endswith(":") or (n in rows_of and _last_word(ends) == "table")
             )
+        if n in rows_of:
+            unit_rows[len(units)] = rows_of[n]
         units.append(Unit(shown, kind, len(units), label=attached, fragment=cut))
         if len(units) == 1:
             first_is_row = n in rows_of  # a row starts cut only when it has fewer cells (cut)
+    if units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
+        units[-1].introduces = True  # what it introduces is cut by the passage's end
+    _point_at_tables(units, unit_rows)
     if units and units[0].kind in (TEXT, ITEM) and not first_is_row:
         first = units[0].text
         units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")

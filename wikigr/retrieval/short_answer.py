@@ -517,13 +517,19 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
         left.remove(pick)
         if chosen and worth < floor:
             break
-        if any(_similar(pick.words, c.words) for c in chosen):
+        if any(_similar(pick.words, c.words) or pick.unit.text in c.unit.rows for c in chosen):
+            continue  # said already (a row: with the sentence that points at its table)
+        rows = [c for c in chosen if c.unit.text in pick.unit.rows]  # its rows, quoted one by one
+        kept = [c for c in chosen if c not in rows]
+        if kept and sum(c.unit.words for c in kept) + pick.unit.words > room:
             continue
-        if chosen and words + pick.unit.words > room:
-            continue
-        chosen.append(pick)
+        if rows:  # the sentence and its table take the place of the first of its rows
+            kept.insert(chosen.index(rows[0]), pick)
+        else:
+            kept.append(pick)
+        chosen = kept
         ranked = []
-        words += pick.unit.words
+        words = sum(c.unit.words for c in chosen)
         if words >= room:
             break
     return chosen
@@ -697,7 +703,7 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     if found:
         return compose(found, options, passage_words)
     chosen = select(definition_first(question, scored), options, passage_words)
-    return " ".join(cite(as_quoted(s, clip(s.unit.text, options.answer_words)), s.source) for s in chosen)
+    return " ".join(cite(as_quoted(s, clip(s.unit.shown, options.answer_words)), s.source) for s in chosen)
 
 
 def as_quoted(s: Scored, text: str) -> str:

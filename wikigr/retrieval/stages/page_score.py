@@ -40,7 +40,11 @@ described in the question's words comes first — its definition line and the fi
 it hold at least ``definition_words`` (2) of them, most first: "Which function returns True if
 path is an absolute pathname?" puts the chunk of ``os.path.isabs(path)`` / "Return True if path
 is an absolute pathname." before the page's other chunks, which hold other definitions and, to
-vector search, read much the same; then the ranking so far decides.
+vector search, read much the same; then the ranking so far decides. Every chunk of the top
+``described_pages`` (3) pages is looked at for such a definition, not only the candidates so far:
+the page's best-described chunk joins them (read once per page and kept). "Which function returns
+the absolute value of a number?" finds ``abs(x)`` / "Return the absolute value of a number." in
+the chunk that opens Built-in Functions with its index of names, which vector search ranks low.
 
 Passage packs (an article is one or two chunks: nothing to roll up) are skipped, as are packs
 without chunk vectors; a pack without links (or a store written before link texts were kept)
@@ -212,6 +216,7 @@ class PageIndex:
         self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self._norms: np.ndarray | None = None  # the rows' norms, when best_chunks first needs them
+        self._described: dict[int, list[tuple[int, tuple[frozenset[str], ...]]]] = {}
         self.chunks_per_page = len(ids) / max(1, len(self.pages))
 
         degrees = store.article_in_degrees()
@@ -306,6 +311,24 @@ class PageIndex:
         ]
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
+
+    def described_chunks(self, store: Store, page: int) -> list[tuple[int, tuple[frozenset[str], ...]]]:
+        """Each chunk of ``page`` that shows definitions: (its row, the name parts of each
+        definition's line and the first sentence after it). Read once per page and kept."""
+        kept = self._described.get(page)
+        if kept is None:
+            rows = np.flatnonzero(self.chunk_page == page).tolist()
+            texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
+            kept = []
+            for r in rows:
+                found = tuple(
+                    frozenset(_parts(line) | _parts(_FIRST_SENTENCE.split(after, 1)[0]))
+                    for line, after, _ in _definition_lines(texts.get(self.chunk_ids[r], ""))
+                )
+                if found:
+                    kept.append((r, found))
+            self._described[page] = kept
+        return kept
 
     def definitions_in(self, text: str, page: int) -> list[tuple[str, str, str, bool]]:
         """The definitions ``text`` shows, in order: (their line, the line after it, their anchor
@@ -417,10 +440,11 @@ class PageScoreOptions:
     # a passage of definitions is cited at the one the question's words name
     definition_words: int = 2  # within a page, a chunk showing a definition whose line and first
     # sentence hold this many of the question's words, most first, comes first (0: off)
+    described_pages: int = 3  # the top pages whose every chunk is looked at for such a definition
 
     def __post_init__(self) -> None:
-        if self.definition_words < 0:
-            raise ValueError("definition_words must be at least 0")
+        if min(self.definition_words, self.described_pages) < 0:
+            raise ValueError("definition_words and described_pages must be at least 0")
         counts = (self.top_chunks, self.pool, self.passages_per_page, self.first_page_passages)
         if min(counts) < 1 or self.pages < 0:
             raise ValueError(
@@ -533,6 +557,22 @@ class PageScoreStage(Stage):
                 )
                 if held >= o.definition_words:
                     described[candidate.chunk_id] = held
+        found_described = 0
+        if o.definition_words and o.described_pages:  # the best-described chunk of each top page
+            for page in ranked[: o.described_pages]:
+                held_rows = [
+                    (max(len(words & parts) for parts in found), float(similarity[r]), r)
+                    for r, found in index.described_chunks(state.ctx.store, page)
+                ]
+                held, _, row = max(held_rows, default=(0, 0.0, -1))
+                chunk_id = index.chunk_ids[row] if row >= 0 else ""
+                if held >= o.definition_words and chunk_id not in by_id:
+                    details = state.ctx.store.chunk_details({chunk_id: float(similarity[row])})
+                    if details:
+                        by_id[chunk_id] = Candidate.from_hit(details[0], "page_score")
+                        added[chunk_id] = float(similarity[row])
+                        described[chunk_id] = held
+                        found_described += 1
         per_page: dict[int, list[Candidate]] = defaultdict(list)
         others: list[Candidate] = []
         order = sorted(
@@ -583,7 +623,8 @@ class PageScoreStage(Stage):
         state.note(
             self.name,
             top_pages=[index.urls[p] for p in ranked[:5]],
-            added=len(added),
+            added=len(added) - found_described,
+            described=found_described,
             defined=[by_id[c].anchor for c in sorted(defining)] or "no name of the pack's definitions",
             authority="yes" if index.has_links else "no links in this pack",
             link_targets=len(index.target_page)
