@@ -522,11 +522,13 @@ def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
         "The numeric values of logging levels are given in the following table. These are of "
         "interest if you define your own levels.\n\nLevel | Numeric value\nERROR | 40\nDEBUG | 10\n\n"
         "The available modes are:\n\nCharacter | Meaning\n'r' | open for reading (default)\n\n"
-        "Other values are given in the table of the next section.\n\nx | y\nz | w\n\n"
+        "Other values are given in the table of the next section.\n\nx | 1\nz | 2\n\n"
         "In text mode, the encoding is the locale's. The available modes are:"
     )
     units = split_units(text)
-    levels, interest, error, debug, modes, read, other, x, z, cut = units
+    levels, interest, error, debug, modes, read, other, x, z, text_mode, cut = units
+    assert [u.text for u in (read, x, z)] == ["'r': open for reading (default)", "x: 1", "z: 2"]
+    assert not text_mode.introduces and text_mode.readable
     assert levels.rows == ("ERROR: 40", "DEBUG: 10") and interest.rows == ()  # up to 3 sentences before
     assert modes.introduces and modes.rows == ("'r': open for reading (default)",) and modes.readable
     assert other.rows == ()  # "the table of the next section" is no table ahead
