@@ -149,6 +149,20 @@ def test_cli_500_and_malformed(
     assert "malformed" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [(b"[" * 100_000, "nested too deeply"), (b'{"id": ' + b"9" * 5000 + b"}", "a number too long")],
+)
+def test_a_reply_no_json_parser_reads_is_one_line(
+    pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str], body: bytes, why: str
+) -> None:
+    """json refuses these with a RecursionError and a plain ValueError: each is malformed JSON."""
+    claude_env.script(Reply.malformed(body))
+    code, _, err = cli(capsys, "query", str(pack), "How do I set a socket timeout?")
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "malformed JSON" in err and why in err
+
+
 def test_cli_trace_table_shows_usage(
     pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str]
 ) -> None:

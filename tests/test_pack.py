@@ -316,6 +316,8 @@ def test_pack_from_a_passage_corpus(tmp_path: Path) -> None:
     [
         ("[1, 2]", "item 0"),
         ("{bad json", "not JSON"),
+        ("[" * 100_000, "nested too deeply"),  # json's RecursionError
+        ('[{"text": "a", "n": ' + "9" * 5000 + "}]", "a number too long"),  # a plain ValueError
         ("[]", "no passages"),
         ('[{"id": 1, "text": "a"}, {"id": 1, "text": "b"}]', "not unique"),
     ],
@@ -325,3 +327,14 @@ def test_bad_corpus_is_a_usage_error(tmp_path: Path, content: str, message: str)
     corpus.write_text(content)
     with pytest.raises(UsageError, match=message):
         build_pack("c", [], out=tmp_path / "c", corpus=corpus)
+
+
+def test_a_bad_corpus_line_or_encoding_is_named(tmp_path: Path) -> None:
+    lines = tmp_path / "c.jsonl"
+    lines.write_text('{"text": "a"}\n\n[[[\n')
+    with pytest.raises(UsageError, match=r"c\.jsonl: line 3: not JSON \(Expecting value at character 3\)"):
+        build_pack("c", [], out=tmp_path / "c", corpus=lines)
+    binary = tmp_path / "b.json"
+    binary.write_bytes(b'[{"text": "caf\xe9"}]')
+    with pytest.raises(UsageError, match=r"b\.json is not UTF-8 \(invalid continuation byte at byte 14\)"):
+        build_pack("b", [], out=tmp_path / "b", corpus=binary)

@@ -24,7 +24,7 @@ from urllib.parse import quote, unquote, urlsplit
 import numpy as np
 import pyarrow as pa
 
-from wikigr import __version__
+from wikigr import __version__, schema
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
@@ -134,8 +134,8 @@ class _Cache:
         meta = root / "meta.json"
         if root.is_dir():
             try:
-                same = json.loads(meta.read_text(encoding="utf-8")) == fingerprint
-            except (OSError, ValueError):
+                same = schema.parse_json(meta.read_bytes()) == fingerprint
+            except (OSError, ValueError):  # ValueError: schema.JSONError too
                 same = False
             if not same:
                 shutil.rmtree(root)
@@ -144,14 +144,16 @@ class _Cache:
 
     def load(self, source: str) -> _Prepared | None:
         base = self.root / _key(source)
-        try:
-            data = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+        try:  # the build's own cache; a damaged entry is prepared again
+            data = schema.parse_json(base.with_suffix(".json").read_bytes())
             vectors = np.load(base.with_suffix(".npy"))
-        except (OSError, ValueError):
+            if not isinstance(data, dict) or data.get("source") != source:
+                return None
+            if len(vectors) != len(data.get("chunks", [])):
+                return None
+            prepared = _Prepared(**{k: v for k, v in data.items() if k != "embeddings"})
+        except (OSError, ValueError, TypeError):  # ValueError: schema.JSONError too
             return None
-        if data.get("source") != source or len(vectors) != len(data.get("chunks", [])):
-            return None
-        prepared = _Prepared(**{k: v for k, v in data.items() if k != "embeddings"})
         prepared.embeddings = vectors
         return prepared
 
@@ -240,13 +242,21 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
         raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
     data: Any
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"corpus {path} is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    try:
         if path.suffix == ".jsonl":
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+            data = []
+            for number, line in enumerate(text.splitlines(), 1):
+                where = f" line {number}:"
+                if line.strip():
+                    data.append(schema.parse_json(line))
         else:
-            data = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"corpus {path} is not JSON: {exc}") from exc
+            where = ""
+            data = schema.parse_json(text)
+    except schema.JSONError as exc:
+        raise UsageError(f"corpus {path}:{where} {exc}") from exc
     passages: list[tuple[str, str, str]] = []
     if isinstance(data, list):
         for i, row in enumerate(data):

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from wikigr import schema
 from wikigr.errors import EmbedderUnavailableError
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
@@ -253,13 +254,13 @@ def onnx_folder_embedder(folder: str) -> OnnxEmbedder:
         )
     pooling, max_tokens = "mean", 512
     try:
-        config = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+        config = schema.parse_json((path / "1_Pooling" / "config.json").read_bytes())
         if isinstance(config, dict) and config.get("pooling_mode_cls_token"):
             pooling = "cls"
     except (OSError, ValueError):
         pass
     try:
-        config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        config = schema.parse_json((path / "sentence_bert_config.json").read_bytes())
         if isinstance(config, dict) and isinstance(config.get("max_seq_length"), int):
             max_tokens = max(1, config["max_seq_length"])
     except (OSError, ValueError):
@@ -392,7 +393,7 @@ class EmbeddingCache:
         self.keys: list[str] = []
         self.vectors = np.zeros((0, self.dimension), np.float32)
         try:
-            keys = json.loads(self.keys_file.read_text(encoding="utf-8"))
+            keys = schema.parse_json(self.keys_file.read_bytes())
             vectors = np.load(self.vectors_file)
             if isinstance(keys, list) and vectors.shape == (len(keys), self.dimension):
                 self.keys, self.vectors = [str(k) for k in keys], vectors.astype(np.float32)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol
 
+from wikigr import schema
 from wikigr.errors import WikigrError, shown
 
 __all__ = [
@@ -787,8 +788,8 @@ class AnthropicLLM:
             )
 
         try:
-            data = json.loads(content)
-        except (ValueError, UnicodeDecodeError) as exc:
+            data = schema.parse_json(content)
+        except schema.JSONError as exc:
             raise LLMResponseError(
                 f"Claude API returned malformed JSON (HTTP {status}): {_shorten(str(exc))}", status=status
             ) from exc

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from wikigr import __version__
+from wikigr import __version__, schema
 from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest
 from wikigr.pack.store import Store
 
@@ -379,5 +379,8 @@ def parse_front_matter(text: str) -> dict[str, str]:
         key, sep, value = line.partition(": ")
         if sep:
             value = value.strip()
-            values[key.strip()] = json.loads(value) if value.startswith('"') else value
+            try:
+                values[key.strip()] = schema.parse_json(value) if value.startswith('"') else value
+            except schema.JSONError:
+                values[key.strip()] = value
     return values

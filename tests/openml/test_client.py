@@ -15,7 +15,7 @@ from tests.httpserver import closed_port_url
 from tests.openml.openml_server import FLOWS, MALFORMED_RUN, RUNS_PER_PAIR, TASKS, OpenMLServer, load
 from wikigr.errors import BuildError, UsageError
 from wikigr.openml.build import build_openml_pack
-from wikigr.openml.client import ApiSelection, OpenMLClient, OpenMLError, parse_task_ids
+from wikigr.openml.client import ApiSelection, OpenMLClient, OpenMLError, error_fields, parse_task_ids
 from wikigr.pack.pack import open_pack
 
 ALL_TASKS = list(TASKS)
@@ -146,6 +146,13 @@ def test_5xx_and_truncated_bodies_are_retried(openml_server: OpenMLServer, tmp_p
     assert report.manifest.stats.runs == len(openml_server.runs)
     assert openml_server.hits("/api/v1/json/flow/100") == 3
     assert openml_server.hits("/api/v1/json/data/1") == 2
+
+
+def test_an_error_body_no_json_parser_reads_has_no_fields() -> None:
+    """json refuses these with a RecursionError and a plain ValueError, not a JSONDecodeError."""
+    assert error_fields(b'{"error": {"code": "412", "message": "No results"}}') == ("412", "No results")
+    assert error_fields(b"[" * 100_000) == (None, "")
+    assert error_fields(b'{"error": {"code": ' + b"9" * 5000 + b"}}") == (None, "")
 
 
 def test_a_failed_build_resumes_from_the_cache(openml_server: OpenMLServer, tmp_path: Path) -> None:

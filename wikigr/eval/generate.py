@@ -7,12 +7,12 @@ normalised text, or embedding similarity above ``DUPLICATE_SIMILARITY``) are dro
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
 from typing import Any
 
+from wikigr import schema
 from wikigr.embed import pack_embedder
 from wikigr.errors import UsageError
 from wikigr.eval.questions import Question, load_questions, write_questions
@@ -69,7 +69,7 @@ def generate_questions(ref: str | Path, n: int = 50, seed: int = 0) -> dict[str,
             usage.add(completion)
             match = _JSON.search(completion.text)
             try:
-                data = json.loads(match.group(0)) if match else {}
+                data = schema.parse_json(match.group(0)) if match else {}
                 question, answer = str(data["question"]).strip(), str(data["answer"]).strip()
             except (ValueError, KeyError, TypeError):
                 failed += 1

@@ -16,12 +16,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wikigr import schema
 from wikigr.errors import WikigrError
 from wikigr.eval.metrics import f1_score, normalize_answer
 from wikigr.retrieval.sentences import split_units, strip_citations
@@ -148,7 +148,7 @@ class ClaudeJudge:
             self.usage.add(completion)
         match = _JSON.search(completion.text)
         try:
-            data: Any = json.loads(match.group(0)) if match else None
+            data: Any = schema.parse_json(match.group(0)) if match else None
             scores = {k: float(data[k]) for k in ("grounding", "reasoning", "completeness")}
         except (ValueError, TypeError, KeyError) as exc:
             raise WikigrError(

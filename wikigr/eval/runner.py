@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote
 
+from wikigr import schema
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import UsageError
 from wikigr.eval import metrics
@@ -98,18 +99,20 @@ def _load_partial(path: Path, key: str) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     done: dict[str, dict[str, Any]] = {}
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     try:
-        header = json.loads(lines[0]) if lines else {}
-    except json.JSONDecodeError:
+        header = schema.parse_json(lines[0]) if lines else {}
+    except schema.JSONError:
         return {}
-    if header.get("settings") != key:
+    if not isinstance(header, dict) or header.get("settings") != key:
         return {}
     for line in lines[1:]:
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
+            row = schema.parse_json(line)
+        except schema.JSONError:
             break  # a line cut by the interruption: redo that question
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            break
         done[row["id"]] = row
     return done
 

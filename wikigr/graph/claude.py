@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from wikigr import schema
 from wikigr.graph.extract import NAME, Extraction, FactTriple, Mention
 from wikigr.llm import LLM, LLMError, Usage
 
@@ -52,8 +52,8 @@ class ClaudeExtractor:
         self.usage.add(completion)
         match = _JSON.search(completion.text)
         try:
-            data: Any = json.loads(match.group(0)) if match else None
-        except json.JSONDecodeError:
+            data: Any = schema.parse_json(match.group(0)) if match else None
+        except schema.JSONError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("passages"), list):
             self.errors.append("malformed extraction answer")

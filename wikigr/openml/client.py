@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from wikigr import __version__
+from wikigr import __version__, schema
 from wikigr.errors import BuildError, UsageError, WikigrError
 from wikigr.openml.exports import ImportReport, RowProblem
 from wikigr.openml.model import (
@@ -94,8 +94,8 @@ def error_fields(content: bytes) -> tuple[str | None, str]:
     or the XML API's ``<oml:error><oml:code/><oml:message/></oml:error>`` (some errors come as
     XML even from the JSON API)."""
     try:
-        data = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
+        data = schema.parse_json(content)
+    except schema.JSONError:
         data = None
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
@@ -198,8 +198,8 @@ class ResponseCache:
         if self.root is None:
             return False, None
         try:
-            entry = json.loads(self._file(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            entry = schema.parse_json(self._file(path).read_bytes())
+        except (OSError, ValueError):  # ValueError: schema.JSONError too
             return False, None
         if not isinstance(entry, dict) or entry.get("path") != path:
             return False, None
@@ -294,8 +294,8 @@ class OpenMLClient:
         data: Any = None
         parsed = True
         try:
-            data = json.loads(content) if content else None
-        except (ValueError, UnicodeDecodeError):
+            data = schema.parse_json(content) if content else None
+        except schema.JSONError:
             parsed = False
         if status == 200:
             if not parsed or data is None:

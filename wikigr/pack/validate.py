@@ -15,7 +15,6 @@ of the death of ``pack validate`` or ``pack install``.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -213,7 +212,7 @@ def _isolated_checks(path: Path, query: bool, timeout: float | None) -> list[Che
         ]
     lines = [line for line in done.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
     try:
-        rows = json.loads(lines[-1][len(REPORT_PREFIX) :])
+        rows = schema.parse_json(lines[-1][len(REPORT_PREFIX) :])
         return [Check(str(r["name"]), bool(r["ok"]), str(r["detail"])) for r in rows]
     except (IndexError, TypeError, KeyError, ValueError):
         errors = [line for line in done.stderr.splitlines() if line.strip()]
