@@ -13,7 +13,9 @@ what the sentence describes (``socket.settimeout(value): Set a timeout on ...``)
 starts in the middle of a sentence (a chunk's overlap) marks its first unit as a ``fragment``.
 A table's row (the parsers join its cells with " | ", a row a line) is an item that reads "first
 cell: the others" (``s.count(x): total number of occurrences of x in s``); the first row goes when
-it names the columns (see :func:`_table`).
+it names the columns (see :func:`_table`). The sentence that points at a table — "... in the
+following table." up to ``MAX_TABLE_GAP`` sentences before its rows, or one ending with ":" right
+before them — carries them (:attr:`Unit.rows`), and is quoted with them (:attr:`Unit.shown`).
 """
 
 from __future__ import annotations
