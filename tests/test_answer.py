@@ -542,6 +542,33 @@ def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
     assert answer == (  # the rows once: with the sentence that points at their table, in the first's place
         "The numeric values of logging levels are given in the following table: ERROR: 40; DEBUG: 10 [1]."
     ), answer
+    # ... but not when it would not fit: the row chosen first stays, alone
+    narrow = AnswerOptions(follow=0.0, answer_words=8)
+    assert answer_from("What logging levels are there?", ranked, narrow, 0) == "ERROR: 40 [1]."
+
+
+def test_which_rows_a_sentence_that_points_at_a_table_brings() -> None:
+    def rows(text: str) -> list[tuple[str, ...]]:
+        return [u.rows for u in split_units(text) if u.kind == TEXT and u.rows]
+
+    table = "\n\nType | Meaning | Size\n'b' | signed char | 1\n'B' | unsigned char | 1\n\nAfter the table."
+    long_row = (  # a row's long cell goes on in sentences: still the same table
+        "The types are:\n\nKind | Note\n'd' | Signed integer decimal. It is the default one.\n"
+        "'o' | Signed octal value.\n\nAfter."
+    )
+    assert rows(long_row) == [("'d': Signed integer decimal.", "'o': Signed octal value.")]
+    gap = "See the following table. One. Two. Three."
+    assert rows(gap + " Four." + table) == []  # four sentences between: too far
+    assert rows(gap + table) == [("'b': signed char; 1", "'B': unsigned char; 1")]
+    twice = split_units("Levels are in the following table. Their values are:\n\nERROR | 40\nDEBUG | 10")
+    assert [u.rows for u in twice[:2]] == [("ERROR: 40", "DEBUG: 10"), ()]  # one table, claimed once
+    assert twice[0].rows_cut and twice[0].shown.endswith("DEBUG: 10 …")  # the passage may cut it
+    (pointing,) = (u for u in split_units(gap + table) if u.rows)
+    assert not pointing.rows_cut and pointing.shown == (  # rows with cells of their own: apart with " · "
+        "See the following table: 'b': signed char; 1 · 'B': unsigned char; 1."
+    )
+    scrap = split_units("the following table:\n\nA | 1\nB | 2")[0]
+    assert scrap.fragment and scrap.rows and not scrap.readable  # a scrap, however many rows it brings
 
 
 def test_open_and_factoid_questions_rank_sentences_with_their_own_weights(docs_pack: Path) -> None:

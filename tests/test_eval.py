@@ -14,7 +14,7 @@ from wikigr.cli import run
 from wikigr.errors import UsageError
 from wikigr.eval import metrics
 from wikigr.eval.judges import OfflineJudge
-from wikigr.eval.questions import import_questions, load_questions
+from wikigr.eval.questions import Question, import_questions, load_questions, write_questions
 from wikigr.eval.runner import EvalOptions, evaluate
 from wikigr.pack.manifest import load_manifest
 from wikigr.progress import ProgressEvent
@@ -128,6 +128,15 @@ def test_bad_question_rows_name_their_line(tmp_path: Path, lines: list[str], mes
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(UsageError, match=message):
         load_questions(path)
+
+
+def test_questions_read_back_what_they_wrote_whatever_line_breaks_their_strings_hold(tmp_path: Path) -> None:
+    """JSON Lines are split at "\\n" only: str.splitlines also splits at U+2028, U+2029 and U+0085,
+    which the writer leaves unescaped."""
+    path = tmp_path / "questions.jsonl"
+    asked = [Question("a", "Who wrote it?", "one\u2028two\u0085three"), Question("b", "When?", "1990")]
+    write_questions(path, asked)
+    assert load_questions(path) == asked
 
 
 def test_importers(tmp_path: Path) -> None:

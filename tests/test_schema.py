@@ -72,6 +72,7 @@ def test_rejects_what_does_not_fit(data: object, message: str) -> None:
     ("text", "said"),
     [
         ("{oops", "not JSON (Expecting property name enclosed in double quotes at character 1)"),
+        ('["open', "not JSON (Unterminated string starting at character 1)"),  # json's message ends "at"
         (b'{"a": "\xff"}', "not UTF-8 (invalid start byte at byte 7)"),
         ("1" * 5000, "a number too long"),
         ("[" * 100_000, "nested too deeply"),

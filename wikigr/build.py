@@ -245,13 +245,15 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UsageError(f"corpus {path} is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    places: list[str] = []  # where each item is, as an error names it: "line 3" (.jsonl), "item 2"
     try:
         if path.suffix == ".jsonl":
             data = []
-            for number, line in enumerate(text.splitlines(), 1):
+            for number, line in enumerate(schema.json_lines(text), 1):
                 where = f" line {number}:"
                 if line.strip():
                     data.append(schema.parse_json(line))
+                    places.append(f"line {number}")
         else:
             where = ""
             data = schema.parse_json(text)
@@ -260,11 +262,12 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
     passages: list[tuple[str, str, str]] = []
     if isinstance(data, list):
         for i, row in enumerate(data):
+            place = places[i] if places else f"item {i}"
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                raise UsageError(f"corpus {path} item {i}: expected an object with a 'text' string")
+                raise UsageError(f"corpus {path} {place}: expected an object with a 'text' string")
             title = row.get("title", "")
             if not isinstance(title, str):
-                raise UsageError(f"corpus {path} item {i}: 'title' must be a string")
+                raise UsageError(f"corpus {path} {place}: 'title' must be a string")
             passages.append((str(row.get("id", i)), title, row["text"]))
     elif isinstance(data, dict):
         for title, value in data.items():

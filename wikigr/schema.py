@@ -45,13 +45,21 @@ def parse_json(text: str | bytes) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JSONError(f"not JSON ({exc.msg} at character {exc.pos})") from exc
+        at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at"
+        raise JSONError(f"not JSON ({exc.msg}{at} character {exc.pos})") from exc
     except UnicodeDecodeError as exc:
         raise JSONError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     except ValueError as exc:
         raise JSONError("a number too long") from exc
     except RecursionError as exc:
         raise JSONError("nested too deeply") from exc
+
+
+def json_lines(text: str) -> list[str]:
+    """The lines of a JSON Lines text: split at "\\n" only. ``str.splitlines`` also splits at
+    U+2028, U+2029, U+0085 and others, which a JSON string may hold unescaped
+    (``json.dumps(..., ensure_ascii=False)`` writes them so)."""
+    return text.split("\n")
 
 
 def _where(path: str, key: str | int) -> str:

@@ -45,7 +45,7 @@ def load_questions(path: Path) -> list[Question]:
         raise UsageError(f"{path} is larger than {MAX_QUESTIONS_BYTES // 2**20} MiB")
     questions: list[Question] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(schema.json_lines(path.read_text(encoding="utf-8")), 1):
         if not line.strip():
             continue
         try:
@@ -145,7 +145,7 @@ def import_questions(
     try:
         text = path.read_text(encoding="utf-8")
         rows = (
-            [schema.parse_json(line) for line in text.splitlines() if line.strip()]
+            [schema.parse_json(line) for line in schema.json_lines(text) if line.strip()]
             if path.suffix == ".jsonl"
             else schema.parse_json(text)
         )

@@ -99,7 +99,7 @@ def _load_partial(path: Path, key: str) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     done: dict[str, dict[str, Any]] = {}
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = schema.json_lines(path.read_text(encoding="utf-8", errors="replace"))
     try:
         header = schema.parse_json(lines[0]) if lines else {}
     except schema.JSONError:

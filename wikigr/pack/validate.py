@@ -76,7 +76,7 @@ def _check_questions(path: Path) -> str | None:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 ({exc.reason} at byte {exc.start})"
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(schema.json_lines(text), 1):
         if not line.strip():
             continue
         try:

@@ -54,8 +54,10 @@ class Unit:
     index: int  # its position in the passage (0 = first)
     fragment: bool = False  # starts in the middle of a sentence
     label: str = ""  # the signature line shown before it ("str.join(iterable)"), if any
-    introduces: bool = False  # ends with ":" before code ("d.ctime() is equivalent to:")
+    introduces: bool = False  # ends with ":" before code, rows or the passage's end ("d.ctime() is
+    # equivalent to:"), or with "table" before rows
     rows: tuple[str, ...] = ()  # the rows of the table it points at ("... in the following table.")
+    rows_cut: bool = False  # ... which run to the passage's end (more may follow in the next one)
 
     @property
     def words(self) -> int:
@@ -65,17 +67,20 @@ class Unit:
     def shown(self) -> str:
         """What a quote of it shows: its text, and the rows of the table it points at, if any
         ("The numeric values of logging levels are given in the following table: CRITICAL: 50;
-        ERROR: 40; ...")."""
+        ERROR: 40; ..."): rows apart with "; ", or " · " when a row's cells are ("'b': signed
+        char; int; 1 · 'B': ..."), ending with "…" when the passage's end may have cut them."""
         if not self.rows:
             return self.text
-        return f"{self.text.rstrip().rstrip('.:')}: {'; '.join(row.rstrip('.') for row in self.rows)}."
+        rows = [row.rstrip(".") for row in self.rows]
+        apart = " · " if any("; " in row for row in rows) else "; "
+        return f"{self.text.rstrip().rstrip('.:')}: {apart.join(rows)}{' …' if self.rows_cut else '.'}"
 
     @property
     def readable(self) -> bool:
         """Whether the unit reads as a sentence on its own: not one that says nothing without the
         code it introduces ("Another way to create the same list is:", "d.ctime() is
         equivalent to:")."""
-        if self.fragment and self.words < SCRAP_WORDS:  # "… or socket's handle."
+        if self.fragment and len(self.text.split()) < SCRAP_WORDS:  # "… or socket's handle."
             return False
         return bool(self.rows) or not (self.introduces and _last_word(self.text) in POINTING)
 
@@ -287,12 +292,15 @@ _TABLE_AHEAD = re.compile(r"\b(?:following|next|below)\s+table\b|\btable\s+below
 MAX_TABLE_GAP = 3  # sentences between one that points at a table ahead and the table's first row
 
 
-def _point_at_tables(units: list[Unit], rows: dict[int, int]) -> None:
+def _point_at_tables(units: list[Unit], tables: dict[int, int], rows: set[int]) -> None:
     """Give the sentence that points at a table the table's rows (:attr:`Unit.rows`): one that
     introduces the rows right after it ("The available modes are:"), or one that says "the
-    following table" at most ``MAX_TABLE_GAP`` sentences before them."""
+    following table" at most ``MAX_TABLE_GAP`` sentences before them; the first such sentence of
+    a table only. ``tables``: the units of each table (unit -> which table: its rows, and the
+    sentences a long row goes on in); ``rows``: its rows."""
+    claimed: set[int] = set()
     for n, unit in enumerate(units):
-        if unit.kind != TEXT or n in rows:
+        if unit.kind != TEXT or n in tables:
             continue
         if unit.introduces and n + 1 in rows:
             start = n + 1
@@ -303,16 +311,21 @@ def _point_at_tables(units: list[Unit], rows: dict[int, int]) -> None:
                 continue
         else:
             continue
+        if tables[start] in claimed:
+            continue
+        claimed.add(tables[start])
         end = start
-        while rows.get(end, -1) == rows[start]:
+        while tables.get(end, -1) == tables[start]:
             end += 1
-        unit.rows = tuple(units[m].text for m in range(start, end))
+        unit.rows = tuple(units[m].text for m in range(start, end) if m in rows)
+        unit.rows_cut = end == len(units)
 
 
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
     pieces: list[tuple[str, str, bool]] = []  # (kind, text, a table's row: its start cut?)
-    rows_of: dict[int, int] = {}  # the pieces that are a table's rows -> which table
+    rows_of: set[int] = set()  # the pieces that are a table's rows
+    table_of: dict[int, int] = {}  # the pieces of a table (its rows, a long row's sentences) -> which
     for kind, lines in _blocks(text):
         if kind == CODE:
             pieces.append((CODE, "\n".join(lines), False))
@@ -330,10 +343,11 @@ def split_units(text: str) -> list[Unit]:
                     pieces.extend((TEXT, s, False) for s in split_sentences(joined))
                 paragraph.clear()
             if table:
-                tables = len(set(rows_of.values()))
+                which = len(set(table_of.values()))
                 for piece in _table(table):
                     if piece[0] == ITEM:
-                        rows_of[len(pieces)] = tables
+                        rows_of.add(len(pieces))
+                    table_of[len(pieces)] = which
                     pieces.append(piece)
                 table.clear()
 
@@ -365,7 +379,8 @@ def split_units(text: str) -> list[Unit]:
                 paragraph.append(line)
         flush()
     units: list[Unit] = []
-    unit_rows: dict[int, int] = {}  # the units that are a table's rows -> which table
+    unit_rows: set[int] = set()  # the units that are a table's rows
+    unit_tables: dict[int, int] = {}  # the units of a table -> which
     label: str | None = None
     first_is_row = False
     for n, (kind, piece, cut) in enumerate(pieces):
@@ -383,14 +398,16 @@ def split_units(text: str) -> list[Unit]:
             before.introduces = (
                 before.introduces or ends.endswith(":") or (n in rows_of and _last_word(ends) == "table")
             )
-        if n in rows_of:
-            unit_rows[len(units)] = rows_of[n]
+        if n in table_of:
+            unit_tables[len(units)] = table_of[n]
+            if n in rows_of:
+                unit_rows.add(len(units))
         units.append(Unit(shown, kind, len(units), label=attached, fragment=cut))
         if len(units) == 1:
             first_is_row = n in rows_of  # a row starts cut only when it has fewer cells (cut)
     if units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
         units[-1].introduces = True  # what it introduces is cut by the passage's end
-    _point_at_tables(units, unit_rows)
+    _point_at_tables(units, unit_tables, unit_rows)
     if units and units[0].kind in (TEXT, ITEM) and not first_is_row:
         first = units[0].text
         units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")

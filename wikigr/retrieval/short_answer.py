@@ -508,7 +508,6 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
     left = [
         s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
     ] or list(scored[:POOL])
-    words = 0
     ranked: list[tuple[float, Scored]] = []
     while left:
         if not ranked:  # the values change only when a sentence is chosen
@@ -519,18 +518,17 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
             break
         if any(_similar(pick.words, c.words) or pick.unit.text in c.unit.rows for c in chosen):
             continue  # said already (a row: with the sentence that points at its table)
-        rows = [c for c in chosen if c.unit.text in pick.unit.rows]  # its rows, quoted one by one
-        kept = [c for c in chosen if c not in rows]
-        if kept and sum(c.unit.words for c in kept) + pick.unit.words > room:
-            continue
-        if rows:  # the sentence and its table take the place of the first of its rows
-            kept.insert(chosen.index(rows[0]), pick)
+        its_rows = [c for c in chosen if c.unit.text in pick.unit.rows]  # quoted one by one
+        kept = [c for c in chosen if c not in its_rows]
+        if chosen and sum(c.unit.words for c in kept) + pick.unit.words > room:
+            continue  # (the rows it would replace stay)
+        if its_rows:  # the sentence and its table take the place of the first of its rows
+            kept.insert(chosen.index(its_rows[0]), pick)
         else:
             kept.append(pick)
         chosen = kept
         ranked = []
-        words = sum(c.unit.words for c in chosen)
-        if words >= room:
+        if sum(c.unit.words for c in chosen) >= room:
             break
     return chosen
 
@@ -745,7 +743,8 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     else:  # nothing to embed (the default): every sentence competes
         kept = [s for group in by_source.values() for s in group]
     best: dict[int, Scored] = {}
-    for scored in rank(kept, weights):
+    ranked = rank(kept, weights)
+    for scored in [s for s in ranked if s.unit.readable] + ranked:  # one that reads on its own first
         best.setdefault(scored.source, scored)
     items: list[str] = []
     seen: set[str] = set()
@@ -755,7 +754,7 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
         seen.add(c.article_id)
         top = best.get(n)
         if top is not None:
-            text = as_quoted(top, clip(top.unit.text, options.item_words))
+            text = as_quoted(top, clip(top.unit.shown, options.item_words))
         else:
             text = clip(" ".join(c.text.split()), options.item_words)
         items.append(f"- {where(c)} [{n}]: {text}")

@@ -3,12 +3,12 @@ first — never the question being asked, nor one with the same id (no leakage i
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from wikigr import schema
 from wikigr.pack import pack as layout
 from wikigr.retrieval.stage import Example, QueryState, Skip, Stage, register
 
@@ -41,10 +41,10 @@ class FewShotStage(Stage):
             examples: list[Example] = []
             if path.is_file() and path.stat().st_size <= MAX_QUESTIONS_BYTES:
                 text = path.read_text(encoding="utf-8", errors="replace")
-                for number, line in enumerate(text.splitlines(), 1):
+                for number, line in enumerate(schema.json_lines(text), 1):
                     try:
-                        row = json.loads(line) if line.strip() else None
-                    except (ValueError, RecursionError):  # not JSON, a number too long, too deep
+                        row = schema.parse_json(line) if line.strip() else None
+                    except schema.JSONError:
                         continue
                     if not isinstance(row, dict):
                         continue
