@@ -547,6 +547,25 @@ def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
     assert answer_from("What logging levels are there?", ranked, narrow, 0) == "ERROR: 40 [1]."
 
 
+def test_a_factoid_answer_quotes_the_table_its_sentence_points_at(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "logging.md").write_text(
+        "# logging\n\n## Logging Levels\n\nThe Python Logging Facility defines the levels in the "
+        "following table. These are of interest if you define your own levels.\n\n"
+        "| Level | Numeric value |\n|---|---|\n| CRITICAL | 50 |\n| ERROR | 40 |\n| DEBUG | 10 |\n\n"
+        "Loggers have a level of their own; a handler drops records below its level.\n"
+    )
+    (docs / "baking.md").write_text("# Baking bread\n\nKnead the dough for ten minutes and bake it.\n")
+    build_pack("levels", [docs.as_uri()], out=tmp_path / "levels")
+    with KnowledgeGraphAgent(tmp_path / "levels", llm=None) as agent:
+        answer = agent.query("Which facility defines the logging levels?").answer
+    assert answer == (  # its best candidate's sentence, with the rows it points at
+        "The Python Logging Facility defines the levels in the following table: CRITICAL: 50; ERROR: 40; "
+        "DEBUG: 10 [1]."
+    ), answer
+
+
 def test_which_rows_a_sentence_that_points_at_a_table_brings() -> None:
     def rows(text: str) -> list[tuple[str, ...]]:
         return [u.rows for u in split_units(text) if u.kind == TEXT and u.rows]

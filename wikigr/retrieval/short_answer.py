@@ -613,6 +613,8 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
                 break
             width = options.next_window_words if parts else options.window_words
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
+            if o.scored.unit.rows:  # a sentence that points at a table: with its rows
+                text = clip(o.scored.unit.shown, min(width, left))
             quoted = as_quoted(o.scored, text)
             if c.coded and o.scored.unit.text[o.start : o.end] != c.text:  # a module: "JSON", "this module"
                 quoted = f"{c.text}: {quoted}"
