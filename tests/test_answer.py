@@ -298,6 +298,7 @@ def test_a_tables_rows_read_as_items() -> None:
         "Operation | Result | Notes\n"
         "x in s | True if an item of s is equal to x, else False | (1)\n"
         "len(s) | length of s |\n"
+        "x + y | |\n"  # two empty cells: each bar a separator (three cells, not two)
         "x | y | bitwise or of x and y |\n"
         "s.count(x) | total number of occurrences of x in s | (6)(7)\n\n"
         "Type | Meaning\n'e' | Scientific notation. For a given precision p, it rounds.\n"
@@ -310,6 +311,7 @@ def test_a_tables_rows_read_as_items() -> None:
         (TEXT, "The operations have the same priority."),
         (ITEM, "x in s: True if an item of s is equal to x, else False"),
         (ITEM, "len(s): length of s"),
+        (ITEM, "x + y"),
         (ITEM, "x | y | bitwise or of x and y |"),  # a cell holding a bar: kept as written
         (ITEM, "s.count(x): total number of occurrences of x in s"),
         (ITEM, "'e': Scientific notation."),  # a long row goes on in sentences

@@ -216,12 +216,15 @@ _HEADING_WORDS = 5
 
 def _cells(line: str) -> list[str]:
     """A row's cells: the parsers join them with " | ", so a row that ends with an empty cell ends
-    with " |", and one cut by a chunk's start may start with "| "."""
+    with " |", empty cells in a row read " | | ", and one cut by a chunk's start may start with
+    "| "."""
     line = line.strip()
     if line.endswith(" |") or line == "|":
         line += " "
     if line.startswith("| "):
         line = " " + line
+    while " | | " in line:  # each bar its own separator: "sum of x and y | | " is 4 cells
+        line = line.replace(" | | ", " |  | ")
     return [cell.strip() for cell in line.split(_CELLS)]
 
 
