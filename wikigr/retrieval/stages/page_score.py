@@ -186,6 +186,15 @@ def _held(words: set[str], line: str, description: str) -> int:
     return len(words & (_parts(line) | _parts(description)))
 
 
+def _described_by(text: str) -> tuple[frozenset[str], ...]:
+    """The words that describe each definition ``text`` shows: the name parts of its line and of
+    the first sentence after it."""
+    return tuple(
+        frozenset(_parts(line) | _parts(_FIRST_SENTENCE.split(after, 1)[0]))
+        for line, after, _ in _definition_lines(text)
+    )
+
+
 def _shown(text: str, fragment: str) -> int:
     """How much of ``fragment`` a definition line of ``text`` shows, in dotted parts (0: none):
     the fragment or its end."""
@@ -321,10 +330,7 @@ class PageIndex:
             texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
             kept = []
             for r in rows:
-                found = tuple(
-                    frozenset(_parts(line) | _parts(_FIRST_SENTENCE.split(after, 1)[0]))
-                    for line, after, _ in _definition_lines(texts.get(self.chunk_ids[r], ""))
-                )
+                found = _described_by(texts.get(self.chunk_ids[r], ""))
                 if found:
                     kept.append((r, found))
             self._described[page] = kept
@@ -548,13 +554,7 @@ class PageScoreStage(Stage):
         described: dict[str, int] = {}
         if o.definition_words:
             for candidate in by_id.values():
-                held = max(
-                    (
-                        _held(words, line, _FIRST_SENTENCE.split(after, 1)[0])
-                        for line, after, _ in _definition_lines(candidate.text)
-                    ),
-                    default=0,
-                )
+                held = max((len(words & parts) for parts in _described_by(candidate.text)), default=0)
                 if held >= o.definition_words:
                     described[candidate.chunk_id] = held
         found_described = 0
