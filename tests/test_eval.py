@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,29 @@ def test_interrupted_evaluation_resumes(pack: Path) -> None:
         evaluate(pack, EvalOptions(profiles=["balanced"]), on_progress=stop_after_two)
     (report,) = evaluate(pack, EvalOptions(profiles=["balanced"], ks=(1, 3)))
     assert report.resumed == 0
+
+
+def test_a_line_the_interruption_cut_is_left_out_when_resuming(pack: Path) -> None:
+    partial = pack / "eval" / "results" / ".balanced.partial.jsonl"
+
+    def stop_after(n: int) -> Callable[[ProgressEvent], None]:
+        def stop(event: ProgressEvent) -> None:
+            if event.done == n:
+                raise KeyboardInterrupt
+
+        return stop
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(pack, EvalOptions(profiles=["balanced"]), on_progress=stop_after(2))
+    with partial.open("a", encoding="utf-8") as f:
+        f.write('{"id": "q3", "ans')  # cut by the interruption: no newline
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(pack, EvalOptions(profiles=["balanced"]), on_progress=stop_after(3))
+    lines = partial.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == "" and all(isinstance(json.loads(line), dict) for line in lines[:-1])
+    assert len(lines) == 1 + 3 + 1  # the settings, three rows, the end
+    (report,) = evaluate(pack, EvalOptions(profiles=["balanced"]))
+    assert report.resumed == 3 and report.summary["questions"] == 5
 
 
 def test_offline_judge(pack: Path) -> None:

@@ -335,7 +335,7 @@ def test_a_bad_corpus_line_or_encoding_is_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"c\.jsonl: line 3: not JSON \(Expecting value at character 3\)"):
         build_pack("c", [], out=tmp_path / "c", corpus=lines)
     lines.write_text('{"text": "a"}\n\n"oops"\n')
-    with pytest.raises(UsageError, match=r"c\.jsonl line 3: expected an object with a 'text' string"):
+    with pytest.raises(UsageError, match=r"c\.jsonl: line 3: expected an object with a 'text' string"):
         build_pack("c", [], out=tmp_path / "c", corpus=lines)
     # a line is what "\n" ends: a passage may hold U+2028 (json.dumps writes it as it is)
     lines.write_text(json.dumps({"text": "one\u2028two"}, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -87,6 +87,15 @@ def test_untrusted_json_is_refused_in_one_line(text: str | bytes, said: str) -> 
     assert schema.parse_json('{"a": [1, 2]}') == {"a": [1, 2]}
 
 
+def test_json_lines_end_at_line_ends_only() -> None:
+    assert schema.json_lines('{"a": "x\u2028y\u0085z"}\r\n{"b": 1}\r{"c": 2}\n') == [
+        '{"a": "x\u2028y\u0085z"}',
+        '{"b": 1}',
+        '{"c": 2}',
+        "",
+    ]
+
+
 def test_a_lone_surrogate_is_no_unicode_text() -> None:
     assert schema.is_unicode({"q": ["caf\u00e9", 3]}) and schema.is_unicode("x")
     assert not schema.is_unicode({"q": ["\udcff"]}) and not schema.is_unicode("\ud800")

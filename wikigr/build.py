@@ -264,10 +264,10 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
         for i, row in enumerate(data):
             place = places[i] if places else f"item {i}"
             if not isinstance(row, dict) or not isinstance(row.get("text"), str):
-                raise UsageError(f"corpus {path} {place}: expected an object with a 'text' string")
+                raise UsageError(f"corpus {path}: {place}: expected an object with a 'text' string")
             title = row.get("title", "")
             if not isinstance(title, str):
-                raise UsageError(f"corpus {path} {place}: 'title' must be a string")
+                raise UsageError(f"corpus {path}: {place}: 'title' must be a string")
             passages.append((str(row.get("id", i)), title, row["text"]))
     elif isinstance(data, dict):
         for title, value in data.items():

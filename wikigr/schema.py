@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import json
 import math
+import re
 import types
 import typing
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
@@ -55,11 +56,14 @@ def parse_json(text: str | bytes) -> Any:
         raise JSONError("nested too deeply") from exc
 
 
+_LINE_END = re.compile(r"\r\n?|\n")
+
+
 def json_lines(text: str) -> list[str]:
-    """The lines of a JSON Lines text: split at "\\n" only. ``str.splitlines`` also splits at
-    U+2028, U+2029, U+0085 and others, which a JSON string may hold unescaped
+    """The lines of a JSON Lines text: split at "\\n", "\\r\\n" or "\\r" only. ``str.splitlines``
+    also splits at U+2028, U+2029, U+0085 and others, which a JSON string may hold unescaped
     (``json.dumps(..., ensure_ascii=False)`` writes them so)."""
-    return text.split("\n")
+    return _LINE_END.split(text)
 
 
 def _where(path: str, key: str | int) -> str:

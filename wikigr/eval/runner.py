@@ -27,6 +27,7 @@ from wikigr.errors import UsageError
 from wikigr.eval import metrics
 from wikigr.eval.judges import ClaudeJudge, OfflineJudge, Verdict
 from wikigr.eval.questions import Question, load_questions
+from wikigr.home import write_atomic
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import EvalScores, now_iso
 from wikigr.pack.pack import Pack, open_pack
@@ -216,8 +217,13 @@ class Evaluator:
             partial = results_dir / f".{agent.profile}.partial.jsonl"
             done = {} if self.options.fresh else _load_partial(partial, key)
             resumed = len(done)
-            if not done:
-                partial.write_text(json.dumps({"settings": key}) + "\n", encoding="utf-8")
+            # Written anew with what was done: the line an interruption cut is left out, and the
+            # next row starts a line of its own.
+            lines = [
+                json.dumps({"settings": key}),
+                *(json.dumps(r, ensure_ascii=False) for r in done.values()),
+            ]
+            write_atomic(partial, "".join(f"{line}\n" for line in lines).encode("utf-8"))
             rows: list[dict[str, Any]] = []
             total = len(self.questions)
             self.progress(ProgressEvent(f"eval {agent.profile}", 0, total))

@@ -613,8 +613,9 @@ def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words:
                 break
             width = options.next_window_words if parts else options.window_words
             text = window(o.scored.unit.text, o.start, o.end, min(width, left))
-            if o.scored.unit.rows:  # a sentence that points at a table: with its rows
-                text = clip(o.scored.unit.shown, min(width, left))
+            unit = o.scored.unit
+            if unit.rows and len(unit.text.split()) < min(width, left):  # with the table it points at
+                text = clip(unit.shown, min(width, left))
             quoted = as_quoted(o.scored, text)
             if c.coded and o.scored.unit.text[o.start : o.end] != c.text:  # a module: "JSON", "this module"
                 quoted = f"{c.text}: {quoted}"
@@ -745,8 +746,7 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     else:  # nothing to embed (the default): every sentence competes
         kept = [s for group in by_source.values() for s in group]
     best: dict[int, Scored] = {}
-    ranked = rank(kept, weights)
-    for scored in [s for s in ranked if s.unit.readable] + ranked:  # one that reads on its own first
+    for scored in rank(kept, weights):
         best.setdefault(scored.source, scored)
     items: list[str] = []
     seen: set[str] = set()
