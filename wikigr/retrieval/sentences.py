@@ -20,6 +20,7 @@ before them — carries them (:attr:`Unit.rows`), and is quoted with them (:attr
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -58,6 +59,12 @@ class Unit:
     # equivalent to:"), or with "table" before rows
     rows: tuple[str, ...] = ()  # the rows of the table it points at ("... in the following table.")
     rows_cut: bool = False  # ... which run to the passage's end (more may follow in the next one)
+    table: int = -1  # the passage's table it belongs to (a row, a long row's next sentence); -1: none
+
+    @property
+    def row(self) -> bool:
+        """Whether it is a table's row."""
+        return self.table >= 0 and self.kind == ITEM
 
     @property
     def words(self) -> int:
@@ -295,43 +302,40 @@ _TABLE_AHEAD = re.compile(r"\b(?:following|next|below)\s+table\b|\btable\s+below
 MAX_TABLE_GAP = 3  # sentences between one that points at a table ahead and the table's first row
 
 
-def _point_at_tables(units: list[Unit], tables: dict[int, int], rows: set[int]) -> None:
+def _point_at_tables(units: list[Unit]) -> None:
     """Give the sentence that points at a table the table's rows (:attr:`Unit.rows`): one that
     introduces the rows right after it ("The available modes are:"), or one that says "the
     following table" at most ``MAX_TABLE_GAP`` sentences before them; the first such sentence of
-    a table only. ``tables``: the units of each table (unit -> which table: its rows, and the
-    sentences a long row goes on in); ``rows``: its rows."""
+    a table only."""
     claimed: set[int] = set()
     for n, unit in enumerate(units):
-        if unit.kind != TEXT or n in tables:
+        if unit.kind != TEXT or unit.table >= 0:
             continue
-        if unit.introduces and n + 1 in rows:
+        if unit.introduces and n + 1 < len(units) and units[n + 1].row:
             start = n + 1
         elif _TABLE_AHEAD.search(unit.text):
-            ahead = range(n + 1, min(len(units), n + 2 + MAX_TABLE_GAP))
-            start = next((m for m in ahead if m in rows or units[m].kind != TEXT), -1)
-            if start not in rows:
+            ahead = units[n + 1 : n + 2 + MAX_TABLE_GAP]
+            start = next((m for m, u in enumerate(ahead, n + 1) if u.row or u.kind != TEXT), -1)
+            if start < 0 or not units[start].row:
                 continue
         else:
             continue
-        if tables[start] in claimed:
+        table = units[start].table
+        if table in claimed:
             continue
-        claimed.add(tables[start])
-        end = start
-        while tables.get(end, -1) == tables[start]:
-            end += 1
-        unit.rows = tuple(units[m].text for m in range(start, end) if m in rows)
-        unit.rows_cut = end == len(units)
+        claimed.add(table)
+        of_table = [u for u in units[start:] if u.table == table]
+        unit.rows = tuple(u.text for u in of_table if u.row)
+        unit.rows_cut = of_table[-1] is units[-1]
 
 
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
-    pieces: list[tuple[str, str, bool]] = []  # (kind, text, a table's row: its start cut?)
-    rows_of: set[int] = set()  # the pieces that are a table's rows
-    table_of: dict[int, int] = {}  # the pieces of a table (its rows, a long row's sentences) -> which
+    pieces: list[tuple[str, str, bool, int]] = []  # (kind, text, a row cut at its start?, its table)
+    tables = itertools.count()
     for kind, lines in _blocks(text):
         if kind == CODE:
-            pieces.append((CODE, "\n".join(lines), False))
+            pieces.append((CODE, "\n".join(lines), False, -1))
             continue
         paragraph: list[str] = []
         table: list[str] = []
@@ -341,17 +345,13 @@ def split_units(text: str) -> list[Unit]:
             if paragraph:
                 joined = " ".join(line.strip() for line in paragraph)
                 if len(paragraph) == 1 and _is_label(joined):
-                    pieces.append((LABEL, joined, False))
+                    pieces.append((LABEL, joined, False, -1))
                 else:
-                    pieces.extend((TEXT, s, False) for s in split_sentences(joined))
+                    pieces.extend((TEXT, s, False, -1) for s in split_sentences(joined))
                 paragraph.clear()
             if table:
-                which = len(set(table_of.values()))
-                for piece in _table(table):
-                    if piece[0] == ITEM:
-                        rows_of.add(len(pieces))
-                    table_of[len(pieces)] = which
-                    pieces.append(piece)
+                which = next(tables)
+                pieces.extend((kind, piece, cut, which) for kind, piece, cut in _table(table))
                 table.clear()
 
         in_item = False
@@ -368,50 +368,42 @@ def split_units(text: str) -> list[Unit]:
             if _CODE_LINE.match(line) and not continues:
                 flush()
                 if pieces and pieces[-1][0] == CODE:
-                    pieces[-1] = (CODE, pieces[-1][1] + "\n" + line, False)
+                    pieces[-1] = (CODE, pieces[-1][1] + "\n" + line, False, -1)
                 else:
-                    pieces.append((CODE, line, False))
+                    pieces.append((CODE, line, False, -1))
             elif _ITEM.match(line):
                 flush()
-                pieces.append((ITEM, _ITEM.sub("", line, count=1).strip(), False))
+                pieces.append((ITEM, _ITEM.sub("", line, count=1).strip(), False, -1))
                 in_item = True
             elif continues:  # an item's indented next line
-                pieces[-1] = (ITEM, pieces[-1][1] + " " + line.strip(), False)
+                pieces[-1] = (ITEM, pieces[-1][1] + " " + line.strip(), False, -1)
                 in_item = True
             else:
                 paragraph.append(line)
         flush()
     units: list[Unit] = []
-    unit_rows: set[int] = set()  # the units that are a table's rows
-    unit_tables: dict[int, int] = {}  # the units of a table -> which
     label: str | None = None
-    first_is_row = False
-    for n, (kind, piece, cut) in enumerate(pieces):
+    for kind, piece, cut, of_table in pieces:
         if kind == LABEL and _code_like(piece):
             label = piece  # the nearest signature before a sentence describes it
             continue
+        row = of_table >= 0 and kind == ITEM
         shown, attached = piece, ""
-        if label is not None and kind in (TEXT, ITEM) and n not in rows_of:  # a row is no description
+        if label is not None and kind in (TEXT, ITEM) and not row:  # a row is no description
             shown, attached = f"{_shown_label(label)}: {piece}", label
         label = None
         before = units[-1] if units else None
-        if before is not None and before.kind == TEXT and (kind == CODE or n in rows_of):
+        if before is not None and before.kind == TEXT and (kind == CODE or row):
             # "... is equivalent to:" before code; "... given in the following table." before rows
             ends = before.text.rstrip()
             before.introduces = (
-                before.introduces or ends.endswith(":") or (n in rows_of and _last_word(ends) == "table")
+                before.introduces or ends.endswith(":") or (row and _last_word(ends) == "table")
             )
-        if n in table_of:
-            unit_tables[len(units)] = table_of[n]
-            if n in rows_of:
-                unit_rows.add(len(units))
-        units.append(Unit(shown, kind, len(units), label=attached, fragment=cut))
-        if len(units) == 1:
-            first_is_row = n in rows_of  # a row starts cut only when it has fewer cells (cut)
+        units.append(Unit(shown, kind, len(units), label=attached, fragment=cut, table=of_table))
     if units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
         units[-1].introduces = True  # what it introduces is cut by the passage's end
-    _point_at_tables(units, unit_tables, unit_rows)
-    if units and units[0].kind in (TEXT, ITEM) and not first_is_row:
+    _point_at_tables(units)
+    if units and units[0].kind in (TEXT, ITEM) and not units[0].row:  # a row is cut only when short
         first = units[0].text
         units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")
     return units
