@@ -186,6 +186,7 @@ def _held(words: set[str], line: str, description: str) -> int:
     return len(words & (_parts(line) | _parts(description)))
 
 
+@functools.lru_cache(maxsize=1024)
 def _described_by(text: str) -> tuple[frozenset[str], ...]:
     """The words that describe each definition ``text`` shows: the name parts of its line and of
     the first sentence after it."""
@@ -557,22 +558,19 @@ class PageScoreStage(Stage):
                 held = max((len(words & parts) for parts in _described_by(candidate.text)), default=0)
                 if held >= o.definition_words:
                     described[candidate.chunk_id] = held
-        found_described = 0
-        if o.definition_words and o.described_pages:  # the best-described chunk of each top page
+        read_whole: dict[str, float] = {}  # the best-described chunk of each top page: similarity
+        if o.definition_words and o.described_pages:
             for page in ranked[: o.described_pages]:
                 held_rows = [
                     (max(len(words & parts) for parts in found), float(similarity[r]), r)
                     for r, found in index.described_chunks(state.ctx.store, page)
                 ]
-                held, _, row = max(held_rows, default=(0, 0.0, -1))
-                chunk_id = index.chunk_ids[row] if row >= 0 else ""
-                if held >= o.definition_words and chunk_id not in by_id:
-                    details = state.ctx.store.chunk_details({chunk_id: float(similarity[row])})
-                    if details:
-                        by_id[chunk_id] = Candidate.from_hit(details[0], "page_score")
-                        added[chunk_id] = float(similarity[row])
-                        described[chunk_id] = held
-                        found_described += 1
+                held, score, row = max(held_rows, default=(0, 0.0, -1))
+                if held >= o.definition_words and index.chunk_ids[row] not in by_id:
+                    read_whole[index.chunk_ids[row]] = score
+                    described[index.chunk_ids[row]] = held
+            for hit in state.ctx.store.chunk_details(read_whole):  # one read for them all
+                by_id[hit.chunk_id] = Candidate.from_hit(hit, "page_score")
         per_page: dict[int, list[Candidate]] = defaultdict(list)
         others: list[Candidate] = []
         order = sorted(
@@ -580,7 +578,7 @@ class PageScoreStage(Stage):
             key=lambda c: (
                 c.chunk_id not in defining,
                 -described.get(c.chunk_id, 0),
-                c.chunk_id in added,
+                c.chunk_id in added or c.chunk_id in read_whole,
                 -c.score,
                 c.chunk_id,
             ),
@@ -623,8 +621,8 @@ class PageScoreStage(Stage):
         state.note(
             self.name,
             top_pages=[index.urls[p] for p in ranked[:5]],
-            added=len(added) - found_described,
-            described=found_described,
+            added=len(added),
+            described=len(read_whole),
             defined=[by_id[c].anchor for c in sorted(defining)] or "no name of the pack's definitions",
             authority="yes" if index.has_links else "no links in this pack",
             link_targets=len(index.target_page)
