@@ -131,6 +131,15 @@ def test_bad_question_rows_name_their_line(tmp_path: Path, lines: list[str], mes
         load_questions(path)
 
 
+def test_a_questions_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "questions.jsonl"
+    path.write_bytes(b'{"id": "a", "question": "caf\xe9?"}\n')  # was a UnicodeDecodeError
+    with pytest.raises(
+        UsageError, match=r"questions\.jsonl: not UTF-8 \(invalid continuation byte at byte 28\)"
+    ):
+        load_questions(path)
+
+
 def test_questions_read_back_what_they_wrote_whatever_line_breaks_their_strings_hold(tmp_path: Path) -> None:
     """JSON Lines are split at "\\n" only: str.splitlines also splits at U+2028, U+2029 and U+0085,
     which the writer leaves unescaped."""

@@ -342,5 +342,5 @@ def test_a_bad_corpus_line_or_encoding_is_named(tmp_path: Path) -> None:
     build_pack("c", [], out=tmp_path / "c", corpus=lines)
     binary = tmp_path / "b.json"
     binary.write_bytes(b'[{"text": "caf\xe9"}]')
-    with pytest.raises(UsageError, match=r"b\.json is not UTF-8 \(invalid continuation byte at byte 14\)"):
+    with pytest.raises(UsageError, match=r"b\.json: not UTF-8 \(invalid continuation byte at byte 14\)"):
         build_pack("b", [], out=tmp_path / "b", corpus=binary)

@@ -241,12 +241,10 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
     if path.stat().st_size > MAX_CORPUS_BYTES:
         raise UsageError(f"corpus {path} is larger than {MAX_CORPUS_BYTES // 2**20} MiB")
     data: Any
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"corpus {path} is not UTF-8 ({exc.reason} at byte {exc.start})") from exc
     places: list[str] = []  # where each item is, as an error names it: "line 3" (.jsonl), "item 2"
+    where = ""
     try:
+        text = schema.decode_utf8(path.read_bytes())
         if path.suffix == ".jsonl":
             data = []
             for number, line in enumerate(schema.json_lines(text), 1):
@@ -255,7 +253,6 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
                     data.append(schema.parse_json(line))
                     places.append(f"line {number}")
         else:
-            where = ""
             data = schema.parse_json(text)
     except schema.JSONError as exc:
         raise UsageError(f"corpus {path}:{where} {exc}") from exc

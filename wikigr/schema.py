@@ -49,11 +49,25 @@ def parse_json(text: str | bytes) -> Any:
         at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at"
         raise JSONError(f"not JSON ({exc.msg}{at} character {exc.pos})") from exc
     except UnicodeDecodeError as exc:
-        raise JSONError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        raise _not_utf8(exc) from exc
     except ValueError as exc:
         raise JSONError("a number too long") from exc
     except RecursionError as exc:
         raise JSONError("nested too deeply") from exc
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> JSONError:
+    return JSONError(f"not UTF-8 ({exc.reason} at byte {exc.start})")
+
+
+def decode_utf8(data: bytes) -> str:
+    """``data`` as text: bytes that are not UTF-8 are a :class:`JSONError`, "not UTF-8 (invalid
+    start byte at byte 0)", as :func:`parse_json` says it (for a file read in lines,
+    :func:`json_lines`)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(exc) from exc
 
 
 _LINE_END = re.compile(r"\r\n?|\n")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr import schema
-from wikigr.errors import UsageError, shown
+from wikigr.errors import UsageError
 
 MAX_QUESTIONS_BYTES = 256 * 1024 * 1024
 FORMATS = ("musique", "hotpotqa", "2wiki", "conala")
@@ -43,9 +43,13 @@ def load_questions(path: Path) -> list[Question]:
         raise UsageError(f"no questions file: {path}")
     if path.stat().st_size > MAX_QUESTIONS_BYTES:
         raise UsageError(f"{path} is larger than {MAX_QUESTIONS_BYTES // 2**20} MiB")
+    try:
+        text = schema.decode_utf8(path.read_bytes())
+    except schema.JSONError as exc:
+        raise UsageError(f"{path.name}: {exc}") from exc
     questions: list[Question] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(schema.json_lines(path.read_text(encoding="utf-8")), 1):
+    for number, line in enumerate(schema.json_lines(text), 1):
         if not line.strip():
             continue
         try:
@@ -143,14 +147,12 @@ def import_questions(
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = schema.decode_utf8(path.read_bytes())
         rows = (
             [schema.parse_json(line) for line in schema.json_lines(text) if line.strip()]
             if path.suffix == ".jsonl"
             else schema.parse_json(text)
         )
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path} is not UTF-8: {shown(exc, 200)}") from exc
     except schema.JSONError as exc:
         raise UsageError(f"{path}: {exc}") from exc
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):

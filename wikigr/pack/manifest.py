@@ -60,9 +60,7 @@ def read_json(path: Path, max_bytes: int, label: str) -> Any:
     try:
         if path.stat().st_size > max_bytes:
             raise InvalidPackError(f"{label} is too large (over {max_bytes:,} bytes)")
-        return schema.parse_json(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InvalidPackError(f"corrupt {label}: {shown(exc, 200)}") from exc
+        return schema.parse_json(schema.decode_utf8(path.read_bytes()))
     except schema.JSONError as exc:
         raise InvalidPackError(f"corrupt {label}: {exc}") from exc
     except OSError as exc:

@@ -73,9 +73,9 @@ def _check_questions(path: Path) -> str | None:
     if path.stat().st_size > MAX_QUESTIONS_BYTES:
         return "too large"
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+        text = schema.decode_utf8(path.read_bytes())
+    except schema.JSONError as exc:
+        return str(exc)
     for number, line in enumerate(schema.json_lines(text), 1):
         if not line.strip():
             continue
