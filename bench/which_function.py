@@ -12,11 +12,12 @@ Questions: for definitions on the pack's library pages whose description opens w
 objects."), "Which function returns the default timeout in seconds (float) for new socket
 objects?" — sampled with a fixed seed, one per definition. The question holds the description's
 words, so retrieval usually finds the definition; what is measured is whether the answer then
-names it. Per question, the default profile, no LLM, in three arms: ``neither`` (the
+names it. Per question, the default profile, no LLM, in four arms: ``neither`` (the
 ``synthesize`` option ``code_names`` off and ``page_score``'s ``definition_words`` 0),
-``code_names`` (on; ``definition_words`` still 0) and ``default`` (both as shipped: within a
+``code_names`` (on; ``definition_words`` still 0), ``default`` (both as shipped: within a
 page, a chunk showing a definition whose line and first sentence hold two of the question's words
-comes first):
+comes first) and ``two_per_page`` (``page_score``'s ``passages_per_page`` 2: two passages of
+every page, which the developer questions favour, bench/developer_questions.py):
 
 - ``names_in_lead``: the answer's quoted part (before "Also possible:") names the API: its last
   part called (``getdefaulttimeout(``) or its whole dotted name;
@@ -56,6 +57,7 @@ ARMS: dict[str, dict[str, Any]] = {  # the options of each arm; "default": none 
     "neither": {"synthesize": {"code_names": False}, "page_score": {"definition_words": 0}},
     "code_names": {"page_score": {"definition_words": 0}},
     "default": {},
+    "two_per_page": {"page_score": {"passages_per_page": 2}},
 }
 _RETURN = re.compile(r"^Return (?:an? |the )?\S.{8,140}?\.$")
 
