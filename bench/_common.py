@@ -50,6 +50,13 @@ def write_results(result: dict[str, Any], out: Path) -> None:
     print(f"wrote {out}")
 
 
+def shares(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The number of ``rows`` and, for each of their true-or-false keys, the share (%) true."""
+    n = len(rows)
+    flags = [k for k, v in rows[0].items() if isinstance(v, bool)] if rows else []
+    return {"questions": n, **{f"{k}_%": round(100 * sum(r[k] for r in rows) / n, 1) for k in flags}}
+
+
 def halves(rows: list[Any], summarize: Callable[[list[Any]], dict[str, Any]]) -> dict[str, Any]:
     """``summarize`` over the first half of ``rows``, the second half and all of them: a rule
     chosen on one half is read on the other (docs/benchmarks.md: honest numbers)."""

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _common import arms_report, header, write_results
+from _common import arms_report, header, shares, write_results
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.profiles import DEFAULT_PROFILE
@@ -57,13 +57,7 @@ def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> lis
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    n = len(rows)
-    return {
-        "questions": n,
-        "names_in_answer_%": round(100 * sum(r["names_in_answer"] for r in rows) / n, 1),
-        "names_in_lead_%": round(100 * sum(r["names_in_lead"] for r in rows) / n, 1),
-        "answer_words_mean": round(sum(r["words"] for r in rows) / n, 1),
-    }
+    return {**shares(rows), "answer_words_mean": round(sum(r["words"] for r in rows) / len(rows), 1)}
 
 
 def main() -> int:

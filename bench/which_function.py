@@ -43,7 +43,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from _common import arms_report, header, packs_at, write_results
+from _common import arms_report, header, packs_at, shares, write_results
 from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -106,9 +106,7 @@ def run(pack: Path, asked: list[dict[str, Any]], options: dict[str, Any]) -> lis
     return rows
 
 
-def summarize(rows: list[dict[str, bool]]) -> dict[str, Any]:
-    n = len(rows)
-    return {"questions": n, **{f"{k}_%": round(100 * sum(r[k] for r in rows) / n, 1) for k in rows[0]}}
+summarize = shares
 
 
 def main() -> int:
