@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+CELLS = " | "  # how the parsers join a table's cells in a section's text (a row is a line)
+
 
 @dataclass(frozen=True)
 class FetchResult:

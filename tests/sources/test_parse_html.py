@@ -113,6 +113,17 @@ def test_lists_pre_breaks_and_tables() -> None:
     assert options == "Line one\nline two\n\nName | Value\ntimeout | None"
 
 
+def test_a_table_row_keeps_its_empty_cells() -> None:
+    """Every cell but a row's first is set apart with " | ", an empty one too: a row whose first
+    cell is empty still has as many cells as the others (it was read as cut by a chunk's start)."""
+    html = (
+        "<html><body><main><h1>T</h1><table><tr><th>Op</th><th>Result</th><th>Notes</th></tr>"
+        "<tr><td></td><td>continued</td><td>(2)</td></tr><tr><td>x + y</td><td>sum</td><td></td></tr>"
+        "</table></main></body></html>"
+    )
+    assert parse_html(html).sections[0].text == "Op | Result | Notes\n| continued | (2)\nx + y | sum |"
+
+
 def test_links_resolved_deduplicated_without_fragments() -> None:
     assert parse_html(BLOG).links == [
         "https://docs.example.org/api/socket.html",

@@ -24,6 +24,8 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from wikigr.documents import CELLS
+
 TEXT = "text"  # a sentence of prose
 ITEM = "item"  # a list item
 LABEL = "label"  # a signature or heading line, not attached to a sentence
@@ -215,7 +217,6 @@ def _code_like(label: str) -> bool:
     return bool(_SIGNATURE.search(label.strip()))
 
 
-_CELLS = " | "  # how the parsers join a table's cells; a row is a line
 _NOTE_CELL = re.compile(r"(?:\(\d+\))+|\[\d+\]")  # "(1)", "(6)(7)": marks of the table's notes
 _NOT_HEADING = re.compile(r"[\d()\[\]=%'\"`:*]")  # a cell holding these is data, not a column's name
 _HEADING_WORDS = 5
@@ -232,13 +233,13 @@ def _cells(line: str) -> list[str]:
         line = " " + line
     while " | | " in line:  # each bar its own separator: "sum of x and y | | " is 4 cells
         line = line.replace(" | | ", " |  | ")
-    return [cell.strip() for cell in line.split(_CELLS)]
+    return [cell.strip() for cell in line.split(CELLS)]
 
 
 def _celled(line: str) -> bool:
     stripped = line.strip()
     return (
-        (_CELLS in line or stripped.endswith(" |") or stripped.startswith("| "))
+        (CELLS in line or stripped.endswith(" |") or stripped.startswith("| "))
         and not _CODE_LINE.match(line)
         and not _ITEM.match(line)
     )

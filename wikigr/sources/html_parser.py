@@ -6,7 +6,7 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from wikigr.documents import Document, Section
+from wikigr.documents import CELLS, Document, Section
 from wikigr.errors import SourceError
 from wikigr.sources._common import LinkCollector, collapse_whitespace, fence
 
@@ -153,6 +153,7 @@ class _Walker:
         self.marker: str | None = None  # pending "- " / "1. " for the next block of an <li>
         self.continuation = ""  # indent of the lines of an <li> after its marker
         self.cell_depth = 0
+        self.row_cells: list[int] = []  # cells so far of each open <tr> (a table may hold a table)
         self.article_depth = 0
         self.first_h1 = ""
 
@@ -232,11 +233,16 @@ class _Walker:
             self.item(node, depth)
         elif tag == "tr":
             self.flush()
+            self.row_cells.append(0)
             self.walk(node, depth)
+            self.row_cells.pop()
             self.flush("row")
         elif tag in ("td", "th"):
-            if "".join(self.inline).strip():
-                self.inline.append(" | ")
+            # CELLS before every cell but a row's first, an empty one too: "| continued | (2)"
+            if self.row_cells[-1] if self.row_cells else "".join(self.inline).strip():
+                self.inline.append(CELLS)
+            if self.row_cells:
+                self.row_cells[-1] += 1
             self.cell_depth += 1
             self.walk(node, depth)
             self.cell_depth -= 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from wikigr.documents import Document, Section
+from wikigr.documents import CELLS, Document, Section
 from wikigr.errors import SourceError
 from wikigr.sources._common import LinkCollector, collapse_whitespace, fence, file_name
 
@@ -124,7 +124,7 @@ class _MarkdownBuilder:
                 is_list = True
             elif _TABLE_ROW_RE.match(line):
                 cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                lines.append(" | ".join(_clean_inline(c, self.links) for c in cells))
+                lines.append(CELLS.join(_clean_inline(c, self.links) for c in cells))
             elif lines and line.strip():
                 lines[-1] = f"{lines[-1]} {_clean_inline(line.strip(), self.links)}"
             elif line.strip():
