@@ -549,6 +549,54 @@ def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
     assert answer_from("What logging levels are there?", ranked, narrow, 0) == "ERROR: 40 [1]."
 
 
+def test_a_sentence_past_a_definitions_first_is_quoted_with_its_name() -> None:
+    text = (
+        "These functions operate on the current process.\n\nos.environ\n\nA mapping object "
+        "representing the process environment. This mapping is captured the first time the os module "
+        "is imported.\n\nName | Meaning\nHOME | your home directory\n\nNote\n\nCalling putenv() "
+        "does not change it.\n\nclassmethod datetime.utcnow()\n\nReturn the current UTC date and "
+        "time. This is like now(), but naive. See also:\n\nInstance methods:\n\ndatetime.date()\n\n"
+        "Return the date."
+    )
+    units = split_units(text)
+    process, mapping, captured, home, note, putenv, utc, like, see, methods, date = units
+    assert (process.owner, mapping.owner, mapping.label) == ("", "", "os.environ")  # the first: its label
+    assert captured.owner == putenv.owner == "os.environ" and captured.owner_name == "os.environ"
+    assert home.row and home.owner == "" and note.owner == ""  # a row, a box's heading: no sentence of it
+    assert (utc.owner, utc.label) == ("", "classmethod datetime.utcnow()")
+    assert like.owner == "classmethod datetime.utcnow()" and like.owner_name == "datetime.utcnow()"
+    assert see.owner == like.owner  # ":" before a sentence: still of the definition
+    assert methods.owner == "" and date.label == "datetime.date()"  # ":" before the next definitions
+    scored = {  # the first sentences best
+        u.text: Scored(u, 1, {}, NOTHING_ASKED, score=-n, words=frozenset(u.text.casefold().split()))
+        for n, u in enumerate(units)
+    }
+    first, second = scored[captured.text], scored[like.text]
+    answer = answer_from(
+        "How is the environment read?", [first, second], AnswerOptions(follow=0.0, same_source=0.0), 0
+    )
+    assert answer == (
+        "os.environ: … This mapping is captured the first time the os module is imported [1]. "
+        "datetime.utcnow(): … This is like now(), but naive [1]."
+    ), answer
+    # after the definition's own first sentence, its name is not said again
+    answer = answer_from(
+        "How is the environment read?",
+        [scored[mapping.text], first],
+        AnswerOptions(follow=0.0, same_source=0.0),
+        0,
+    )
+    assert answer == (
+        "os.environ: A mapping object representing the process environment [1]. This mapping is "
+        "captured the first time the os module is imported [1]."
+    ), answer
+    # the name counts in the word budget: with room for one sentence and its name only, one is quoted
+    narrow = AnswerOptions(
+        follow=0.0, same_source=0.0, answer_words=len(captured.text.split()) + 1 + like.words
+    )
+    assert answer_from("How is the environment read?", [first, second], narrow, 0).count("[1]") == 1
+
+
 LONG_AGO = (  # 30 words before the candidate: more than the quote's window
     "Long ago, in the early design of the first public release of this toolkit, after many long talks "
     "between its first authors and its users in many places over many years, "
@@ -1069,7 +1117,8 @@ def test_a_question_asking_for_a_function_is_answered_with_its_name(
     assert lead.startswith(function), answer  # the code identifier is the best candidate
     # without code identifiers among the candidates, the answer quotes another sentence
     with KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"code_names": False}}) as agent:
-        assert function not in agent.query(question).answer
+        (other, _), *_ = sentences_of(agent.query(question).answer)
+    assert other.split(": ", 1)[1] not in lead
     assert "e.g" not in {
         c for c in codes_in("raise an exception, e.g. TimeoutError, in the U.S. and os.path")
     }

@@ -20,11 +20,13 @@ before them — carries them (:attr:`Unit.rows`), and is quoted with them (:attr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
 
 from wikigr.documents import CELLS
+from wikigr.retrieval.api_names import shown_name
 
 TEXT = "text"  # a sentence of prose
 ITEM = "item"  # a list item
@@ -62,6 +64,8 @@ class Unit:
     rows: tuple[str, ...] = ()  # the rows of the table it points at ("... in the following table.")
     rows_cut: bool = False  # ... which run to the passage's end (more may follow in the next one)
     table: int = -1  # the passage's table it belongs to (a row, a long row's next sentence); -1: none
+    owner: str = ""  # the signature of the definition it goes on describing, past its first sentence
+    # ("os.environ" for "This mapping is captured the first time ..."), if any
 
     @property
     def row(self) -> bool:
@@ -71,6 +75,16 @@ class Unit:
     @property
     def words(self) -> int:
         return len(self.shown.split())
+
+    @functools.cached_property
+    def owner_name(self) -> str:
+        """How a quote names the definition it goes on describing ("os.environ",
+        "subprocess.run()"); "" without one, or when its signature shows no name."""
+        name = shown_name(self.owner) if self.owner else ""
+        if not name:
+            return ""
+        after = self.owner[self.owner.find(name) + len(name) :].lstrip()
+        return f"{name}()" if after.startswith("(") else name
 
     @property
     def shown(self) -> str:
@@ -330,6 +344,12 @@ def _point_at_tables(units: list[Unit]) -> None:
         unit.rows_cut = of_table[-1] is units[-1]
 
 
+def _heads(piece: str, after: list[tuple[str, str, bool, int]]) -> bool:
+    """Whether ``piece`` introduces the definitions that follow it ("Instance methods:", "The
+    following attributes are also available:"), rather than going on describing the one before."""
+    return piece.rstrip().endswith(":") and bool(after) and after[0][0] == LABEL and _code_like(after[0][1])
+
+
 def split_units(text: str) -> list[Unit]:
     """The units of a passage, in order (see the module's docstring)."""
     pieces: list[tuple[str, str, bool, int]] = []  # (kind, text, a row cut at its start?, its table)
@@ -384,14 +404,17 @@ def split_units(text: str) -> list[Unit]:
         flush()
     units: list[Unit] = []
     label: str | None = None
-    for kind, piece, cut, of_table in pieces:
+    scope = ""  # the last signature: the next ones describe it, up to the next signature
+    for n, (kind, piece, cut, of_table) in enumerate(pieces):
         if kind == LABEL and _code_like(piece):
-            label = piece  # the nearest signature before a sentence describes it
+            label = scope = piece  # the nearest signature before a sentence describes it
             continue
         row = of_table >= 0 and kind == ITEM
-        shown, attached = piece, ""
+        shown, attached, owner = piece, "", ""
         if label is not None and kind in (TEXT, ITEM) and not row:  # a row is no description
             shown, attached = f"{_shown_label(label)}: {piece}", label
+        elif kind in (TEXT, ITEM) and not row and not _heads(piece, pieces[n + 1 : n + 2]):
+            owner = scope
         label = None
         before = units[-1] if units else None
         if before is not None and before.kind == TEXT and (kind == CODE or row):
@@ -400,7 +423,7 @@ def split_units(text: str) -> list[Unit]:
             before.introduces = (
                 before.introduces or ends.endswith(":") or (row and _last_word(ends) == "table")
             )
-        units.append(Unit(shown, kind, len(units), label=attached, fragment=cut, table=of_table))
+        units.append(Unit(shown, kind, len(units), label=attached, fragment=cut, table=of_table, owner=owner))
     if units and units[-1].kind == TEXT and units[-1].text.rstrip().endswith(":"):
         units[-1].introduces = True  # what it introduces is cut by the passage's end
     _point_at_tables(units)

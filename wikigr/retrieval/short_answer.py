@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -520,7 +521,7 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
             continue  # said already (a row: with the sentence that points at its table)
         its_rows = [c for c in chosen if c.unit.text in pick.unit.rows]  # quoted one by one
         kept = [c for c in chosen if c not in its_rows]
-        if chosen and sum(c.unit.words for c in kept) + pick.unit.words > room:
+        if chosen and sum(_cost(c) for c in kept) + _cost(pick) > room:
             continue  # (the rows it would replace stay)
         if its_rows:  # the sentence and its table take the place of the first of its rows
             kept.insert(chosen.index(its_rows[0]), pick)
@@ -528,9 +529,14 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
             kept.append(pick)
         chosen = kept
         ranked = []
-        if sum(c.unit.words for c in chosen) >= room:
+        if sum(_cost(c) for c in chosen) >= room:
             break
     return chosen
+
+
+def _cost(s: Scored) -> int:
+    """The words quoting ``s`` takes: its own, and the name of the definition it describes."""
+    return s.unit.words + bool(s.unit.owner_name)
 
 
 def _ranked(left: list[Scored], chosen: list[Scored], options: AnswerOptions) -> list[tuple[float, Scored]]:
@@ -704,12 +710,21 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     if found:
         return compose(found, options, passage_words)
     chosen = select(definition_first(question, scored), options, passage_words)
-    return " ".join(cite(as_quoted(s, clip(s.unit.shown, options.answer_words)), s.source) for s in chosen)
+    quoted: set[str] = set()  # the definitions quoted so far
+    parts = []
+    for s in chosen:
+        parts.append(cite(as_quoted(s, clip(s.unit.shown, options.answer_words), quoted), s.source))
+        quoted.add(s.unit.label or s.unit.owner)
+    return " ".join(parts)
 
 
-def as_quoted(s: Scored, text: str) -> str:
+def as_quoted(s: Scored, text: str, quoted: Container[str] = ()) -> str:
     """``text`` (of ``s``) as quoted: marked "… " where the passage's start cuts its sentence
-    ("… or socket's handle."), which the reader would otherwise take for a whole one."""
+    ("… or socket's handle."), which the reader would otherwise take for a whole one; and led by
+    the name of the definition it goes on describing, unless one of ``quoted`` is that definition
+    ("os.environ: … This mapping is captured the first time the os module is imported")."""
+    if s.unit.owner_name and s.unit.owner not in quoted:
+        return f"{s.unit.owner_name}: … {text.removeprefix('… ')}"
     return f"… {text}" if s.unit.fragment and not text.startswith("…") else text
 
 
