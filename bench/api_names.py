@@ -27,7 +27,10 @@ an API's entry (``#str.join``, not ``#module-os``), and how many of those at a g
 
 And ``anchors``: every definition line of the pack's library pages, with the anchor the stage
 would cite (its link target, or for a dotted name no page links to, the one its siblings in the
-chunk give), checked against the ``id`` attributes of the page in Debian's python3.11-doc.
+chunk give), checked against the ``id`` attributes of the page in Debian's python3.11-doc. And
+``definition_scope``: the sentences the short answer quotes with the name of the definition they
+go on describing ("os.environ: … This mapping is captured ..."), checked against that page's
+``<dd>`` of the name (:func:`definition_scope`).
 
 Nothing is chosen on these questions (the rule has no parameter); both halves are printed. Writes
 bench/results/api_names.json with the load average.
@@ -52,6 +55,7 @@ from _common import arms_report, halves, header, packs_at, write_results
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
 from wikigr.retrieval.profiles import DEFAULT_PROFILE
+from wikigr.retrieval.sentences import split_units
 from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,6 +166,64 @@ def inferred_anchors(pack: Path) -> dict[str, Any]:
     return counts
 
 
+def _plain(text: str) -> str:
+    return re.sub(r"\W+", " ", text).strip().casefold()
+
+
+def _descriptions(page: Path) -> dict[str, list[str]]:
+    """Each ``<dt id>`` of an HTML page with the plain text of its ``<dd>`` (a name defined twice:
+    both)."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    found: dict[str, list[str]] = {}
+    for term in LexborHTMLParser(page.read_text(errors="replace")).css("dt[id]"):
+        node = term.next  # past the signatures of an overloaded name (no id), to its first <dd> with text
+        while node is not None and not (node.tag == "dd" and node.text(strip=True)):
+            if node.tag == "dt" and "id" in node.attributes:
+                break
+            node = node.next
+        if node is not None and node.tag == "dd":
+            found.setdefault(term.attributes["id"] or "", []).append(_plain(node.text()))
+    return found
+
+
+def definition_scope(pack: Path) -> dict[str, int]:
+    """Every sentence of the pack's library pages that the short answer quotes with the name of
+    the definition it goes on describing (``Unit.owner_name``: past the definition's first sentence,
+    up to the next signature): how many the page's HTML (Debian's python3.11-doc) holds in the
+    ``<dd>`` of that name's ``<dt>`` (``inside``), how many it does not (``outside``: a paragraph
+    after the definition ended, named all the same), and how many name no ``<dt>`` of the page
+    (``unchecked``; a method shown without its class, "close()", is checked against every
+    ``<dt>`` of that name: ``io.RawIOBase.close``, ``socket.socket.close``...)."""
+    counts = {"sentences": 0, "inside": 0, "outside": 0, "unchecked": 0}
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
+        index = PageIndex.of(agent.context)
+        store = agent.context.store
+        for page, url in enumerate(index.urls):
+            local = DOCS / url.removeprefix(PUBLIC).partition("#")[0]
+            if "/library/" not in url or not local.is_file():
+                continue
+            described = _descriptions(local)
+            chunks = [index.chunk_ids[r] for r in range(len(index.chunk_ids)) if index.chunk_page[r] == page]
+            seen: set[str] = set()
+            for text in store.chunk_texts(chunks).values():
+                for unit in split_units(text):
+                    if not unit.owner_name or unit.text in seen:  # (overlapping chunks)
+                        continue
+                    seen.add(unit.text)
+                    counts["sentences"] += 1
+                    name = unit.owner_name.removesuffix("()")
+                    texts = described.get(name) or [  # a method shown without its class: "close()"
+                        dd for key, dds in described.items() if key.endswith(f".{name}") for dd in dds
+                    ]
+                    if not texts:
+                        counts["unchecked"] += 1
+                    else:
+                        inside = any(_plain(unit.text)[:60] in dd for dd in texts)
+                        counts["inside" if inside else "outside"] += 1
+    return counts
+
+
 def _entry(url: str) -> bool:
     """Whether ``url`` is cited at an API's entry (``#str.join``), not a section (``#module-os``,
     ``#socket-objects``)."""
@@ -228,6 +290,8 @@ def main() -> int:
         if DOCS.is_dir():
             report["anchors"] = inferred_anchors(pack)
             print(f"{name:24s} anchors {json.dumps(report['anchors'])}", flush=True)
+            report["definition_scope"] = definition_scope(pack)
+            print(f"{name:24s} definition_scope {json.dumps(report['definition_scope'])}", flush=True)
         if DOCQA.is_file():
             report["conala"] = {}
             for arm, on in ARMS.items():
