@@ -49,9 +49,15 @@ penalised — and reported on the second half (`test`); both halves and all are 
 itself runs the real path: KnowledgeGraphAgent(pack, llm=None).query(question).answer. Writes
 bench/results/answers.json (the tuning to answers_tuning.json) with the load average.
 
+--cv (MuSiQue and HotpotQA): what the candidate ranking can reach. Per half, how many questions
+whose passages hold the gold have an answer candidate holding it, and how high the shipped weights
+rank it; then the candidate model refitted by cross-validation on the dev halves, for a few L2
+penalties (:func:`candidate_cv`). Writes bench/results/answers_cv.json.
+
     uv run python bench/answers.py [--work bench/work] [--datasets musique,hotpotqa,docs,pydocs]
     uv run python bench/answers.py --tune [--fit all|candidates|open] [--dense]
     uv run python bench/answers.py --tune --fit open --dense --out bench/results/answers_tuning_dense.json
+    uv run python bench/answers.py --cv [--datasets musique,hotpotqa]
 """
 
 from __future__ import annotations
