@@ -47,6 +47,7 @@ import random
 import re
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,31 +139,37 @@ DOCQA = ROOT.parent / "shared" / "data" / "docqa" / "conala_dev_python311doc.jso
 DOCS = Path("/usr/share/doc/python3.11/html")
 
 
+def library_pages(pack: Path) -> Iterator[tuple[PageIndex, int, Path, list[str]]]:
+    """Each library page of ``pack`` that Debian's python3.11-doc has: the pack's page index, the
+    page's number in it, its HTML file and the texts of its chunks."""
+    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
+        index = PageIndex.of(agent.context)
+        for page, url in enumerate(index.urls):
+            local = DOCS / url.removeprefix(PUBLIC).partition("#")[0]
+            if "/library/" in url and local.is_file():
+                rows = range(len(index.chunk_ids))
+                chunks = [index.chunk_ids[r] for r in rows if index.chunk_page[r] == page]
+                yield index, page, local, list(agent.context.store.chunk_texts(chunks).values())
+
+
 def inferred_anchors(pack: Path) -> dict[str, Any]:
     """Every definition line of the pack's library pages (``PageIndex.definitions_in``): how many
     have an anchor, known (a link target) or given by their siblings, and how many of each are an
     ``id`` of the page's HTML (Debian's python3.11-doc: what the citation's link lands on)."""
     counts = {"definitions": 0, "known": 0, "known_in_html": 0, "inferred": 0, "inferred_in_html": 0}
-    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
-        index = PageIndex.of(agent.context)
-        store = agent.context.store
-        for page, url in enumerate(index.urls):
-            local = DOCS / url.removeprefix(PUBLIC).partition("#")[0]
-            if "/library/" not in url or not local.is_file():
-                continue
-            ids = set(re.findall(r'\bid="([^"]+)"', local.read_text(errors="replace")))
-            chunks = [index.chunk_ids[r] for r in range(len(index.chunk_ids)) if index.chunk_page[r] == page]
-            seen: set[str] = set()
-            for text in store.chunk_texts(chunks).values():
-                for line, _following, anchor, known in index.definitions_in(text, page):
-                    if line in seen:  # the same line in two overlapping chunks
-                        continue
-                    seen.add(line)
-                    counts["definitions"] += 1
-                    if anchor:
-                        kind = "known" if known else "inferred"
-                        counts[kind] += 1
-                        counts[f"{kind}_in_html"] += anchor in ids
+    for index, page, local, texts in library_pages(pack):
+        ids = set(re.findall(r'\bid="([^"]+)"', local.read_text(errors="replace")))
+        seen: set[str] = set()
+        for text in texts:
+            for line, _following, anchor, known in index.definitions_in(text, page):
+                if line in seen:  # the same line in two overlapping chunks
+                    continue
+                seen.add(line)
+                counts["definitions"] += 1
+                if anchor:
+                    kind = "known" if known else "inferred"
+                    counts[kind] += 1
+                    counts[f"{kind}_in_html"] += anchor in ids
     return counts
 
 
@@ -196,31 +203,24 @@ def definition_scope(pack: Path) -> dict[str, int]:
     (``unchecked``; a method shown without its class, "close()", is checked against every
     ``<dt>`` of that name: ``io.RawIOBase.close``, ``socket.socket.close``...)."""
     counts = {"sentences": 0, "inside": 0, "outside": 0, "unchecked": 0}
-    with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None) as agent:
-        index = PageIndex.of(agent.context)
-        store = agent.context.store
-        for page, url in enumerate(index.urls):
-            local = DOCS / url.removeprefix(PUBLIC).partition("#")[0]
-            if "/library/" not in url or not local.is_file():
-                continue
-            described = _descriptions(local)
-            chunks = [index.chunk_ids[r] for r in range(len(index.chunk_ids)) if index.chunk_page[r] == page]
-            seen: set[str] = set()
-            for text in store.chunk_texts(chunks).values():
-                for unit in split_units(text):
-                    if not unit.owner_name or unit.text in seen:  # (overlapping chunks)
-                        continue
-                    seen.add(unit.text)
-                    counts["sentences"] += 1
-                    name = unit.owner_name.removesuffix("()")
-                    texts = described.get(name) or [  # a method shown without its class: "close()"
-                        dd for key, dds in described.items() if key.endswith(f".{name}") for dd in dds
-                    ]
-                    if not texts:
-                        counts["unchecked"] += 1
-                    else:
-                        inside = any(_plain(unit.text)[:60] in dd for dd in texts)
-                        counts["inside" if inside else "outside"] += 1
+    for _, _, local, texts in library_pages(pack):
+        described = _descriptions(local)
+        seen: set[str] = set()
+        for text in texts:
+            for unit in split_units(text):
+                if not unit.owner_name or unit.text in seen:  # (overlapping chunks)
+                    continue
+                seen.add(unit.text)
+                counts["sentences"] += 1
+                name = unit.owner_name.removesuffix("()")
+                entries = described.get(name) or [  # a method shown without its class: "close()"
+                    dd for key, dds in described.items() if key.endswith(f".{name}") for dd in dds
+                ]
+                if not entries:
+                    counts["unchecked"] += 1
+                else:
+                    inside = any(_plain(unit.text)[:60] in dd for dd in entries)
+                    counts["inside" if inside else "outside"] += 1
     return counts
 
 
