@@ -47,6 +47,7 @@ from wikigr.retrieval.sentences import (
     ITEM,
     LABEL,
     TEXT,
+    Unit,
     split_sentences,
     split_units,
     strip_citations,
@@ -508,13 +509,15 @@ def test_code_of_the_form_asked_in_the_best_sentence_comes_first() -> None:
 NOTHING_ASKED = Asked({}, set(), {}, None, {})  # type: ignore[arg-type]  # selection without a question
 
 
+def quotable(unit: Unit, score: float, source: int = 1) -> Scored:
+    """``unit`` scored ``score`` for an answer without a question (its words from its text)."""
+    return Scored(unit, source, {}, NOTHING_ASKED, score=score, words=frozenset(unit.text.casefold().split()))
+
+
 def test_a_sentence_cut_by_its_passages_start_is_marked_as_cut() -> None:
     units = split_units("or the socket's handle. Set a timeout on blocking socket operations.")
     assert [u.fragment for u in units] == [True, False]
-    scored = [
-        Scored(u, 1 + u.index, {}, NOTHING_ASKED, score=2.0 - u.index, words=frozenset(u.text.split()))
-        for u in units
-    ]
+    scored = [quotable(u, 2.0 - u.index, source=1 + u.index) for u in units]
     answer = answer_from("How do I set a timeout?", scored, AnswerOptions(), 0)
     assert answer == "… or the socket's handle [1]. Set a timeout on blocking socket operations [2].", answer
 
@@ -535,10 +538,7 @@ def test_a_sentence_that_points_at_a_table_is_quoted_with_its_rows() -> None:
     assert modes.introduces and modes.rows == ("'r': open for reading (default)",) and modes.readable
     assert other.rows == ()  # "the table of the next section" is no table ahead
     assert cut.introduces and not cut.readable  # what it introduces is in the next passage
-    scored = [
-        Scored(u, 1, {}, NOTHING_ASKED, score=s, words=frozenset(u.text.casefold().split()))
-        for u, s in ((error, 3.0), (levels, 2.0), (debug, 1.0))
-    ]
+    scored = [quotable(u, s) for u, s in ((error, 3.0), (levels, 2.0), (debug, 1.0))]
     ranked = sorted(scored, key=lambda s: -s.score)
     answer = answer_from("What logging levels are there?", ranked, AnswerOptions(follow=0.0), 0)
     assert answer == (  # the rows once: with the sentence that points at their table, in the first's place
@@ -567,10 +567,7 @@ def test_a_sentence_past_a_definitions_first_is_quoted_with_its_name() -> None:
     assert like.owner == "classmethod datetime.utcnow()" and like.owner_name == "datetime.utcnow()"
     assert see.owner == like.owner  # ":" before a sentence: still of the definition
     assert methods.owner == "" and date.label == "datetime.date()"  # ":" before the next definitions
-    scored = {  # the first sentences best
-        u.text: Scored(u, 1, {}, NOTHING_ASKED, score=-n, words=frozenset(u.text.casefold().split()))
-        for n, u in enumerate(units)
-    }
+    scored = {u.text: quotable(u, -n) for n, u in enumerate(units)}  # the first sentences best
     first, second = scored[captured.text], scored[like.text]
     answer = answer_from(
         "How is the environment read?", [first, second], AnswerOptions(follow=0.0, same_source=0.0), 0
@@ -1117,8 +1114,10 @@ def test_a_question_asking_for_a_function_is_answered_with_its_name(
     assert lead.startswith(function), answer  # the code identifier is the best candidate
     # without code identifiers among the candidates, the answer quotes another sentence
     with KnowledgeGraphAgent(docs_pack, llm=None, options={"synthesize": {"code_names": False}}) as agent:
-        (other, _), *_ = sentences_of(agent.query(question).answer)
-    assert other.split(": ", 1)[1] not in lead
+        other_answer = agent.query(question).answer
+    (other, _), *_ = sentences_of(other_answer)
+    assert other != lead, other_answer  # (it may name the definition it describes: "socket.settimeout(): …")
+    assert not [name for name, _ in also_listed(other_answer) if "." in name], other_answer  # no code names
     assert "e.g" not in {
         c for c in codes_in("raise an exception, e.g. TimeoutError, in the U.S. and os.path")
     }

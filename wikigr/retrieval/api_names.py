@@ -23,15 +23,12 @@ def api_names(text: str) -> list[str]:
     return list(dict.fromkeys(m.group(1) for m in _API_NAME.finditer(text)))
 
 
-def shown_name(line: str) -> str:
-    """The name a definition line shows (``str.join`` of ``str.join(iterable)``, of
-    ``@functools.lru_cache(maxsize=128)``, of ``class socket.socket(family=-1)``), or "": not
-    the name that opens a sentence of prose ("startfile() returns as soon as ...": a word after
-    the call's parentheses), nor a box's heading ("Note", "Warning")."""
+def _name_and_rest(line: str) -> tuple[str, str]:
+    """The name a definition line shows and what follows it ("" and "": none; see shown_name)."""
     line = line.strip()
     match = _DEFINITION.fullmatch(line)
     if not match or match.group(1) in _ADMONITIONS:
-        return ""
+        return "", ""
     rest = line[match.end(1) :].lstrip()
     if rest.startswith("("):
         depth = 0
@@ -39,9 +36,24 @@ def shown_name(line: str) -> str:
             depth += (char == "(") - (char == ")")
             if depth == 0:
                 if _PROSE.match(rest, n + 1):
-                    return ""
+                    return "", ""
                 break
-    return match.group(1)
+    return match.group(1), rest
+
+
+def shown_name(line: str) -> str:
+    """The name a definition line shows (``str.join`` of ``str.join(iterable)``, of
+    ``@functools.lru_cache(maxsize=128)``, of ``class socket.socket(family=-1)``), or "": not
+    the name that opens a sentence of prose ("startfile() returns as soon as ...": a word after
+    the call's parentheses), nor a box's heading ("Note", "Warning")."""
+    return _name_and_rest(line)[0]
+
+
+def called_name(line: str) -> str:
+    """How prose refers to what a definition line defines: its shown name, with "()" when the
+    line gives parameters (``subprocess.run()``, ``os.environ``); "" as for :func:`shown_name`."""
+    name, rest = _name_and_rest(line)
+    return f"{name}()" if name and rest.startswith("(") else name
 
 
 def ends_with(full: str, name: str) -> bool:

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 
 from wikigr.documents import CELLS
-from wikigr.retrieval.api_names import shown_name
+from wikigr.retrieval.api_names import called_name
 
 TEXT = "text"  # a sentence of prose
 ITEM = "item"  # a list item
@@ -80,11 +80,7 @@ class Unit:
     def owner_name(self) -> str:
         """How a quote names the definition it goes on describing ("os.environ",
         "subprocess.run()"); "" without one, or when its signature shows no name."""
-        name = shown_name(self.owner) if self.owner else ""
-        if not name:
-            return ""
-        after = self.owner[self.owner.find(name) + len(name) :].lstrip()
-        return f"{name}()" if after.startswith("(") else name
+        return called_name(self.owner) if self.owner else ""
 
     @property
     def shown(self) -> str:
@@ -344,10 +340,16 @@ def _point_at_tables(units: list[Unit]) -> None:
         unit.rows_cut = of_table[-1] is units[-1]
 
 
-def _heads(piece: str, after: list[tuple[str, str, bool, int]]) -> bool:
-    """Whether ``piece`` introduces the definitions that follow it ("Instance methods:", "The
-    following attributes are also available:"), rather than going on describing the one before."""
-    return piece.rstrip().endswith(":") and bool(after) and after[0][0] == LABEL and _code_like(after[0][1])
+def _heads(piece: str, following: tuple[str, str, bool, int] | None) -> bool:
+    """Whether ``piece`` introduces the definitions that the ``following`` piece opens ("Instance
+    methods:", "The following attributes are also available:"), rather than going on describing
+    the one before."""
+    return (
+        piece.rstrip().endswith(":")
+        and following is not None
+        and following[0] == LABEL
+        and _code_like(following[1])
+    )
 
 
 def split_units(text: str) -> list[Unit]:
@@ -413,8 +415,9 @@ def split_units(text: str) -> list[Unit]:
         shown, attached, owner = piece, "", ""
         if label is not None and kind in (TEXT, ITEM) and not row:  # a row is no description
             shown, attached = f"{_shown_label(label)}: {piece}", label
-        elif kind in (TEXT, ITEM) and not row and not _heads(piece, pieces[n + 1 : n + 2]):
-            owner = scope
+        elif kind in (TEXT, ITEM) and not row:
+            following = pieces[n + 1] if n + 1 < len(pieces) else None
+            owner = "" if _heads(piece, following) else scope
         label = None
         before = units[-1] if units else None
         if before is not None and before.kind == TEXT and (kind == CODE or row):
