@@ -219,7 +219,7 @@ def test_a_store_that_crashes_the_database_library_is_one_clean_error(
 def test_a_store_that_hangs_the_database_library_is_stopped_at_the_timeout(
     built_pack: Path, tmp_path: Path, wikigr_home: Path
 ) -> None:
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     damaged = _damaged_catalogue(built_pack / "pack.db", "hang", tmp_path)
     pack = tmp_path / "fixture"

@@ -797,7 +797,7 @@ def install_pack(
     answer a question with the agent's own code — and only then swapped in: an installed pack
     of the same name (``force``) stays in place until the new one has answered."""
     from wikigr.build import _build_lock, _recover, _swap_in
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     limits = limits or InstallLimits()
     progress = on_progress or no_progress
