@@ -77,7 +77,7 @@ def _fetch(
 ) -> None:
     import httpx
 
-    from wikigr.sources.fetch import default_user_agent
+    from wikigr.sources.fetch import default_user_agent  # loads httpx too: only for a URL install
 
     cap = limits.max_download_bytes
     timeout = httpx.Timeout(min(limits.timeout, 60.0))  # per connect or read; the deadline is the caller's
