@@ -38,6 +38,7 @@ from tests.test_share import (
 )
 from wikigr.errors import ShareError, WikigrError
 from wikigr.share import InstallLimits, clean_stale_staging, export_pack, install_pack
+from wikigr.share.install import staging_folder
 
 GIB = 1024**3
 
@@ -219,7 +220,7 @@ def test_a_store_that_crashes_the_database_library_is_one_clean_error(
 def test_a_store_that_hangs_the_database_library_is_stopped_at_the_timeout(
     built_pack: Path, tmp_path: Path, wikigr_home: Path
 ) -> None:
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     damaged = _damaged_catalogue(built_pack / "pack.db", "hang", tmp_path)
     pack = tmp_path / "fixture"
@@ -597,9 +598,7 @@ def test_a_killed_install_leaves_a_staging_folder_the_next_install_removes(
     stale = [p for p in packs.glob(".install-*") if p.is_dir()]
     assert len(stale) == 1
 
-    from wikigr import share
-
-    with share._staging(packs) as live:  # the next install starts by removing stale folders
+    with staging_folder(packs) as live:  # the next install starts by removing stale folders
         assert not stale[0].exists()
         # An install in progress holds its staging lock: a cleanup leaves its folder alone.
         killed = packs / ".install-feedface0000"

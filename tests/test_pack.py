@@ -17,8 +17,8 @@ from wikigr.errors import BuildError, EmbedderUnavailableError, InvalidPackError
 from wikigr.pack.manifest import FORMAT_VERSION, load_manifest
 from wikigr.pack.pack import open_pack
 from wikigr.pack.store import NODE_TABLES, REL_TABLES, Store
-from wikigr.pack.validate import validate_pack
 from wikigr.progress import ProgressEvent
+from wikigr.validate import validate_pack
 
 
 def test_pack_folder_has_every_file(built_pack: Path) -> None:

@@ -171,7 +171,7 @@ def test_an_interrupted_ray_build_resumes(ray_cluster: Any, tmp_path: Path) -> N
 def test_ray_in_shards_equals_the_local_build_in_shards(ray_cluster: Any, tmp_path: Path) -> None:
     """With --shards, each shard's store is written by a Ray task (in parallel) and unpacked into
     the pack: the same shards as a local build's."""
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps(CORPUS + MORE))
@@ -195,7 +195,7 @@ def test_a_shard_written_on_another_machine_comes_back_as_a_tar(ray_cluster: Any
     from wikigr.build import classify_sources, corpus_graph
     from wikigr.distributed import from_arrow, prepare_batch, write_shard_task
     from wikigr.embed import get_embedder
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     options = BuildOptions()
     table = prepare_batch("passages", [[r["id"], r["title"], r["text"]] for r in CORPUS], options)

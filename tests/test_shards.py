@@ -23,9 +23,9 @@ from wikigr.pack.manifest import load_manifest
 from wikigr.pack.pack import open_pack
 from wikigr.pack.shards import store_digest
 from wikigr.pack.union import StoreUnion
-from wikigr.pack.validate import validate_pack
 from wikigr.packset import PackSet, open_agent
 from wikigr.skill import parse_front_matter
+from wikigr.validate import validate_pack
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from tests.cli.test_cli import assert_one_error, cli
 from tests.conftest import DOCS
 from tests.httpserver import LocalServer
 from wikigr.pack.keyword import KeywordIndex
-from wikigr.pack.validate import validate_pack
 from wikigr.share import register_pack_skill
+from wikigr.validate import validate_pack
 
 PAGES = {
     "/site/kettles.html": "<title>Kettles</title><h1>Kettles</h1><p>An electric kettle boils water "

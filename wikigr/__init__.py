@@ -16,7 +16,7 @@ _EXPORTS = {
     "BuildReport": "wikigr.build",
     "open_pack": "wikigr.pack.pack",
     "Pack": "wikigr.pack.pack",
-    "validate_pack": "wikigr.pack.validate",
+    "validate_pack": "wikigr.validate",
     "query_pack": "wikigr.agent",
     "KnowledgeGraphAgent": "wikigr.agent",
     "AgentResult": "wikigr.agent",
@@ -50,9 +50,9 @@ if TYPE_CHECKING:
     from wikigr.build import BuildOptions, BuildReport, build_pack
     from wikigr.errors import WikigrError
     from wikigr.pack.pack import Pack, open_pack
-    from wikigr.pack.validate import validate_pack
     from wikigr.share import export_pack, install_pack, remove_pack
     from wikigr.update import update_pack
+    from wikigr.validate import validate_pack
 
 
 def __getattr__(name: str) -> Any:

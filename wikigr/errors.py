@@ -16,6 +16,12 @@ def shown(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its whitespace collapsed), or its type's name when it
+    has none: how an error from a library is quoted inside a message of ours."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class WikigrError(Exception):
     """Base class of every error wikigr raises on purpose. The message is one line, of at most
     :data:`MAX_MESSAGE` characters (a longer one is cut in the middle)."""

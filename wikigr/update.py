@@ -300,7 +300,7 @@ def update_pack(
         _swap_in(partial, target)
         progress(ProgressEvent("write", 1, 1))
         seconds["write"] = time.perf_counter() - t0
-    from wikigr.share import refresh_pack_skill
+    from wikigr.share.skills import refresh_pack_skill
 
     report.skill = refresh_pack_skill(target, skills_dir)
     seconds["total"] = time.perf_counter() - started

@@ -450,7 +450,7 @@ def test_a_hanging_claude_leaves_the_rules_to_answer_within_the_budget(
 
 def test_the_example_pack_answers_from_its_data() -> None:
     example = Path(__file__).resolve().parents[2] / "packs" / "amlb2019"
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     assert validate_pack(example).ok
     with KnowledgeGraphAgent(example) as agent:

@@ -17,7 +17,7 @@ from wikigr.errors import UsageError
 from wikigr.openml.exports import import_exports
 from wikigr.pack.pack import open_pack
 from wikigr.pack.store import Store
-from wikigr.pack.validate import validate_pack
+from wikigr.validate import validate_pack
 
 
 def amlb_rows() -> list[dict[str, str]]:

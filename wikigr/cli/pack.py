@@ -359,7 +359,7 @@ def validate(
     json_out: JsonOpt = False,
 ) -> None:
     """Check a pack folder: manifest, files, store, statistics, embedder. Exit 1 when invalid."""
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate import validate_pack
 
     path = resolve_pack_path(pack)
     report = validate_pack(path)

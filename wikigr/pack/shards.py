@@ -51,8 +51,8 @@ if TYPE_CHECKING:
     from wikigr.build import BuildOptions, _Prepared
     from wikigr.embed import Embedder
     from wikigr.graph.build import GraphReport, GraphTables
-    from wikigr.pack.validate import ValidationReport
     from wikigr.skill import PackDigest
+    from wikigr.validate.checks import ValidationReport
 
 SHARDS_DIR = "shards"
 MAX_SHARDS = 1024
@@ -336,7 +336,7 @@ def validate_shards(path: Path, manifest: Manifest, report: ValidationReport) ->
     recorded sha256, it is a valid pack itself (``validate_pack``), it has the pack's embedder, and
     the pack's statistics are the sum of the shards'."""
     from wikigr.pack.manifest import load_manifest
-    from wikigr.pack.validate import validate_pack
+    from wikigr.validate.checks import validate_pack
 
     if (path / layout.STORE_FILE).exists():
         report.add("shards", False, f"a pack in shards has no {layout.STORE_FILE} of its own")

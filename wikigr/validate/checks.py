@@ -7,7 +7,7 @@ with :class:`~wikigr.agent.KnowledgeGraphAgent` (read-only, no Claude) and answe
 ``pack install`` refuses what this refuses.
 
 The checks that open the store (the store, its statistics, a pack's shards, the question) run in a
-child process (``python -m wikigr.pack.checker PATH``): a store damaged where the database library
+child process (``python -m wikigr.validate.child PATH``): a store damaged where the database library
 does not check (its catalogue) can make the library crash (a segmentation fault) or hang while
 opening it, and the child's death or its timeout becomes a failed ``store`` check, one line, instead
 of the death of ``pack validate`` or ``pack install``.
@@ -22,18 +22,22 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import wikigr
 from wikigr import schema
 from wikigr.embed import embedder_info
-from wikigr.errors import WikigrError
+from wikigr.errors import WikigrError, one_line
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, load_manifest
+from wikigr.pack.shards import SHARDS_DIR, validate_shards
 from wikigr.pack.store import Store
+from wikigr.packset import open_agent  # a pack in shards answers as a set of its shards
+from wikigr.retrieval.profiles import load_pack_config
 
 MAX_QUESTIONS_BYTES = 64 * 1024 * 1024
 CHECK_SECONDS = 120.0  # the child's time for the store checks and the question, at the least
 CHECK_BYTES_PER_SECOND = 2 * 1024 * 1024  # and one second more per this many bytes of stores
 REPORT_PREFIX = "wikigr-checks: "  # the child's report line on its standard output
-IN_CHILD = False  # set by wikigr.pack.checker: the checks run here, not in another child
+IN_CHILD = False  # set by wikigr.validate.child: the checks run here, not in another child
 
 
 @dataclass
@@ -63,10 +67,6 @@ class ValidationReport:
         }
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
 def _check_questions(path: Path) -> str | None:
     if not path.is_file():
         return f"missing {layout.QUESTIONS_FILE}"
@@ -91,8 +91,6 @@ def _check_questions(path: Path) -> str | None:
 def _check_config(path: Path, report: ValidationReport) -> None:
     """``kg_config.json`` through the loader the agent uses: unknown keys, profiles, stage
     options and values out of range are refused as a query would refuse them."""
-    from wikigr.retrieval.profiles import load_pack_config
-
     try:
         load_pack_config(layout.read_config(path), str(path / layout.CONFIG_FILE))
         report.add("kg_config", True)
@@ -131,8 +129,6 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:
     """Open the pack as an agent does (read-only, no Claude) and answer one question."""
-    from wikigr.packset import open_agent  # a pack in shards answers as a set of its shards
-
     question = manifest.description.strip() or manifest.name
     try:
         with open_agent(path, llm=None) as agent:
@@ -141,7 +137,7 @@ def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> No
     except WikigrError as exc:
         report.add("query", False, exc.message)
     except Exception as exc:  # noqa: BLE001 - a pack no query can use is invalid, whatever the cause
-        report.add("query", False, f"{type(exc).__name__}: {_one_line(exc)}")
+        report.add("query", False, f"{type(exc).__name__}: {one_line(exc)}")
 
 
 def database_checks(path: Path, query: bool) -> list[Check]:
@@ -153,8 +149,6 @@ def database_checks(path: Path, query: bool) -> list[Check]:
     except WikigrError:
         manifest = None  # the parent reports it
     if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
-        from wikigr.pack.shards import validate_shards
-
         validate_shards(path, manifest, report)
     else:
         _check_store(path, manifest, report)
@@ -166,8 +160,6 @@ def database_checks(path: Path, query: bool) -> list[Check]:
 def check_timeout(path: Path) -> float:
     """The seconds the child may take: CHECK_SECONDS, and more for large stores (every value of
     every table is read)."""
-    from wikigr.pack.shards import SHARDS_DIR
-
     stores = [path / layout.STORE_FILE, *(path / SHARDS_DIR).glob(f"*/{layout.STORE_FILE}")]  # or its shards
     size = sum(store.stat().st_size for store in stores if store.is_file() and not store.is_symlink())
     return CHECK_SECONDS + size / CHECK_BYTES_PER_SECOND
@@ -176,10 +168,8 @@ def check_timeout(path: Path) -> float:
 def _isolated_checks(path: Path, query: bool, timeout: float | None) -> list[Check]:
     """:func:`database_checks` in a child process; its crash, hang or garbled answer is a failed
     ``store`` check."""
-    import wikigr
-
     seconds = check_timeout(path) if timeout is None else timeout
-    command = [sys.executable, "-m", "wikigr.pack.checker", str(path), *(["--query"] if query else [])]
+    command = [sys.executable, "-m", "wikigr.validate.child", str(path), *(["--query"] if query else [])]
     package_root = str(Path(wikigr.__file__).resolve().parent.parent)  # even when not installed
     env = {
         **os.environ,
@@ -216,7 +206,7 @@ def _isolated_checks(path: Path, query: bool, timeout: float | None) -> list[Che
         return [Check(str(r["name"]), bool(r["ok"]), str(r["detail"])) for r in rows]
     except (IndexError, TypeError, KeyError, ValueError):
         errors = [line for line in done.stderr.splitlines() if line.strip()]
-        last = _one_line(Exception(errors[-1])) if errors else "no report"
+        last = one_line(Exception(errors[-1])) if errors else "no report"
         return [Check("store", False, f"the store check failed (exit {done.returncode}): {last[:300]}")]
 
 
