@@ -71,6 +71,7 @@ from wikigr.retrieval.candidates import (
 )
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
+from wikigr.retrieval.stages.ppr import loaded_entity_graph
 
 if TYPE_CHECKING:
     from wikigr.pack.keyword import KeywordIndex
@@ -270,8 +271,6 @@ def _entities(state: QueryState, passages: list[Candidate]) -> tuple[set[str], l
     """The question's entity keys and each passage's: the names and identifiers of the text, and
     the pack's entity graph's where the retrieval loaded it (the graph profiles and, on passage
     corpora, auto)."""
-    from wikigr.retrieval.stages.ppr import loaded_entity_graph
-
     question = {m.key for m in keyword_entities("", state.question)} - STOP_NAMES
     per_passage = [{m.key for m in keyword_entities(c.article_title, c.text)} for c in passages]
     graph = loaded_entity_graph(state.ctx)
