@@ -53,23 +53,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.question import DATE, NUMBER, Question
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.candidates import (
     CANDIDATE_FEATURES,
-    DATE,
     DEFAULT_CANDIDATE_WEIGHTS,
-    NUMBER,
     AnswerCandidate,
-    answer_kind,
     asked_tokens,
-    asks_code,
     candidates,
-    comparison,
-    names_in,
     rank_candidates,
     window,
 )
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
+from wikigr.retrieval.spans import names_in
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
 from wikigr.retrieval.stages.ppr import loaded_entity_graph
 
@@ -186,7 +182,8 @@ class AnswerOptions:
 def open_question(question: str) -> bool:
     """Whether ``question`` is ranked as an open one (:meth:`AnswerOptions.weights_for`): no
     factoid question, or one that asks for code."""
-    return answer_kind(question) is None or asks_code(question)
+    asked = Question.of(question)
+    return asked.answer_kind is None or asked.asks_code
 
 
 @dataclass
@@ -325,7 +322,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
     )
     asked = f" {normalize(state.question)} "
-    kind = answer_kind(state.question)
+    kind = state.asked.answer_kind
     question_tokens = set(question_weights)
     specific = {
         key: min(
@@ -570,7 +567,7 @@ def budget(options: AnswerOptions, passage_words: int) -> int:
 def answer_candidates(question: str, scored: list[Scored], options: AnswerOptions) -> list[AnswerCandidate]:
     """The candidate answers of a factoid question in its ``scored`` sentences, best first (none
     for a question that is not a factoid one)."""
-    kind = answer_kind(question)
+    kind = Question.of(question).answer_kind
     if kind is None or not options.candidates or not scored:
         return []
     asked = scored[0].asked
@@ -700,7 +697,7 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     comparison names; for a factoid question, the parts of sentences that hold its best candidates
     (:func:`compose`); else the best sentences (:func:`select`), the definition of an API the
     question names first (:func:`definition_first`). "" when there is no sentence."""
-    things = comparison(question) if options.candidates else None
+    things = Question.of(question).compared if options.candidates else None
     if things is not None and scored:
         answer = compare(things, scored, options, passage_words)
         if answer:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from wikigr.errors import UsageError
+from wikigr.question import Question
 
 if TYPE_CHECKING:
     import numpy as np
@@ -165,6 +166,11 @@ class QueryState:
     trace: dict[str, Any] = field(default_factory=dict)  # added to the top of the trace (tool_calls...)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
+
+    @property
+    def asked(self) -> Question:
+        """The question's analysis (its kind, what it asks for, its words), made once."""
+        return Question.of(self.question)
 
     def vector(self, text: str | None = None) -> np.ndarray:
         """The embedding of ``text`` (default: the question), computed once."""

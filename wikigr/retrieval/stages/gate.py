@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wikigr.question import QUESTION_WORDS
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ def absent_words(question: str, index: KeywordIndex) -> list[str]:
     script written without spaces (a run of Chinese is no word)."""
     from wikigr.embed import ordinary_words
     from wikigr.pack.keyword import fold
-    from wikigr.retrieval.candidates import QUESTION_WORDS
 
     common = QUESTION_WORDS | _ASKING
     text = _QUOTED.sub(" ", question)
