@@ -39,6 +39,13 @@ from wikigr.retrieval.candidates import (
     window,
 )
 from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.sentence_scores import (
+    DEFAULT_OPEN_WEIGHTS,
+    AnswerOptions,
+    Asked,
+    Scored,
+    score_sentences,
+)
 from wikigr.retrieval.sentences import (
     CODE,
     ITEM,
@@ -52,16 +59,11 @@ from wikigr.retrieval.sentences import (
 )
 from wikigr.retrieval.short_answer import (
     ALSO,
-    DEFAULT_OPEN_WEIGHTS,
-    AnswerOptions,
-    Asked,
-    Scored,
     answer_candidates,
     answer_from,
     asserted,
     cite,
     clip,
-    score_sentences,
     select,
 )
 from wikigr.retrieval.spans import codes_in, common_words, fillers, role_fillers, spans

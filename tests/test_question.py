@@ -10,7 +10,7 @@ import pytest
 
 from wikigr.openml.rules import Vocabulary, plan
 from wikigr.question import DATE, NAME, NUMBER, PERSON, Question
-from wikigr.retrieval.short_answer import open_question
+from wikigr.retrieval.sentence_scores import open_question
 
 ROUTING = Path(__file__).resolve().parents[1] / "bench" / "data" / "openml_routing.jsonl"
 VOCAB = Vocabulary(

@@ -14,7 +14,7 @@ HotpotQA with ``bench/answers.py --tune``) of:
   passage's page is about — "json" for "json — JSON encoder and decoder" —, spelt as its page
   spells it and found where its sentences name it, say "this module", or, failing both, at the
   start of each of them);
-- ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.short_answer`), from 0 for
+- ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.sentence_scores`), from 0 for
   the question's worst sentence to 1 for its best;
 - ``near``: the share of the question's words (by IDF) within ``NEAR`` words of it in that sentence;
 - ``rank``: 1 / the rank of its passage; ``passages``: the share of the top passages naming it;
@@ -85,8 +85,8 @@ from wikigr.retrieval.spans import (
 )
 
 if TYPE_CHECKING:
+    from wikigr.retrieval.sentence_scores import Scored, Vocabulary
     from wikigr.retrieval.sentences import Unit
-    from wikigr.retrieval.short_answer import Scored, Vocabulary
 
 CANDIDATE_FEATURES = (
     "type",

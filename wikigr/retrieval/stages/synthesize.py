@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wikigr.retrieval.short_answer import AnswerOptions, asserted, enumeration, short_answer, where
+from wikigr.retrieval.sentence_scores import AnswerOptions
+from wikigr.retrieval.short_answer import asserted, enumeration, short_answer, where
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 LOW_CONFIDENCE = (
