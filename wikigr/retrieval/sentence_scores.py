@@ -34,20 +34,17 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize
+from wikigr.pack.keyword import KeywordIndex, tokenize
 from wikigr.question import DATE, NUMBER, Question
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES, DEFAULT_CANDIDATE_WEIGHTS, asked_tokens
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.spans import names_in
 from wikigr.retrieval.stage import Candidate, QueryState, Skip
 from wikigr.retrieval.stages.ppr import loaded_entity_graph
-
-if TYPE_CHECKING:
-    from wikigr.pack.keyword import KeywordIndex
 
 FEATURES = (
     "dense",
@@ -194,8 +191,6 @@ class Vocabulary:
 
     def __init__(self, index: KeywordIndex | None, passages: list[str]) -> None:
         self.index = index
-        from wikigr.pack.keyword import tokenize
-
         self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
         self._local: dict[str, int] = {}
         self._tokens: dict[str, list[str]] = {}

@@ -27,7 +27,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from wikigr.errors import UsageError
+from wikigr.errors import InvalidPackError, UsageError
 from wikigr.question import Question
 
 if TYPE_CHECKING:
@@ -124,7 +124,6 @@ class Context:
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
         if self._keyword is None and self._keyword_error is None:
-            from wikigr.errors import InvalidPackError
             from wikigr.pack.keyword import KeywordIndex, KeywordUnion
 
             folders = [pack.path / "bm25" for pack in self.pack.shards()]  # a pack in shards: theirs
