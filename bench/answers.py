@@ -80,6 +80,7 @@ from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.eval.metrics import normalize_answer
 from wikigr.pack.pack import open_pack
+from wikigr.retrieval import sentence_scores as ss
 from wikigr.retrieval import short_answer as sa
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES
 from wikigr.retrieval.pipeline import run_stages
@@ -99,7 +100,7 @@ TOP = 5
 ARMS: list[tuple[str, dict[str, Any] | None]] = [
     ("default", None),
     ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
-    ("one_weighting", {"synthesize": {"open_weights": sa.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
+    ("one_weighting", {"synthesize": {"open_weights": ss.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
 ]
 DENSE_TUNING = ROOT / "bench" / "results" / "answers_tuning_dense.json"  # --tune --fit open --dense
 
@@ -115,7 +116,7 @@ def searched_arm() -> tuple[str, dict[str, Any]] | None:
     if not TUNING.is_file():
         return None
     tuned = json.loads(TUNING.read_text())
-    defaults = dataclasses.asdict(sa.AnswerOptions())
+    defaults = dataclasses.asdict(ss.AnswerOptions())
     changed = {k: tuned[k] for k in SHAPE_KEPT if k in tuned and tuned[k] != defaults[k]}
     return ("searched_shape", {"synthesize": changed}) if changed else None
 
@@ -285,7 +286,7 @@ def halves(rows: list[dict[str, Any]]) -> dict[str, Any]:
 @dataclasses.dataclass
 class Prepared:
     question: str
-    features: list[sa.Scored]  # every sentence of the top passages (embedded with --dense: see ranked())
+    features: list[ss.Scored]  # every sentence of the top passages (embedded with --dense: see ranked())
     check: Callable[[str], bool]  # whether a short answer (or a candidate) holds the gold
     passage_words: int
     reported: Callable[[str], bool]  # whether the report counts the answer as holding the gold
@@ -296,7 +297,7 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, dense: bool 
     """The questions' sentences with their signals, scored once for the search of the weights;
     with ``dense``, every sentence embedded (else ``dense`` stays 0, and so does its weight)."""
     out = []
-    options = sa.AnswerOptions()
+    options = ss.AnswerOptions()
     with KnowledgeGraphAgent(pack, profile=DEFAULT_PROFILE, llm=None, top_k=TOP) as agent:
         retrieval = [s for s in agent.stages if s.name != "synthesize"]
         synthesize = SynthesizeStage()
@@ -304,9 +305,9 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, dense: bool 
             state = QueryState(question=q["question"], ctx=agent.context, top_k=TOP)
             run_stages(retrieval, state)
             passages = synthesize.passages(state)
-            features = sa.sentence_features(state, passages, options)
+            features = ss.sentence_features(state, passages, options)
             if dense:  # all of them: ranked() keeps those the options would embed
-                sa.add_dense(state, features)
+                ss.add_dense(state, features)
             if kind == "docs":  # naming the function: citing the page would reward quoting many pages
 
                 def check(answer: str, q: dict[str, Any] = q) -> bool:
@@ -333,20 +334,20 @@ def prepare(pack: Path, questions: list[dict[str, Any]], kind: str, dense: bool 
     return out
 
 
-def ranked(p: Prepared, options: sa.AnswerOptions) -> list[sa.Scored]:
+def ranked(p: Prepared, options: ss.AnswerOptions) -> list[ss.Scored]:
     """The sentences ranked as the stage ranks them (score_sentences): with the question's weights;
     when they weigh ``dense``, only the ``max_sentences`` best by the other signals (those the stage
     embeds)."""
     weights = options.weights_for(p.question)
-    scored = sa.preselect(p.features, weights, options.max_sentences) if weights["dense"] else p.features
-    return sa.rank(scored, weights)
+    scored = ss.preselect(p.features, weights, options.max_sentences) if weights["dense"] else p.features
+    return ss.rank(scored, weights)
 
 
-def answer_with(p: Prepared, options: sa.AnswerOptions) -> str:
+def answer_with(p: Prepared, options: ss.AnswerOptions) -> str:
     return sa.answer_from(p.question, ranked(p, options), options, p.passage_words)
 
 
-def objective(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> tuple[float, dict[str, Any]]:
+def objective(sets: dict[str, list[Prepared]], options: ss.AnswerOptions) -> tuple[float, dict[str, Any]]:
     """The mean share of answers holding the gold over the sets; lengths over 10% are penalised,
     and so is, ten times as much, a docs set whose reported ratio falls under the target of 0.8
     (the docs' share counts naming the function only, which says nothing of the pages the answer
@@ -406,17 +407,17 @@ def fit_weights(sets: dict[str, list[Prepared]], open_questions: bool = False) -
     the factoid questions (``weights``) or the open ones (``open_weights``: the docs questions)."""
     groups = [
         (
-            [[s.features[f] for f in sa.FEATURES] for s in p.features],
+            [[s.features[f] for f in ss.FEATURES] for s in p.features],
             [p.check(s.unit.text) for s in p.features],
         )
         for prepared in sets.values()
         for p in prepared
-        if sa.open_question(p.question) == open_questions
+        if ss.open_question(p.question) == open_questions
     ]
-    return {f: round(float(v), 3) for f, v in zip(sa.FEATURES, listwise(groups), strict=True)}
+    return {f: round(float(v), 3) for f, v in zip(ss.FEATURES, listwise(groups), strict=True)}
 
 
-def fit_candidate_weights(sets: dict[str, list[Prepared]], options: sa.AnswerOptions) -> dict[str, float]:
+def fit_candidate_weights(sets: dict[str, list[Prepared]], options: ss.AnswerOptions) -> dict[str, float]:
     """The candidate weights: a listwise model ranking first the candidates that hold the gold
     (the sentences ranked with ``options.weights``)."""
     groups = []
@@ -461,7 +462,7 @@ def candidate_cv(
 
     import numpy as np
 
-    options = sa.AnswerOptions()
+    options = ss.AnswerOptions()
     groups: dict[tuple[str, str], list[tuple[Any, list[bool]]]] = {}
     shipped: dict[str, Any] = {}
     for name, parts in sets.items():
@@ -543,7 +544,7 @@ def tune(sets: dict[str, list[Prepared]], fit: str = "all") -> dict[str, Any]:
     then the best combination of the SELECTION options on the dev half, then that of the SHAPE
     options, then a coordinate search of the GRID options (each in turn takes its best value,
     twice over)."""
-    options = sa.AnswerOptions()
+    options = ss.AnswerOptions()
     if "weights" in FITS[fit]:
         options = dataclasses.replace(options, weights=fit_weights(sets))
     if "open_weights" in FITS[fit]:
@@ -687,7 +688,7 @@ def main() -> int:
         # the default profile whatever the pack's kg_config.json says: a bench pack built before
         # auto was the default says balanced (the figures before 2026-11-25 were read with it)
         "profile": f"{DEFAULT_PROFILE} (the default), no LLM, top 5 passages",
-        "options": dataclasses.asdict(sa.AnswerOptions()),
+        "options": dataclasses.asdict(ss.AnswerOptions()),
         "halves": "dev: MuSiQue/HotpotQA questions 1-50 and docs 1-66 (weights chosen there); test: the rest",
         "datasets": {},
     }

@@ -55,9 +55,9 @@ from _common import arms_report, halves, header, packs_at, write_results
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_names import same_api, shown_name
+from wikigr.retrieval.page_index import PageIndex, defines
 from wikigr.retrieval.profiles import DEFAULT_PROFILE
 from wikigr.retrieval.sentences import split_units
-from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent
 ARMS = {"off": False, "on": True}

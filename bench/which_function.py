@@ -47,10 +47,10 @@ from _common import arms_report, header, packs_at, shares, write_results
 from answers import names_function
 
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.retrieval.page_index import PageIndex, defines
 from wikigr.retrieval.profiles import DEFAULT_PROFILE
 from wikigr.retrieval.sentences import split_sentences
 from wikigr.retrieval.short_answer import asserted
-from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 ROOT = Path(__file__).resolve().parent.parent
 ARMS: dict[str, dict[str, Any]] = {  # the options of each arm; "default": none changed

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,15 @@ from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import build_pack
 from wikigr.errors import InvalidPackError, UsageError
 from wikigr.retrieval.profiles import PROFILES, resolve_stages
-from wikigr.retrieval.stage import STAGES, QueryState, Stage, builtin_stages, register
+from wikigr.retrieval.stage import (
+    BUILTIN_STAGES,
+    STAGES,
+    QueryState,
+    Stage,
+    builtin_stages,
+    register,
+    stage_class,
+)
 from wikigr.retrieval.stages.quality import QualityStage
 from wikigr.retrieval.stages.synthesize import keep_valid_citations
 
@@ -274,6 +284,31 @@ def test_a_new_stage_plugs_in_through_the_seam(pack: Path) -> None:
         assert result.facts == ["6 candidates"]
     finally:
         STAGES.pop("test_shout")
+
+
+def test_every_builtin_stage_is_its_module_registered_by_name() -> None:
+    stages = builtin_stages()
+    for name in BUILTIN_STAGES:
+        assert stages[name].name == name
+        assert stages[name].__module__ == f"wikigr.retrieval.stages.{name}"
+    with pytest.raises(UsageError, match=r"unknown stage 'nope' \(known: bridge, cross_encoder, "):
+        stage_class("nope")
+
+
+def test_a_stage_is_imported_when_first_asked_for_and_the_seam_imports_no_stage() -> None:
+    code = (
+        "import sys\n"
+        "from wikigr.retrieval.stage import stage_class\n"
+        "loaded = lambda: sorted(m for m in sys.modules if m.startswith('wikigr.retrieval.stages.'))\n"
+        "print(loaded())\n"
+        "stage_class('keyword')\n"
+        "print(loaded())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "[]",
+        "['wikigr.retrieval.stages.fusion', 'wikigr.retrieval.stages.keyword']",
+    ]
 
 
 def test_empty_question_is_refused(pack: Path) -> None:

@@ -17,31 +17,35 @@ from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import BuildOptions, build_pack
 from wikigr.cli import run
 from wikigr.errors import UsageError
-from wikigr.retrieval.candidates import (
-    CANDIDATE_FEATURES,
+from wikigr.question import (
     DATE,
-    DEFAULT_CANDIDATE_WEIGHTS,
     NAME,
     NUMBER,
     PERSON,
     PLACE,
-    AnswerCandidate,
-    Occurrence,
     answer_kind,
     asks_code,
     bridge_words,
-    codes_in,
-    common_words,
     comparison,
-    fillers,
-    rank_candidates,
-    role_fillers,
-    slot_fit,
     slot_words,
-    spans,
+)
+from wikigr.retrieval.candidates import (
+    CANDIDATE_FEATURES,
+    DEFAULT_CANDIDATE_WEIGHTS,
+    AnswerCandidate,
+    Occurrence,
+    rank_candidates,
+    slot_fit,
     window,
 )
 from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.sentence_scores import (
+    DEFAULT_OPEN_WEIGHTS,
+    AnswerOptions,
+    Asked,
+    Scored,
+    score_sentences,
+)
 from wikigr.retrieval.sentences import (
     CODE,
     ITEM,
@@ -55,18 +59,14 @@ from wikigr.retrieval.sentences import (
 )
 from wikigr.retrieval.short_answer import (
     ALSO,
-    DEFAULT_OPEN_WEIGHTS,
-    AnswerOptions,
-    Asked,
-    Scored,
     answer_candidates,
     answer_from,
     asserted,
     cite,
     clip,
-    score_sentences,
     select,
 )
+from wikigr.retrieval.spans import codes_in, common_words, fillers, role_fillers, spans
 from wikigr.retrieval.stage import QueryState
 
 FILLER = (

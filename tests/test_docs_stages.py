@@ -13,9 +13,9 @@ from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import BuildOptions, build_pack
 from wikigr.errors import UsageError
 from wikigr.pack.store import open_store
+from wikigr.retrieval.page_index import PageIndex, defines
 from wikigr.retrieval.profiles import CANONICAL_ORDER, make_options, resolve_stages
 from wikigr.retrieval.stages.literals import strip_literals
-from wikigr.retrieval.stages.page_score import PageIndex, defines
 
 
 def _page(title: str, sections: list[tuple[str, str, str]]) -> str:
@@ -430,11 +430,11 @@ def test_chunk_vectors_are_cached_and_read_back_the_same(
     docs_pack: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from wikigr.pack.store import Store
-    from wikigr.retrieval.stages import page_score
+    from wikigr.retrieval import page_index
 
     with open_store(docs_pack / "pack.db") as store:
         ids, articles, matrix = store.chunk_matrix()
-        first = page_score.chunk_vectors(store)  # reads the store, writes the cache
+        first = page_index.chunk_vectors(store)  # reads the store, writes the cache
         [cache] = (wikigr_home / "cache" / "vectors").iterdir()
         with monkeypatch.context() as patch:
 
@@ -442,20 +442,20 @@ def test_chunk_vectors_are_cached_and_read_back_the_same(
                 raise AssertionError("read from the store again")
 
             patch.setattr(Store, "chunk_matrix", no_scan)
-            cached = page_score.chunk_vectors(store)
+            cached = page_index.chunk_vectors(store)
         for got in (first, cached):
             assert got[0] == ids and got[1] == articles
             assert got[2].dtype == np.float32 and np.array_equal(got[2], matrix)
         # A cache file is data: a damaged or altered one is not used; the store is read again.
         for damage in (b"not a zip", cache.read_bytes()[:-40]):
             cache.write_bytes(damage)
-            assert np.array_equal(page_score.chunk_vectors(store)[2], matrix)
+            assert np.array_equal(page_index.chunk_vectors(store)[2], matrix)
         bad = matrix.copy()
         bad[0, 0] = np.nan
-        page_score._write_vectors(cache, ids, articles, bad)
-        assert page_score._read_vectors(cache) is None
-        page_score._write_vectors(cache, ids[:-1], articles[:-1], matrix)  # counts disagree
-        assert page_score._read_vectors(cache) is None
+        page_index._write_vectors(cache, ids, articles, bad)
+        assert page_index._read_vectors(cache) is None
+        page_index._write_vectors(cache, ids[:-1], articles[:-1], matrix)  # counts disagree
+        assert page_index._read_vectors(cache) is None
 
 
 # -- page_score: the definition of an API the question names -------------------------------------

@@ -247,7 +247,7 @@ def test_vector_cypher_follows_shared_entities(graph_pack: Path) -> None:
     ],
 )
 def test_router_rules(question: str, kind: str) -> None:
-    from wikigr.retrieval.stages.router import classify
+    from wikigr.question import classify
 
     assert classify(question)[0] == kind
 

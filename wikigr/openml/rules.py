@@ -1,7 +1,8 @@
 """The rules of the OpenML strategy (the router's strategy for OpenML packs): which tools answer a
 question offline, and the answer they compose from the tool results, every number cited.
 
-The rules read the question for
+The rules read the question's analysis (:class:`wikigr.question.Question`: its ``intent`` and
+the measure it names) and the names of the pack it mentions, for
 
 - Cypher (a question that starts with ``MATCH``, ``CALL``, ``RETURN``...) -> ``graph_query`` as is;
 - a count ("how many runs / datasets / algorithms / tasks") -> ``graph_query`` with a count;
@@ -32,19 +33,8 @@ from typing import Any
 
 from wikigr.openml.model import LOWER_IS_BETTER
 from wikigr.openml.tools import ToolResult
+from wikigr.question import Question
 
-CYPHER_START = re.compile(r"^\s*(MATCH|OPTIONAL\s+MATCH|CALL|RETURN|WITH|UNWIND)\b", re.IGNORECASE)
-
-MEASURE_WORDS: tuple[tuple[str, str], ...] = (
-    (r"\bauc\b|area under|\broc\b", "auc"),
-    (r"\bf1\b|f-measure|f measure|f-score", "f1"),
-    (r"log[- ]?loss|cross[- ]entropy", "log_loss"),
-    (
-        r"runtime|run time|running time|duration|fastest|slowest|how long|training time|\bspeed\b|\bquick",
-        "runtime_s",
-    ),
-    (r"accura|error rate", "accuracy"),
-)
 GROUP_WORDS: tuple[tuple[str, str], ...] = (
     (
         r"famil(y|ies)|kind of (algorithm|model|learner)s?|type of (algorithm|model|learner)s?",
@@ -101,9 +91,7 @@ FAMILY_WORDS: dict[str, str] = {
     "neural_network": r"neural (net|network)s?|\bmlps?\b|deep learning",
     "nearest_neighbors": r"nearest neighbou?rs?|\bknn\b|k-nn",
 }
-COUNT_WORDS = re.compile(
-    r"how many (runs?|data ?sets?|algorithms?|flows?|tasks?|famil(y|ies)|frameworks?)", re.IGNORECASE
-)
+
 COUNT_TABLES = {
     "run": "Run",
     "dataset": "Dataset",
@@ -114,22 +102,8 @@ COUNT_TABLES = {
     "task": "Task",
     "famil": "AlgorithmFamily",
 }
-RANKING = re.compile(
-    r"\bbest\b|\bworst\b|highest|lowest|\btop\b|\bmost\b|\bleast\b|compare|comparison|\bversus\b|\bvs\.?\b"
-    r"|better|\bwins?\b|outperform|rank|median|\bmean\b|average|\bhow (well|good|does|do)\b|perform"
-    r"|hardest|easiest|fastest|slowest|accura|\bbeat(s|en)?\b|\bstrong(er|est)?\b|\bweak(er|est)?\b"
-    r"|\bpoor(er|est|ly)?\b|\bgood\b|\bwell\b|\bscor(e|es|ed|ing)\b",
-    re.IGNORECASE,
-)
 
 
-# A similarity or description question is answered by semantic search, whatever else it holds:
-# "algorithms similar to random forest", "datasets like credit-g", "alternatives to TPOT".
-SIMILAR = re.compile(
-    r"similar|\blike\b|\bresembl|related to|comparable to|\balternatives?\b|\bakin\b|analogous"
-    r"|same (family|kind|type) as|close to",
-    re.IGNORECASE,
-)
 # What a description question asks for: the tables semantic search looks in.
 SEARCH_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\bdata ?sets?\b|\bdata\b", ("Dataset",)),
@@ -188,9 +162,9 @@ def _mentions(question: str, names: list[str]) -> list[str]:
 
 def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
     """The tool calls that answer ``question`` (see the module docstring)."""
-    q = question.strip()
-    lower = q.lower()
-    if CYPHER_START.match(q):
+    asked = Question.of(question)
+    q, lower = asked.stripped, asked.lower
+    if asked.intent == "cypher":
         return Plan("cypher", [("graph_query", {"query": q})], ["the question is Cypher"])
 
     reasons: list[str] = []
@@ -211,7 +185,7 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
         filters["Date.year"] = years if len(years) > 1 else years[0]
         reasons.append(f"names years {years}")
 
-    count = COUNT_WORDS.search(q)
+    count = asked.counted
     if count:
         word = count.group(1).lower()
         table = next(t for k, t in COUNT_TABLES.items() if word.startswith(k))
@@ -222,12 +196,12 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
         reasons.append(f"'{count.group(0)}' -> count {table}")
         return Plan("count", [("graph_query", {"query": count_query(table, filters)})], reasons)
 
-    named = next((m for pattern, m in MEASURE_WORDS if re.search(pattern, lower)), None)
-    similar = SIMILAR.search(lower)
-    if similar or not (named or RANKING.search(q)):
+    named = asked.measure
+    if asked.intent == "describe":
         # Naming algorithms or datasets is not asking to rank them: without a measure, a ranking
         # or a comparison, or with a similarity asked, the question is about what things are.
-        why = f"'{similar.group(0)}': similarity" if similar else "no measure, ranking or count asked"
+        similar = asked.similarity
+        why = f"'{similar}': similarity" if similar is not None else "no measure, ranking or count asked"
         return _describe(q, lower, datasets, algorithms, top_k, [*reasons, why])
 
     measure = named or vocab.measure

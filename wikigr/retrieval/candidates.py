@@ -1,14 +1,9 @@
 """Answer candidates for a factoid question: what the question asks for (a date, a number, a
-person, a place, a name), the spans of the top passages' sentences that could be it, and their
-signals. No model: names are the capitalised spans and quoted titles of
-:func:`wikigr.graph.extract.keyword_entities` (with "Columbus, Ohio" and "Studio 33" kept whole),
-dates, times of day and numbers come from regular expressions, and so do the lower-case words
-that fill the question's slot ("depictions of what?": "... depictions of urban landscapes") or,
-for a question asking for a role ("what position / genre ..."), follow "as" or "known for"
-("plays as a central defender"). A
+person, a place, a name: :attr:`wikigr.question.Question.answer_kind`), the spans of the top
+passages' sentences that could be it (:mod:`wikigr.retrieval.spans`), and their signals. A
 candidate the question names is left out, and so is one word capitalised only where it opens a
-sentence ("Return ...", "Please ..."), a lone digit that does not count what the question counts,
-and two names of a list ("Robert Newton and Edward Chapman", "Sleepy Brown, Phantogram") are two.
+sentence ("Return ...", "Please ..."), and a lone digit that does not count what the question
+counts.
 
 Each candidate is scored by a weighted sum (the weights fitted on the dev halves of MuSiQue and
 HotpotQA with ``bench/answers.py --tune``) of:
@@ -19,7 +14,7 @@ HotpotQA with ``bench/answers.py --tune``) of:
   passage's page is about — "json" for "json — JSON encoder and decoder" —, spelt as its page
   spells it and found where its sentences name it, say "this module", or, failing both, at the
   start of each of them);
-- ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.short_answer`), from 0 for
+- ``sentence``: the score of its best sentence (:mod:`wikigr.retrieval.sentence_scores`), from 0 for
   the question's worst sentence to 1 for its best;
 - ``near``: the share of the question's words (by IDF) within ``NEAR`` words of it in that sentence;
 - ``rank``: 1 / the rank of its passage; ``passages``: the share of the top passages naming it;
@@ -59,27 +54,39 @@ HotpotQA with ``bench/answers.py --tune``) of:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wikigr.graph.extract import (
-    CODE,
-    CONCEPT,
-    CONNECT,
-    STOP_NAMES,
-    Mention,
-    keyword_entities,
-    normalize,
-    title_name,
+from wikigr.graph.extract import STOP_NAMES, keyword_entities, normalize, title_name
+from wikigr.question import (
+    ARTICLES,
+    CODE_HEADS,
+    DATE,
+    NAME,
+    NUMBER,
+    PERSON,
+    PLACE,
+    QUESTION_WORDS,
+    WORD,
+    Question,
+    stem,
 )
 from wikigr.retrieval.api_names import same_api, shown_name
+from wikigr.retrieval.spans import (
+    LOWER_WORD,
+    OPENING,
+    ROLE_HEADS,
+    common_words,
+    fillers,
+    role_fillers,
+    spans,
+)
 
 if TYPE_CHECKING:
+    from wikigr.retrieval.sentence_scores import Scored, Vocabulary
     from wikigr.retrieval.sentences import Unit
-    from wikigr.retrieval.short_answer import Scored, Vocabulary
 
 CANDIDATE_FEATURES = (
     "type",
@@ -126,181 +133,11 @@ DEFAULT_CANDIDATE_WEIGHTS = {  # fitted on the dev halves (bench/answers.py --tu
     "rehop": 5.442,
 }
 NEAR = 10  # words either side of a candidate that count as near it
-_TITLE_WORDS = 6  # a passage's title is a candidate where its sentences name it, if this short
-
-DATE, NUMBER, PERSON, PLACE, NAME = "date", "number", "person", "place", "name"
-_MONTH = (
-    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-    r"Jan\.|Feb\.|Aug\.|Sept?\.|Oct\.|Nov\.|Dec\.)"
-)
-_DATES = re.compile(
-    rf"\b\d{{1,2}} {_MONTH},? \d{{3,4}}\b"  # 1 August 1973
-    rf"|\b{_MONTH} \d{{1,2}},? \d{{3,4}}\b"  # August 1, 1973
-    rf"|\b{_MONTH} \d{{3,4}}\b"  # August 1973
-    rf"|\b\d{{1,2}} {_MONTH}\b|\b{_MONTH} \d{{1,2}}\b"  # 6 August, August 6: no year
-    r"|\b(?:1\d{3}|20\d{2})s?\b"  # 1973, 1970s
-    r"|\b\d{1,2}(?:st|nd|rd|th) century\b"  # 19th century
-    r"|(?<![\d:.])\b\d{1,2}(?:[:.]\s?\d\d)?\s?(?:[ap]\.m\.|[ap]m\b|[AP]M\b)"  # a time: 3 a.m., 10:30 pm
-)
-_SCALE = (
-    r"(?:thousand|million|billion|trillion|percent|per cent|%|years?|months?|days?|hours?|minutes?|"
-    r"seconds?|times|people|inhabitants|residents|members|episodes|seasons|games|goals|points|"
-    r"metres|meters|km|kilometres|kilometers|miles|feet|ft|inches|acres|hectares|square \w+|"
-    r"pounds|kg|tonnes|tons|dollars|euros)"
-)
-_NUMBERS = re.compile(
-    rf"(?:[$£€]\s?)?\b\d(?:[\d,]*\d)?(?:\.\d+)?(?:\s?{_SCALE})?(?![\w-])"
-    rf"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|"
-    rf"hundred)(?:\s{_SCALE})\b"
-    r"|\b(?:once|twice|thrice)\b"
-    r"|\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)-time\b",  # a two-time winner
-    re.I,
-)
-_PLACE_WORDS = r"[A-Z][\w.'’-]+(?:(?<![a-z]{2}\.) [A-Z][\w.'’-]+)*"  # St. Louis; not "Michigan. Also"
-_PLACE_PAIR = re.compile(rf"\b({_PLACE_WORDS}), ({_PLACE_WORDS})\b")  # Columbus, Ohio
-_LISTED_AFTER = re.compile(r",\s*(?:and\s+)?[A-Z]|\s+and\s+[A-Z]")
-_LISTED_BEFORE = re.compile(r"[A-Z][\w.'’-]*,\s*$")
-_NICKNAMED = re.compile(  # Nicholas Lofton "Nick" Hexum, Eddie "The Eagle" Edwards: one name
-    r"\b[A-Z][\w.'’-]+(?: [A-Z][\w.'’-]+)* [\"“][A-Z][^\"“”]{0,30}[\"”] [A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*"
-)
-_NAME_NUMBER = re.compile(r"\b([A-Z][\w'’-]+(?: [A-Z][\w'’-]+)*) (\d{1,4})\b(?![.,]\d)")
-_ASKS_NUMBER = re.compile(
-    r"\bhow (many|much|long|old|far|tall|big|large|high|often)\b"
-    r"|\bwhat (percentage|percent|number|amount|population|size|length|height|area)\b"
-    r"|\bwhat (?:is|was|are|were) (?:[\w'’]+ ){1,2}(?:average|mean|median|total|annual|maximum|minimum|"
-    r"population|number|amount|percentage|size|length|height|area)\b(?!\s+(?:one|cent(?:er|re)s?)\b)"
-    r"|\b(?:area|zip|postal|dialling|dialing) codes?\b",
-    re.I,
-)
-_ASKS_DATE = re.compile(
-    r"^\s*when\b|\bwhen\W*$|\b(what|which|in what) (year|date|decade|century|month|day)\b"
-    r"|\b(?:what|which|at what) time\b(?! (?:zone|period|frame|signature))",
-    re.I,
-)
-_WHEN = re.compile(r"\bwhen (was|were|did|is|does|do|will)\b", re.I)
-_ASKS_PERSON = re.compile(r"\b(who|whom|whose)\b", re.I)
-_RELATIVE = re.compile(  # "the person who made ...", "the state where ...": a clause about a noun
-    r"\b(?!(?:by|to|with|for|from|of|under|and|or|than|about|on|in|at)\s)[a-z]+[,]?\s+(?:who|whom|whose|where)\b"
-    r"(?!\s*\??\s*$)"
-)
-_ASKS_PLACE = re.compile(
-    r"\bwhere\b|\b(what|which|in what) (city|country|state|county|town|village|region|place|"
-    r"continent|province|river|island|location|nation|district|area)\b",
-    re.I,
-)
-_VERB = r"(?:is|was|are|were|did|does|do|has|had|can|could|will|would|the|a|an|of|in|on|to)\b"
-_HEAD = re.compile(rf"\b(?:which|what|whose)\s+((?:(?!{_VERB})[\w-]+\s*){{1,2}})", re.I)
-_ASKS_NAME = re.compile(r"\b(what|which|name)\b", re.I)
-_HOW_TO = re.compile(
-    r"\bhow (to|do|does|can|could|should|would|is|are)\b"
-    r"|\bwhat is the (best|right|correct|proper) way\b",
-    re.I,
-)
-_DESCRIBE = re.compile(  # asks what a thing is or does: a description, not a name
-    r"^\s*what (?:does|do|did) .+? (?:do|mean|return|returns)\b"
-    r"|^\s*what (?:is|are) (?:a |an |the )?[\w.()\[\]-]+\s*\??\s*$"
-    # a list: "what are the numeric types?", "what levels are there?" (not "what are the names of
-    # ...?", "how many are there?")
-    r"|^\s*what (?:are|were) (?:the|some) (?!names?\b|first names?\b)"
-    r"|^(?!\s*how (?:many|much)\b).*\bare there\s*\??\s*$"
-    r"|^\s*what (?:is|are) the (?:difference|differences|purpose|point|use|meaning)s? (?:of|between)\b"
-    r"|\bused for\s*\??\s*$"
-    r"|^\s*(?:why|explain|describe)\b",
-    re.I,
-)
-
-
-_QUESTION = re.compile(
-    r"\?\s*$|\b(?:who|whom|what|when|where|which)\W*$"
-    r"|^\s*(?:(?:in|at|on|by|for|from|to|during|of) )?(?:who|whom|whose|what|when|where|which|how)\b",
-    re.I,
-)
-
-
-_OPTION = r"(?:[A-Z0-9][\w'’.&-]*)(?:\s+(?:of|the|de|and|&|[A-Z0-9\"“][\w'’.&\"”-]*))*"
-_FIRST_OPTION = re.compile(rf"({_OPTION})\s*$")
-_SECOND_OPTION = re.compile(rf"^\s*(?:the\s+|a\s+|an\s+)?({_OPTION})")
-_WHICH = re.compile(r"^\s*(?:which|who|what|whose)\b", re.I)
-
-
-def comparison(question: str) -> tuple[str, str] | None:
-    """The two things a question compares ("Which band was formed first, The Exies or Circus
-    Diablo?"), or None."""
-    if not _WHICH.search(question) or " or " not in question:
-        return None
-    left, right = question.rsplit(" or ", 1)
-    first = _FIRST_OPTION.search(left.rsplit(",", 1)[-1])
-    second = _SECOND_OPTION.search(right)
-    if first is None or second is None:
-        return None
-    a, b = first.group(1).strip(), second.group(1).strip()
-    return (a, b) if a and b and normalize(a) != normalize(b) else None
-
-
-QUESTION_WORDS = frozenset(
-    "who whom whose what when where which why how many much did does do i is was were are".split()  # noqa: SIM905
-)  # a question's own words: never in the sentence that answers it
-
-
-_BRIDGE_CLAUSE = re.compile(
-    r"\b([a-z]+)\s+(where|in which|of which|at which|which|that|who|whom|whose|containing)\s(.*)$"
-)
-_POSSESSIVE = re.compile(r"(?:[A-Z][\w.'-]*\s?)+'s?(?:\s+(?!of\b|in\b)[a-z]+){1,2}")
-_NAME_RUN = r"(?:the\s+)?[A-Z][\w.'-]*(?:\s+(?:of|the|and|de|[A-Z][\w.'-]*))*"  # Fist Power, The X of Y
-_VERB_THEN_NAME = re.compile(rf"(?!the\b)[a-z][\w-]*(?:\s+[a-z][\w-]*)*\s+{_NAME_RUN}")  # produced Fist Power
-_NAME_FIRST = re.compile(_NAME_RUN)
-_SLOT_WORD = re.compile(r"\b(?:what|which|whom|who|when|where|how)\b", re.I)
-
-
-def bridge_words(question: str) -> str:
-    """The part of ``question`` that describes its bridge, not what it asks of it: a clause
-    about a noun that names something ("the country where Buyende is located", "the person who
-    made The Oddventures of Mr. Cool") and a possessive ("Damerjog's country"); "" when there is
-    none. A clause that holds the question's slot ("... that was formed in what year?") is none."""
-    parts = []
-    clause = _BRIDGE_CLAUSE.search(question)
-    if (
-        clause
-        and clause.group(1).casefold() not in _NO_HEAD
-        and not _SLOT_WORD.search(clause.group(3))
-        and re.search(r"\b[A-Z]", clause.group(3))
-    ):
-        body = clause.group(3)
-        # a verb before the name ("that produced Fist Power taken by ...", "containing Nugegoda
-        # leave ..."): the clause ends with the name; else ("where Buyende is located") at the end
-        verb_first = (_NAME_FIRST if clause.group(2) == "containing" else _VERB_THEN_NAME).match(body)
-        end = clause.start(3) + verb_first.end() if verb_first else len(question)
-        parts.append(question[clause.start() : end])
-    parts += [m.group(0) for m in _POSSESSIVE.finditer(question)]
-    return " ".join(parts)
 
 
 def asked_tokens(vocabulary: Vocabulary, question: str) -> set[str]:
     """The tokens of ``question`` that an answer may hold (not "when", "who", "how many"...)."""
     return {t for t in vocabulary.tokens(question) if t not in QUESTION_WORDS}
-
-
-def answer_kind(question: str) -> str | None:
-    """What a factoid question asks for (DATE, NUMBER, PERSON, PLACE or NAME), or None for what
-    is not a factoid question ("how do I ...", "what does X do?", "why ...", an instruction such as
-    "sort a list by key")."""
-    if not _QUESTION.search(question) or _DESCRIBE.search(question):
-        return None
-    if _ASKS_NUMBER.search(question):
-        return NUMBER
-    if _ASKS_DATE.search(question):
-        return DATE
-    if _HOW_TO.search(question):
-        return None
-    if _ASKS_PERSON.search(_RELATIVE.sub(" ", question)):
-        return PERSON
-    if _WHEN.search(question):
-        return DATE
-    if _ASKS_PLACE.search(_RELATIVE.sub(" ", question)):
-        return PLACE
-    if _ASKS_NAME.search(question):
-        return NAME
-    return None
 
 
 @dataclass
@@ -332,117 +169,6 @@ class AnswerCandidate:
         return max(self.occurrences, key=lambda o: (o.scored.score, -o.scored.source, -o.scored.unit.index))
 
 
-_JOINING = re.compile(rf"(?:{CONNECT}\s+)+")  # the joining words of names: "of", "de", "and" ...
-_CAPITALISED_RUN = re.compile(r"(?:\b[A-Z]\S*(?:\s+|$))+")
-_ROW_WORDS = 5  # capitalised words a name runs together, at most: John F. Kennedy International Airport
-
-
-def _table_row(text: str, span: str, start: int) -> bool:
-    """Whether ``span`` (at ``start`` in ``text``) runs more capitalised words together than a
-    name does, with no "of" or "and" between them: a table's row flattened into a sentence ("State
-    Sport Lacrosse State Team Sport Massachusetts Basketball"), no name; not a quoted title."""
-    quoted = start > 0 and text[start - 1] in "\"“'‘"
-    return not quoted and any(len(m.group().split()) > _ROW_WORDS for m in _CAPITALISED_RUN.finditer(span))
-
-
-def spans(
-    text: str, title: str = "", code: bool = False, common: Container[str] = (), module: bool = False
-) -> list[tuple[str, str, int, int]]:
-    """The spans of ``text`` that may answer a question: (span, type, start, end); ``title``, the
-    subject of its passage, is one where the text names it ("The Finnish markka was the currency
-    of Finland": a name that is not all capitalised); with ``code``, its code identifiers too
-    (``socket.getdefaulttimeout()``, ``sys.setrecursionlimit``: names for "which function"). A
-    name is never part of a word ("Warns" in "assertWarns"), keeps its "New" ("New York"), and a
-    name that opens the sentence loses its first word if that word is ``common`` (see
-    :func:`common_words`: "Return True" is "True", "Press Control-C" is "Control-C"). With
-    ``module`` (the question asks for a module, and ``title`` is one: "json"), the title is
-    spelt as it spells it, and "this module" is it too."""
-    found: list[tuple[str, str, int, int]] = []
-    taken: list[tuple[int, int]] = []
-
-    def add(span: str, kind: str, start: int, end: int) -> None:
-        if any(a <= start < b or a < end <= b for a, b in taken) and kind != NAME:
-            return
-        found.append((span, kind, start, end))
-        taken.append((start, end))
-
-    for match in _DATES.finditer(text):
-        add(match.group(0), DATE, match.start(), match.end())
-    dates = list(taken)  # a name does not run into a date ("July 1921")
-    for match in _NUMBERS.finditer(text):
-        add(match.group(0), NUMBER, match.start(), match.end())
-    for pattern in (_PLACE_PAIR, _NAME_NUMBER, _NICKNAMED):
-        for match in pattern.finditer(text):
-            if pattern is _PLACE_PAIR and (
-                _LISTED_AFTER.match(text, match.end()) or _LISTED_BEFORE.search(text[: match.start()])
-            ):
-                continue  # two names of a list ("Sleepy Brown, Phantogram, T.I."), no place
-            if not any(a < match.end() and match.start() < b for a, b in dates):
-                found.append((match.group(0), NAME, match.start(), match.end()))
-    for name, start in _names_at(text):
-        if text[max(0, start - 4) : start] == "New " and (start == 4 or not text[start - 5].isalnum()):
-            name, start = f"New {name}", start - 4  # the extractor drops "New" ("New in version 3.4")
-        first, _, rest = name.partition(" ")
-        if rest and first.casefold() in common and _OPENING.search(text[:start]):
-            name, start = rest, start + len(first) + 1
-            joined = _JOINING.match(name)  # "Much of Brittonic-controlled Britain": not "of ..."
-            if joined and joined.end() < len(name):
-                name, start = name[joined.end() :], start + joined.end()
-        if not _table_row(text, name, start):
-            found.append((name, NAME, start, start + len(name)))
-    for name in codes_in(text) if code else ():
-        start = text.find(name)
-        if start >= 0:
-            end = start + len(name) + (2 if text.startswith("()", start + len(name)) else 0)
-            found.append((text[start:end], NAME, start, end))
-    if title and len(title.split()) <= _TITLE_WORDS:
-        named = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", text, re.I)
-        if named:  # a module as its page spells it, not as the sentence does ("JSON")
-            found.append((title if module else named.group(0), NAME, named.start(), named.end()))
-    if module:
-        found += [(title, NAME, m.start(), m.end()) for m in _THIS_MODULE.finditer(text)]
-    return found
-
-
-def _names_at(text: str) -> list[tuple[str, int]]:
-    """The names of ``text`` with where each starts; names joined by "and" where both have two
-    words or more are two ("Robert Newton and Edward Chapman"; not "Bosnia and Herzegovina")."""
-    out = []
-    for name, _ in names_in(text):
-        at = re.search(rf"(?<!\w){re.escape(name)}", text)
-        if at is None:
-            continue
-        parts = name.split(" and ")
-        if len(parts) > 1 and all(len(part.split()) > 1 for part in parts):
-            offset = at.start()
-            for part in parts:
-                out.append((part, offset))
-                offset += len(part) + len(" and ")
-        else:
-            out.append((name, at.start()))
-    return list(dict.fromkeys(out))
-
-
-@functools.lru_cache(maxsize=4096)
-def _mentions(text: str) -> tuple[Mention, ...]:
-    """The mentions of a sentence, remembered for the sentences of recent answers (the signals
-    of a sentence and its candidates ask for its names and its code identifiers)."""
-    return tuple(keyword_entities("", text))
-
-
-def names_in(text: str) -> tuple[tuple[str, str], ...]:
-    """The names of a sentence (not code, not noun phrases): (as written, key)."""
-    return tuple((m.name, m.key) for m in _mentions(text) if m.type not in (CODE, CONCEPT))
-
-
-def codes_in(text: str) -> tuple[str, ...]:
-    """The code identifiers of a sentence, as written (without a call's "()"); not an
-    abbreviation such as "e.g" or "U.S" (dotted single letters)."""
-    return tuple(
-        m.name for m in _mentions(text) if m.type == CODE and any(len(part) > 1 for part in m.name.split("."))
-    )
-
-
 _NOT_PEOPLE = frozenset(
     """association society company corporation university college school institute academy museum
     church party council club league team band group records studios studio network agency
@@ -457,7 +183,6 @@ _YEAR = re.compile(r"\b\d{3,4}\b")
 _EXCEPTION = re.compile(r"\w*(?:Error|Exception|Warning|Interrupt|Exit|Iteration)")
 _CALLABLE = re.compile(r"(?:\w+\.)*[a-z_]\w*(?:\(\))?")
 _MODULE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)*")  # json, os.path, xml.etree.ElementTree
-_THIS_MODULE = re.compile(r"\b[Tt]his module\b")
 
 
 def _fits(
@@ -491,23 +216,6 @@ def _is_type(kind: str, asked: str) -> bool:
     return kind == asked
 
 
-_PREPOSITIONS = frozenset("by of in for from into with to at on as under about after during".split())  # noqa: SIM905
-_ARTICLES = frozenset("the a an his her its their".split())  # noqa: SIM905
-_WH_SLOT = re.compile(r"\b(?:what|which|whose|who|whom|where)\b", re.I)
-_NO_HEAD = (
-    _PREPOSITIONS
-    | _ARTICLES
-    | frozenset(  # before "which" / "that", no noun: "to which actress?"
-        "what which who whom when where how is was are were and or than".split()  # noqa: SIM905
-    )
-)
-_WORD = re.compile(r"[\w'’-]+")
-_LOWER_WORD = re.compile(r"\b[a-z][\w-]+")
-_CODE_HEADS = frozenset(  # what "which ...?" asks for when it asks for a code identifier
-    """function functions method methods module modules class classes exception exceptions error
-    errors attribute attributes decorator decorators constant constants keyword argument
-    parameter""".split()  # noqa: SIM905
-)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.\w+)*(?:\(\))?")
 
 
@@ -519,70 +227,6 @@ def _identifier(span: str) -> bool:
     )
 
 
-_CAPITALISED = re.compile(r"\b[A-Z][a-z]+\b")
-
-
-_RAISES = re.compile(  # "What does json.loads raise ...?", "what does int() raise ...": an exception
-    r"^\s*(?i:what (?:does|do|did|will|would|can|could|might|may)) .*?"
-    r"(?:\b[A-Za-z_]\w*\.[a-z_]\w*|\b\w+\(\)).*? (?i:raise|throw)\b"  # of code: not "the band", "the U.S."
-)
-
-
-def head_words(question: str) -> set[str]:
-    """The words that say what ``question`` asks for ("which *exception* ...": exception; "what
-    does X raise?": exception too), case-folded."""
-    head = _HEAD.search(question)
-    words = {w.casefold() for w in _WORD.findall(head.group(1))} if head else set()
-    return words | {"exception"} if _RAISES.search(question) else words
-
-
-def asks_code(question: str) -> bool:
-    """Whether ``question`` asks for a code name: "which function ...", "what exception ...",
-    "what does X raise?", "which module ..." (a question on documentation, though a factoid one)."""
-    return bool(head_words(question) & _CODE_HEADS)
-
-
-def common_words(texts: list[str]) -> set[str]:
-    """The words ``texts`` write in lower case and never capitalise inside a sentence: "return"
-    of "Return True if ..." and "... return it", not "new" where "in New York" shows a name."""
-    lower = {w for text in texts for w in _LOWER_WORD.findall(text)}
-    inside = {
-        m.group(0).casefold()
-        for text in texts
-        for m in _CAPITALISED.finditer(text)
-        if not _OPENING.search(text[: m.start()])
-    }
-    return lower - inside
-
-
-def _stem(word: str) -> str:
-    """A word's first five letters: what "developed" and "develops", "founded" and "founder" share
-    (there is no stemmer without a new dependency)."""
-    return word.casefold()[:5]
-
-
-def slot_words(question: str) -> tuple[str, str]:
-    """The words around the question's slot (its "what", "which", else "who"): the preposition
-    before it and the stem of the word before that ("developed by what company" -> ("by",
-    "devel")), or a stranded one at the end ("Who did she write the song for?" -> ("for",
-    "song")); for "who VERB ..." ("", the verb's stem); else ("", "")."""
-    matches = list(_WH_SLOT.finditer(question))
-    match = next((m for m in matches if not m.group(0).casefold().startswith("who")), None)
-    match = match or (matches[0] if matches else None)
-    if match is None:
-        return "", ""
-    before = [w.casefold() for w in _WORD.findall(question[: match.start()])]
-    if before and before[-1] in _PREPOSITIONS:
-        prior = [w for w in before[:-1] if w not in _ARTICLES]
-        return before[-1], _stem(prior[-1]) if prior else ""
-    words = [w.casefold() for w in _WORD.findall(question[match.end() :])]
-    if words and words[-1] in _PREPOSITIONS:  # stranded: "... translated into?"
-        return words[-1], _stem(words[-2]) if len(words) > 1 else ""
-    if match.group(0).casefold() == "who" and words and words[0] not in QUESTION_WORDS:
-        return "", _stem(words[0])
-    return "", ""
-
-
 def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     """How well the words around a candidate fill the question's slot: the preposition just
     before it (0.5), the word before that preposition among its 4 words before (0.5), or for
@@ -590,69 +234,19 @@ def slot_fit(text: str, start: int, end: int, slot: tuple[str, str]) -> float:
     prep, word = slot
     if not prep and not word:
         return 0.0
-    before = [w.casefold() for w in _WORD.findall(text[max(0, start - 80) : start])[-5:]]
-    while before and before[-1] in _ARTICLES:
+    before = [w.casefold() for w in WORD.findall(text[max(0, start - 80) : start])[-5:]]
+    while before and before[-1] in ARTICLES:
         before.pop()
     score = 0.0
     if prep:
         if before and before[-1] == prep:
             score += 0.5
-        if word and any(_stem(w) == word for w in before[-5:-1]):
+        if word and any(stem(w) == word for w in before[-5:-1]):
             score += 0.5
         return score
-    after = [w.casefold() for w in _WORD.findall(text[end : end + 60])[:3]]
-    passive = len(before) > 1 and before[-1] == "by" and _stem(before[-2]) == word
-    return 1.0 if passive or any(_stem(w) == word for w in after) else 0.0
-
-
-_FILLER_STOP = frozenset(
-    """that which who whom whose and or but as in on of for with by from to at into than is was are
-    were be being been has have had it its this these those""".split()  # noqa: SIM905
-)
-
-
-def _lower_words(text: str, at: int) -> tuple[int, int] | None:
-    """Where the lower-case words of ``text`` from ``at`` run, at most 3, up to a function word or
-    a punctuation mark ("urban landscapes that ..."); None when there is none."""
-    words: list[re.Match[str]] = []
-    for w in re.finditer(r"[a-z][\w-]*|\S", text[at : at + 60]):
-        if not w.group(0)[0].islower() or w.group(0) in _FILLER_STOP or len(words) == 3:
-            break
-        words.append(w)
-    return (at + words[0].start(), at + words[-1].end()) if words else None
-
-
-def fillers(text: str, slot: tuple[str, str]) -> list[tuple[str, str, int, int]]:
-    """The lower-case words that fill the question's slot where a sentence words it as the
-    question does: "depictions of what?" and "... his precisionist depictions of urban landscapes
-    that ..." give "urban landscapes" (a name is a candidate anyway); at most 3 words, up to a
-    function word or a punctuation mark."""
-    prep, word = slot
-    if not prep or not word:
-        return []
-    found = []
-    pattern = (
-        rf"\b{re.escape(word)}\w*\s+(?:[\w'’-]+\s+){{0,2}}?{re.escape(prep)}\s+"
-        r"(?:(?:the|a|an|his|her|its|their)\s+)?"
-    )
-    for match in re.finditer(pattern, text, re.I):
-        run = _lower_words(text, match.end())
-        if run:
-            found.append((text[run[0] : run[1]], NAME, *run))
-    return found
-
-
-_ROLE_HEADS = frozenset("position role genre occupation profession job instrument".split())  # noqa: SIM905
-_AS_ROLE = re.compile(r"\b(?:as|known for)\s+(?:(?:a|an|the)\s+)?(?=[a-z])")
-
-
-def role_fillers(text: str) -> list[tuple[str, str, int, int]]:
-    """For a question asking for a role ("What position did he play?", "What genre ...?"): the
-    lower-case words after "as" or "known for" ("plays as a central defender", "known as the lead
-    vocalist", "known for aviation techno-thriller novels"), at most 3, up to a function word or
-    a punctuation mark."""
-    runs = [_lower_words(text, match.end()) for match in _AS_ROLE.finditer(text)]
-    return [(text[run[0] : run[1]], NAME, *run) for run in runs if run]
+    after = [w.casefold() for w in WORD.findall(text[end : end + 60])[:3]]
+    passive = len(before) > 1 and before[-1] == "by" and stem(before[-2]) == word
+    return 1.0 if passive or any(stem(w) == word for w in after) else 0.0
 
 
 def _defines(unit: Unit, start: int, name: str) -> bool:
@@ -662,7 +256,6 @@ def _defines(unit: Unit, start: int, name: str) -> bool:
 
 
 _WORD_CAPITALISED = re.compile(r"[A-Z][a-z]+")  # "Return", not "NASA", "McCartney" nor code
-_OPENING = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word: quotes, bullets
 
 
 def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Container[str]) -> bool:
@@ -672,7 +265,7 @@ def _only_capitalised_as_first_word(candidate: AnswerCandidate, subjects: Contai
         candidate.type == NAME
         and _WORD_CAPITALISED.fullmatch(candidate.text) is not None
         and candidate.key not in subjects
-        and all(_OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
+        and all(OPENING.search(o.scored.unit.text[: o.start]) for o in candidate.occurrences)
     )
 
 
@@ -702,23 +295,23 @@ def candidates(
     total = sum(weights.values()) or 1.0
     in_names = {t for m in keyword_entities("", question) for t in vocabulary.tokens(m.name)}
     relation = {t: w for t, w in weights.items() if t not in in_names}
-    bridge_tokens = set(vocabulary.tokens(bridge_words(question)))
+    analysis = Question.of(question)
+    bridge_tokens = set(vocabulary.tokens(analysis.bridge_words))
     relation = {t: w for t, w in relation.items() if t not in bridge_tokens} or relation
-    head_match = _HEAD.search(question)
-    head = set(vocabulary.tokens(head_match.group(1))) if head_match else set()
+    head = set(vocabulary.tokens(analysis.head)) if analysis.head else set()
     relation_total = sum(relation.values()) or 1.0
-    slot = slot_words(question)
-    heads = head_words(question)
-    described = {w.casefold() for w in _LOWER_WORD.findall(question)} - heads
+    slot = analysis.slot
+    heads = analysis.head_words
+    described = {w.casefold() for w in LOWER_WORD.findall(question)} - heads
     found: dict[str, AnswerCandidate] = {}
     keys: dict[str, str] = {}
     titles = {n: title_name(title) for n, (_, title) in articles.items()}
     common = common_words([s.unit.text for s in scored])
     modules = {title for title in titles.values() if _MODULE.fullmatch(title)}  # pages about a module
     code = code and asked == NAME
-    code_only = code and bool(heads & _CODE_HEADS)  # "which exception ...": identifiers only
+    code_only = code and bool(heads & CODE_HEADS)  # "which exception ...": identifiers only
     asks_module = code_only and bool({"module", "modules"} & heads)
-    asks_role = bool(_ROLE_HEADS & heads)
+    asks_role = bool(ROLE_HEADS & heads)
     role_at: set[tuple[int, int]] = set()  # where a role filler stands: it fills the slot
     for s in scored:
         page = titles.get(s.source, "")

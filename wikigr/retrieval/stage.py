@@ -6,14 +6,29 @@ dataclass (unknown option names are rejected when a profile or ``kg_config.json`
 flags, the answer. A stage that cannot run here raises :class:`Skip` with the reason; the trace
 records it and the pipeline goes on. ``pack_kinds`` says which kinds of pack (the manifest's
 ``source_kind``) a stage applies to: a profile's stages that do not apply to a pack are left out.
+
+The seam runs one way: the stages import this module, never the reverse. A built-in stage is
+named in :data:`BUILTIN_STAGES`, and its module (``wikigr/retrieval/stages/NAME.py``) is imported
+the first time :func:`stage_class` is asked for it, so a query imports the stages it runs and no
+others. Adding a built-in stage takes:
+
+1. its module, ``wikigr/retrieval/stages/NAME.py``, with a ``@register`` class named ``NAME``;
+2. its name in :data:`BUILTIN_STAGES`;
+3. its place in :data:`wikigr.retrieval.profiles.CANONICAL_ORDER` (and in the profiles, or the
+   router's strategies, that run it).
+
+A stage from elsewhere (a plugin) registers itself when its module is imported, and is then
+named like a built-in (``enable=["recency"]``).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from wikigr.errors import UsageError
+from wikigr.errors import InvalidPackError, UsageError
+from wikigr.question import Question
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +124,6 @@ class Context:
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
         if self._keyword is None and self._keyword_error is None:
-            from wikigr.errors import InvalidPackError
             from wikigr.pack.keyword import KeywordIndex, KeywordUnion
 
             folders = [pack.path / "bm25" for pack in self.pack.shards()]  # a pack in shards: theirs
@@ -151,6 +165,11 @@ class QueryState:
     trace: dict[str, Any] = field(default_factory=dict)  # added to the top of the trace (tool_calls...)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
+
+    @property
+    def asked(self) -> Question:
+        """The question's analysis (its kind, what it asks for, its words), made once."""
+        return Question.of(self.question)
 
     def vector(self, text: str | None = None) -> np.ndarray:
         """The embedding of ``text`` (default: the question), computed once."""
@@ -203,7 +222,30 @@ class Stage:
         raise NotImplementedError
 
 
-STAGES: dict[str, type[Stage]] = {}
+# The built-in stages, by name: each is the module of that name in wikigr/retrieval/stages/.
+BUILTIN_STAGES = (
+    "bridge",
+    "cross_encoder",
+    "dedup",
+    "few_shot",
+    "gate",
+    "graph_rerank",
+    "keyword",
+    "literals",
+    "multi_query",
+    "multidoc",
+    "openml_tools",
+    "page_score",
+    "pair",
+    "ppr",
+    "quality",
+    "router",
+    "synthesize",
+    "title_match",
+    "vector",
+    "vector_cypher",
+)
+STAGES: dict[str, type[Stage]] = {}  # the stages registered so far: built-ins once loaded, plugins
 
 StageT = TypeVar("StageT", bound=type[Stage])
 
@@ -219,23 +261,16 @@ def register(cls: StageT) -> StageT:
 
 
 def stage_class(name: str) -> type[Stage]:
-    _load_builtin_stages()
+    """The stage registered as ``name``; a built-in stage's module is imported on first use."""
+    if name not in STAGES and name in BUILTIN_STAGES:
+        importlib.import_module(f"wikigr.retrieval.stages.{name}")
     if name not in STAGES:
-        raise UsageError(f"unknown stage {name!r} (known: {', '.join(sorted(STAGES))})")
+        raise UsageError(f"unknown stage {name!r} (known: {', '.join(sorted({*STAGES, *BUILTIN_STAGES}))})")
     return STAGES[name]
 
 
-_loaded = False
-
-
-def _load_builtin_stages() -> None:
-    global _loaded
-    if not _loaded:
-        import wikigr.retrieval.stages  # noqa: F401 - registers the built-in stages
-
-        _loaded = True
-
-
 def builtin_stages() -> dict[str, type[Stage]]:
-    _load_builtin_stages()
+    """Every stage by name: the built-ins (all loaded) and those registered from elsewhere."""
+    for name in BUILTIN_STAGES:
+        stage_class(name)
     return dict(STAGES)

@@ -509,14 +509,13 @@ class Server:
         return JSONResponse(document(__version__, MAX_QUESTION_CHARS))
 
     async def profiles(self, request: Request) -> Response:
-        from wikigr.retrieval.stage import STAGES, stage_class
+        from wikigr.retrieval.stage import builtin_stages
 
-        stage_class("synthesize")  # registers the built-in stages
         return JSONResponse(
             {
                 "default": DEFAULT_PROFILE,
                 "profiles": PROFILES,
-                "stages": {name: cls.summary for name, cls in sorted(STAGES.items())},
+                "stages": {name: cls.summary for name, cls in sorted(builtin_stages().items())},
             }
         )
 

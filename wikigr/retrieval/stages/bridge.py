@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
+from wikigr.retrieval.stages.ppr import pack_entity_graph
 
 if TYPE_CHECKING:
     from wikigr.graph.index import EntityGraph
@@ -127,8 +128,6 @@ class BridgeStage(Stage):
         by_entity: dict[str, float] = {}
         entity_note = ""
         if o.entity > 0:
-            from wikigr.retrieval.stages.ppr import pack_entity_graph
-
             graph = pack_entity_graph(state.ctx)  # the ppr stage's: loaded once, shared
             if graph is None:
                 entity_note = "the pack has no entity graph"

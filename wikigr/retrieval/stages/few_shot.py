@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from wikigr import schema
+from wikigr.embed import EmbeddingCache, embed_cached
+from wikigr.home import wikigr_home
 from wikigr.pack import pack as layout
 from wikigr.retrieval.stage import Example, QueryState, Skip, Stage, register
 
@@ -55,9 +57,6 @@ class FewShotStage(Stage):
                         break
             # Questions embedded by an earlier process are reused: a fresh `wikigr query` does not
             # embed the whole question file again.
-            from wikigr.embed import EmbeddingCache, embed_cached
-            from wikigr.pack.pack import wikigr_home
-
             cache = EmbeddingCache(wikigr_home() / "cache" / "embeddings" / "questions", state.ctx.embedder)
             vectors = embed_cached(state.ctx.embedder, [e.question for e in examples], cache)
             self._pool = (examples, vectors)

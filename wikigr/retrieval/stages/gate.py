@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from wikigr.embed import ordinary_words
+from wikigr.pack.keyword import KeywordIndex, fold
+from wikigr.question import QUESTION_WORDS
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
-
-if TYPE_CHECKING:
-    from wikigr.pack.keyword import KeywordIndex
 
 # the asker's own names: `soup`, "test2.py", 'x', “x” (not the apostrophes of "What's Rust's")
 _QUOTED = re.compile(r"`[^`]*`|\"[^\"]*\"|“[^”]*”|‘[^’]*’|(?<!\w)'[^'\s][^']*'(?!\w)")
@@ -33,10 +32,6 @@ def absent_words(question: str, index: KeywordIndex) -> list[str]:
     :data:`MAX_ABSENT`, looked up in the pack's keyword ``index``; a small pack may well lack
     "method". Quoted words are the asker's own names and are not looked for, nor are the runs of a
     script written without spaces (a run of Chinese is no word)."""
-    from wikigr.embed import ordinary_words
-    from wikigr.pack.keyword import fold
-    from wikigr.retrieval.candidates import QUESTION_WORDS
-
     common = QUESTION_WORDS | _ASKING
     text = _QUOTED.sub(" ", question)
     absent: list[str] = []

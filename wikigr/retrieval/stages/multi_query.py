@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wikigr.llm import LLMError
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 
 PROMPT = (
@@ -30,8 +31,6 @@ class MultiQueryStage(Stage):
         llm = state.ctx.llm
         if llm is None:
             raise Skip("no Claude API key: no rephrasings")
-        from wikigr.llm import LLMError
-
         try:
             completion = llm.complete(
                 PROMPT.format(n=self.options.n),

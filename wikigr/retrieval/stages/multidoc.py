@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wikigr.pack.store import ChunkHit
+from wikigr.retrieval.page_index import PageIndex
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 
 
@@ -49,8 +50,6 @@ class MultidocStage(Stage):
     def _best_chunks(state: QueryState, related: list[str]) -> list[ChunkHit]:
         """Each related article's chunk closest to the question: from the chunk vectors in memory
         when the page_score stage has loaded them for this pack, else from the store."""
-        from wikigr.retrieval.stages.page_score import PageIndex
-
         index = state.ctx.cache.get("page_index")
         if isinstance(index, PageIndex):
             found = index.best_chunks(related, state.vector())

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
+from wikigr.retrieval.stages.ppr import pack_entity_graph
 
 # Words of the question that say nothing about its subject (the keyword index's stopwords are
 # Lucene's, which keep them).
@@ -156,8 +157,6 @@ class PairStage(Stage):
 
     def _bridges(self, state: QueryState, firsts: list[Candidate]) -> list[frozenset[int]]:
         """Each passage's specific entities that the question does not name (none without a graph)."""
-        from wikigr.retrieval.stages.ppr import pack_entity_graph
-
         graph = pack_entity_graph(state.ctx)
         if graph is None:
             return [frozenset()] * len(firsts)

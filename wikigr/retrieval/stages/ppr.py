@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wikigr.graph.extract import CODE, keyword_entities
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 from wikigr.retrieval.stages.fusion import minmax
 
@@ -86,8 +87,6 @@ def link_question(state: QueryState, graph: EntityGraph, options: PPROptions) ->
     each name span of the question of two words or more (one word is too little to embed) that
     matched nothing exactly, the entity nearest in meaning (weight: the similarity, when at least
     ``link_threshold``). Returns them and the number linked by meaning."""
-    from wikigr.graph.extract import CODE, keyword_entities
-
     linked = graph.link(state.question, options.link_concepts)
     by_meaning = 0
     if graph.has_vectors and options.link_threshold < 1.0:

@@ -1,10 +1,11 @@
 """router: look at the pack and the question, pick a retrieval strategy, escalate when weak.
 
-Question kinds: ``simple``, ``relation`` (how two named things relate), ``multi_hop`` (a chain:
-"the composer of the opera that ..."), ``global`` (enumerate or summarise: "list all ...", "what
-are the main ...") and ``aggregate`` ("how many ...", "the total ..."). Rules decide offline; with
-Claude available and ``use_llm`` set, Claude classifies (one short call, within at most a third
-of the answer's time budget: ``--timeout`` / ``WIKIGR_TIMEOUT``) and the rules are the fallback.
+Question kinds (:func:`wikigr.question.classify`): ``simple``, ``relation`` (how two named things
+relate), ``multi_hop`` (a chain: "the composer of the opera that ..."), ``global`` (enumerate or
+summarise: "list all ...", "what are the main ...") and ``aggregate`` ("how many ...", "the total
+..."). Rules decide offline; with Claude available and ``use_llm`` set, Claude classifies (one
+short call, within at most a third of the answer's time budget: ``--timeout`` /
+``WIKIGR_TIMEOUT``) and the rules are the fallback.
 
 Strategies are lists of retrieval stages run on a fresh state:
 
@@ -45,7 +46,6 @@ per source) and at least ``enumerate_k`` passages.
 from __future__ import annotations
 
 import copy
-import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -53,10 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from wikigr.graph.extract import keyword_entities
+from wikigr.question import KINDS, content_words
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register, stage_class
 
-KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
 CLASSIFY_SHARE = 1 / 3  # of the answer's Claude time budget, at most, for the classification
 STRATEGIES: dict[str, list[str]] = {
     "vector": ["vector"],
@@ -79,61 +78,12 @@ LADDERS: dict[str, list[str]] = {
     "aggregate": ["wide"],
 }
 
-_AGGREGATE = re.compile(r"^\s*(how many|how much)\b|\b(total|average|sum of|number of|count)\b", re.I)
-_GLOBAL = re.compile(
-    r"^\s*(list|enumerate|name all|summari[sz]e|give an overview|overview)\b"
-    r"|\b(all the|every|main (themes|topics|ideas)|what are the (main|key|different|types))\b",
-    re.I,
-)
-_RELATION = re.compile(
-    r"\b(relationship|relation|related|connection|difference|differ|compare|comparison|versus|vs\.?)\b"
-    r"|\bbetween\b.+\band\b",
-    re.I,
-)
-_RELATIVE = re.compile(r"\b(who|which|that|whose|where|when|whom)\b", re.I)
-_NESTED = re.compile(r"\b(of|in|by|for) the \w+ (of|who|which|that|where|whose)\b", re.I)
-# "Corey Taylor's city of birth", "the author of Brand": a relation of a named thing, which the
-# question then asks something about — a chain of two facts.
-_RELATIONAL_NP = re.compile(
-    r"\b[A-Z][\w.-]*(?:\s+[A-Z][\w.-]*)*'s\s+\w+"
-    r"|\bthe\s+(?:\w+\s+){0,2}?of\s+(?:the\s+)?(?:\d+\s+)?[A-Z\"]"
-)
-_QUESTION_WORDS = {"what", "which", "who", "when", "where", "why", "how", "whose", "list", "name"}
-
-
-def classify(question: str) -> tuple[str, str]:
-    """The question's kind by rules, and the rule that decided."""
-    if _AGGREGATE.search(question):
-        return "aggregate", "counting or totalling words"
-    if _GLOBAL.search(question):
-        return "global", "enumeration or summary words"
-    if _RELATION.search(question):
-        return "relation", "relation or comparison words"
-    body = question.split(None, 1)[1] if len(question.split()) > 1 else ""
-    if _NESTED.search(question) or (len(_RELATIVE.findall(body)) >= 1 and len(question.split()) >= 10):
-        return "multi_hop", "a nested or relative clause"
-    if _RELATIONAL_NP.search(question):
-        return "multi_hop", "a relation of a named thing (X's Y, the Y of X)"
-    names = {m.key for m in keyword_entities("", question) if m.type != "code"}
-    if len(names - _QUESTION_WORDS) >= 2:
-        return "multi_hop", "several names"
-    return "simple", "no multi-hop, relation, global or aggregate cue"
-
 
 CLASSIFY_SYSTEM = (
     "Classify the question for a retrieval system. Answer with one word: simple (one fact about one "
     "thing), relation (how two things relate or compare), multi_hop (needs a chain of facts), "
     "global (enumerate or summarise many things), or aggregate (count or total)."
 )
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _content_words(text: str) -> set[str]:
-    from wikigr.graph.extract import STOP_NAMES
-
-    return {w for w in _WORD.findall(text.casefold()) if w not in STOP_NAMES and len(w) > 1}
 
 
 @dataclass
@@ -250,7 +200,7 @@ class RouterStage(Stage):
                         CLASSIFY_SYSTEM, [{"role": "user", "content": state.question}], max_tokens=10
                     )
             except LLMError as exc:
-                kind, why = classify(state.question)
+                kind, why = state.asked.classified
                 return kind, f"{why} (Claude failed: {exc})"
             if state.usage is not None:
                 state.usage.add(completion)
@@ -258,19 +208,19 @@ class RouterStage(Stage):
             for kind in KINDS:
                 if answer.startswith(kind):
                     return kind, "Claude"
-            kind, why = classify(state.question)
+            kind, why = state.asked.classified
             return kind, f"{why} (Claude answered {answer[:20]!r})"
-        return classify(state.question)
+        return state.asked.classified
 
     def _score(self, state: QueryState, candidates: list[Candidate]) -> float:
         top = [c.chunk_id for c in candidates[: self.options.score_top]]
         if not top:
             return 0.0
         if self.options.score == "coverage":
-            words = _content_words(state.question)
+            words = state.asked.content_words
             found: set[str] = set()
             for c in candidates[: self.options.score_top]:
-                found |= _content_words(c.text)
+                found |= content_words(c.text)
             return len(words & found) / max(1, len(words))
         vectors = state.ctx.store.chunk_vectors(top)
         question = state.vector()

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from wikigr.retrieval.short_answer import AnswerOptions, asserted, enumeration, short_answer, where
+from wikigr.llm import LLMError
+from wikigr.retrieval.sentence_scores import AnswerOptions
+from wikigr.retrieval.short_answer import asserted, enumeration, short_answer, where
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 LOW_CONFIDENCE = (
@@ -111,8 +113,6 @@ class SynthesizeStage(Stage):
             f"Example question: {e.question}\nExample answer: {e.answer}\n\n" for e in state.examples
         )
         prompt = f"{shots}Passages:\n\n{numbered}\n\nQuestion: {state.question}"
-        from wikigr.llm import LLMError
-
         try:
             completion = llm.complete(
                 SYSTEM + (ENUMERATE if enumerate_style else ""),
