@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikigr.openml.model import LOWER_IS_BETTER
-from wikigr.openml.tools import ToolResult
+from wikigr.openml.tool_specs import ToolResult
 
 CYPHER_START = re.compile(r"^\s*(MATCH|OPTIONAL\s+MATCH|CALL|RETURN|WITH|UNWIND)\b", re.IGNORECASE)
 
@@ -294,7 +294,7 @@ def _literal(value: Any) -> str:
 
 def count_query(table: str, filters: dict[str, Any]) -> str:
     """A read-only Cypher count of ``table`` rows, with the filters that apply to it."""
-    from wikigr.openml.tools import DIMENSIONS, attribute
+    from wikigr.openml.tool_specs import DIMENSIONS, attribute
 
     conditions = []
     tables = set()
