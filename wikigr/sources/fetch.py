@@ -21,6 +21,7 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from wikigr import __version__
 from wikigr.documents import FetchResult
 from wikigr.errors import UsageError
 from wikigr.sources.formats import (
@@ -51,8 +52,6 @@ _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 def default_user_agent() -> str:
     """``wikigr/<version> (+https://github.com/wikigr/wikigr)``."""
-    from wikigr import __version__
-
     return f"wikigr/{__version__} (+https://github.com/wikigr/wikigr)"
 
 
