@@ -28,10 +28,10 @@ from wikigr.documents import FetchResult
 from wikigr.errors import BuildError, SourceError, UsageError
 from wikigr.pack.pack import open_pack
 from wikigr.progress import ProgressEvent
-from wikigr.sources._common import LinkCollector
 from wikigr.sources.decode import decode_text
 from wikigr.sources.fetch import FetchOptions
 from wikigr.sources.parse import parse
+from wikigr.sources.parsing import LinkCollector
 from wikigr.sources.urls import normalize_source, normalize_url, read_url_list
 from wikigr.update import update_pack
 

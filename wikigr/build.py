@@ -43,8 +43,8 @@ from wikigr.pack.store import SCHEMA_VERSION, Store, vectors_to_arrow
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.chunk import chunk_sections
 from wikigr.sources.fetch import FetchOptions, fetch_all
+from wikigr.sources.folders import expand_sources
 from wikigr.sources.parse import parse
-from wikigr.sources.urls import expand_sources
 
 if TYPE_CHECKING:
     from wikigr.distributed import RayOptions

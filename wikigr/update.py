@@ -56,7 +56,8 @@ from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest, SourceRecord
 from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
-from wikigr.sources.urls import expand_sources, load_url_list
+from wikigr.sources.folders import expand_sources
+from wikigr.sources.urls import load_url_list
 
 
 @dataclass

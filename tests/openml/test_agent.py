@@ -20,7 +20,7 @@ from tests.openml.test_tools import amlb, arff
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.errors import InvalidPackError
 from wikigr.openml.rules import Vocabulary, plan, ungrounded_numbers
-from wikigr.openml.tools import ToolResult
+from wikigr.openml.tool_specs import ToolResult
 from wikigr.pack.pack import open_pack
 
 QUESTION = "Which algorithm family has the highest median accuracy on classification tasks?"

@@ -15,7 +15,8 @@ from tests.httpserver import closed_port_url
 from tests.openml.openml_server import FLOWS, MALFORMED_RUN, RUNS_PER_PAIR, TASKS, OpenMLServer, load
 from wikigr.errors import BuildError, UsageError
 from wikigr.openml.build import build_openml_pack
-from wikigr.openml.client import ApiSelection, OpenMLClient, OpenMLError, error_fields, parse_task_ids
+from wikigr.openml.client import OpenMLClient, OpenMLError, error_fields
+from wikigr.openml.fetch import ApiSelection, parse_task_ids
 from wikigr.pack.pack import open_pack
 
 ALL_TASKS = list(TASKS)

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from wikigr.errors import UsageError
-from wikigr.sources.urls import expand_sources, normalize_source, read_url_list, validate_url
+from wikigr.sources.folders import expand_sources
+from wikigr.sources.urls import normalize_source, read_url_list, validate_url
 
 
 def write(path: Path, text: str) -> Path:

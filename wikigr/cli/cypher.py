@@ -22,7 +22,7 @@ def register(app: typer.Typer) -> None:
         """Run a read-only Cypher query on a pack (CREATE, SET, DELETE, COPY, LOAD... are refused)."""
         from rich.table import Table
 
-        from wikigr.openml.tools import to_json
+        from wikigr.openml.tool_specs import to_json
         from wikigr.pack.pack import open_pack
         from wikigr.pack.store import check_read_only
 

@@ -140,7 +140,7 @@ def create(
 
         api = None
         if openml:
-            from wikigr.openml.client import ApiSelection, parse_task_ids
+            from wikigr.openml.fetch import ApiSelection, parse_task_ids
 
             api = ApiSelection(
                 base_url=openml_url,

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from wikigr.openml.model import measure_name
 from wikigr.openml.rules import Citation, Vocabulary, compose, plan, ungrounded_numbers
-from wikigr.openml.tools import TOOL_SPECS, OpenMLTools, ToolResult
+from wikigr.openml.tool_specs import TOOL_SPECS, ToolResult
+from wikigr.openml.tools import OpenMLTools
 from wikigr.retrieval.stage import Candidate, Context, QueryState
 
 if TYPE_CHECKING:

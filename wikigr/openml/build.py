@@ -310,7 +310,7 @@ def build_openml_pack(
     on_progress: ProgressCallback | None = None,
 ) -> OpenMLBuildReport:
     """Build (or rebuild) the OpenML pack ``name`` from export files (``exports`` runs, with
-    ``qualities``) or from the REST API (``api``: an :class:`wikigr.openml.client.ApiSelection`).
+    ``qualities``) or from the REST API (``api``: an :class:`wikigr.openml.fetch.ApiSelection`).
     """
     options = options or OpenMLBuildOptions()
     progress = on_progress or no_progress
@@ -334,7 +334,7 @@ def build_openml_pack(
         t0 = time.perf_counter()
         sources: list[SourceRecord] = []
         if api is not None:
-            from wikigr.openml.client import FetchError, fetch_star
+            from wikigr.openml.fetch import FetchError, fetch_star
 
             try:
                 fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)

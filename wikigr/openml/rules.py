@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikigr.openml.model import LOWER_IS_BETTER
-from wikigr.openml.tools import ToolResult
+from wikigr.openml.tool_specs import DIMENSIONS, ToolResult, attribute
 from wikigr.question import Question
 
 GROUP_WORDS: tuple[tuple[str, str], ...] = (
@@ -268,8 +268,6 @@ def _literal(value: Any) -> str:
 
 def count_query(table: str, filters: dict[str, Any]) -> str:
     """A read-only Cypher count of ``table`` rows, with the filters that apply to it."""
-    from wikigr.openml.tools import DIMENSIONS, attribute
-
     conditions = []
     tables = set()
     for name, value in filters.items():

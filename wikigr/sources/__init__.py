@@ -1,11 +1,12 @@
-"""The source side of a build: list URLs, fetch them, parse them, chunk them."""
+"""The source side of a build: list URLs, fetch them, parse them (by format), chunk them."""
 
 from __future__ import annotations
 
 from wikigr.sources.chunk import chunk_sections
 from wikigr.sources.fetch import FetchOptions, fetch_all
+from wikigr.sources.folders import expand_sources
 from wikigr.sources.parse import parse
-from wikigr.sources.urls import expand_sources, load_url_list, normalize_source, read_url_list
+from wikigr.sources.urls import load_url_list, normalize_source, read_url_list
 
 __all__ = [
     "FetchOptions",

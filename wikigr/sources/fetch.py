@@ -17,66 +17,41 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from wikigr import __version__
 from wikigr.documents import FetchResult
 from wikigr.errors import UsageError
+from wikigr.sources.formats import (
+    accept_header,
+    format_for,
+    guess_content_type,
+    own_type,
+    sniff_content_type,
+    type_over_plain_text,
+)
+from wikigr.sources.parsing import one_line
 from wikigr.sources.urls import file_url_to_path, normalize_url
 
 __all__ = [
-    "ACCEPTED_CONTENT_TYPES",
     "FetchOptions",
     "default_user_agent",
     "fetch_all",
     "fetch_one",
-    "guess_content_type",
-    "sniff_content_type",
 ]
 
 MIB = 1024 * 1024
-
-#: Media types wikigr can parse (after normalisation: text/x-markdown becomes text/markdown).
-ACCEPTED_CONTENT_TYPES: frozenset[str] = frozenset(
-    {
-        "text/html",
-        "application/xhtml+xml",
-        "text/markdown",
-        "text/x-markdown",
-        "text/plain",
-        "application/pdf",
-    }
-)
-
-_EXTENSION_TYPES: dict[str, str] = {
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".xhtml": "application/xhtml+xml",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".mdown": "text/markdown",
-    ".txt": "text/plain",
-    ".text": "text/plain",
-    ".rst": "text/plain",
-    ".pdf": "application/pdf",
-}
 
 # Types a server sends when it does not know better; the URL's extension is trusted over them.
 _GENERIC_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/x-download"})
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
-_ACCEPT_HEADER = (
-    "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.8,application/pdf;q=0.8,*/*;q=0.1"
-)
-
 
 def default_user_agent() -> str:
     """``wikigr/<version> (+https://github.com/wikigr/wikigr)``."""
-    from wikigr import __version__
-
     return f"wikigr/{__version__} (+https://github.com/wikigr/wikigr)"
 
 
@@ -133,11 +108,6 @@ def _too_large(options: FetchOptions) -> str:
     return f"larger than {_format_size(options.max_bytes)} cap"
 
 
-def _one_line(text: str, limit: int = 160) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
 def _split_content_type(header: str | None) -> tuple[str, str | None]:
     """``"text/html; charset=UTF-8"`` -> ``("text/html", "UTF-8")``."""
     if not header:
@@ -153,44 +123,19 @@ def _split_content_type(header: str | None) -> tuple[str, str | None]:
     return media, charset
 
 
-def _extension(url: str) -> str:
-    path = unquote(urlsplit(url).path)
-    return PurePosixPath(path).suffix.lower()
-
-
-def guess_content_type(url: str) -> str:
-    """The media type a URL's extension suggests (``""`` when none of ours)."""
-    return _EXTENSION_TYPES.get(_extension(url), "")
-
-
-def sniff_content_type(content: bytes) -> str:
-    """Guess a media type from the first bytes; ``""`` for binary content."""
-    head = content[:1024]
-    if head.startswith(b"%PDF-"):
-        return "application/pdf"
-    lowered = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    if lowered.startswith((b"<!doctype html", b"<html", b"<head", b"<body")) or b"<html" in lowered:
-        return "text/html"
-    if b"\x00" in head and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return ""
-    return "text/plain"
-
-
 def _resolve_type(declared: str, url: str) -> str | None:
     """The media type to use, from the declared type and the URL; None when unsupported.
 
     An empty result means "decide by sniffing the body".
     """
-    guessed = guess_content_type(url)
-    if declared == "text/x-markdown":
-        return "text/markdown"
+    kept = own_type(declared)
+    if kept is not None and kept != declared:  # an alias: text/x-markdown is text/markdown
+        return kept
     if declared in _GENERIC_TYPES:
-        return guessed  # "" -> sniff
-    if declared == "text/plain" and guessed in ("text/markdown", "text/html"):
-        return guessed
-    if declared in ACCEPTED_CONTENT_TYPES:
-        return declared
-    return None
+        return guess_content_type(url)  # "" -> sniff
+    if declared == "text/plain" and (believed := type_over_plain_text(url)):
+        return believed  # the URL's extension says Markdown or HTML
+    return kept
 
 
 def _retry_after(value: str | None, cap: float) -> float | None:
@@ -241,7 +186,7 @@ def _describe_connect_error(exc: BaseException) -> tuple[str, bool]:
         return "name not resolved", True
     if "refused" in text:
         return "connection refused", True
-    detail = _one_line(str(exc)) or exc.__class__.__name__
+    detail = one_line(str(exc)) or exc.__class__.__name__
     return f"connection failed: {detail}", True
 
 
@@ -312,14 +257,14 @@ def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
         reason, retryable = _describe_connect_error(exc)
         if reason.startswith("connection failed"):
-            reason = f"connection error: {_one_line(str(exc)) or exc.__class__.__name__}"
+            reason = f"connection error: {one_line(str(exc)) or exc.__class__.__name__}"
         return _Failure(reason, retryable)
     except httpx.DecodingError:
         return _Failure("could not decode the response body", False)
     except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-        return _Failure(f"invalid URL: {_one_line(str(exc))}", False)
+        return _Failure(f"invalid URL: {one_line(str(exc))}", False)
     except httpx.HTTPError as exc:
-        return _Failure(_one_line(str(exc)) or exc.__class__.__name__, True)
+        return _Failure(one_line(str(exc)) or exc.__class__.__name__, True)
     if not media:
         media = sniff_content_type(content)
         if not media:
@@ -414,13 +359,13 @@ def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
     except PermissionError:
         return _failed(source, url, "permission denied")
     except OSError as exc:
-        return _failed(source, url, _one_line(exc.strerror or str(exc)) or "cannot read file")
+        return _failed(source, url, one_line(exc.strerror or str(exc)) or "cannot read file")
     if len(content) > options.max_bytes:
         return _failed(source, url, _too_large(options))
     media = guess_content_type(url)
     if not media:
         guessed, _ = mimetypes.guess_type(os.fspath(path))
-        if guessed and not guessed.startswith("text/") and guessed not in ACCEPTED_CONTENT_TYPES:
+        if guessed and not guessed.startswith("text/") and format_for(guessed) is None:
             return _failed(source, url, f"unsupported content type {guessed}")
         media = sniff_content_type(content)
         if not media:
@@ -458,14 +403,14 @@ def fetch_one(
                 return _fetch_http(own, url, options, sleep)
         return _fetch_http(client, url, options, sleep)
     except Exception as exc:  # noqa: BLE001 - one odd source must not sink the whole build
-        return _failed(url, url, _one_line(f"{exc.__class__.__name__}: {exc}"))
+        return _failed(url, url, one_line(f"{exc.__class__.__name__}: {exc}"))
 
 
 def _make_client(options: FetchOptions) -> httpx.Client:
     return httpx.Client(
         follow_redirects=False,
         timeout=httpx.Timeout(options.timeout),
-        headers={"User-Agent": options.user_agent, "Accept": _ACCEPT_HEADER},
+        headers={"User-Agent": options.user_agent, "Accept": accept_header()},
         limits=httpx.Limits(max_connections=options.workers, max_keepalive_connections=options.workers),
         # Proxies and CA bundles come from the environment, but loopback never goes via a proxy.
         mounts={"all://127.0.0.1": None, "all://localhost": None, "all://[::1]": None},

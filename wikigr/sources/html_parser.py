@@ -8,7 +8,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from wikigr.documents import CELLS, Document, Section
 from wikigr.errors import SourceError
-from wikigr.sources._common import LinkCollector, collapse_whitespace, fence
+from wikigr.sources.parsing import LinkCollector, collapse_whitespace, fence
 
 __all__ = ["parse_html"]
 

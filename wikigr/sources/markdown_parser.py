@@ -6,7 +6,7 @@ import re
 
 from wikigr.documents import CELLS, Document, Section
 from wikigr.errors import SourceError
-from wikigr.sources._common import LinkCollector, collapse_whitespace, fence, file_name
+from wikigr.sources.parsing import LinkCollector, collapse_whitespace, fence, file_name
 
 __all__ = ["parse_markdown"]
 

@@ -1,4 +1,5 @@
-"""Source lists: read urls.txt, validate and normalise sources, expand directories into files."""
+"""Source lists: read urls.txt, validate and normalise sources and URLs (a folder's walk into its
+document files is :mod:`wikigr.sources.folders`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from wikigr.errors import UsageError, shown
 
 __all__ = [
-    "DOCUMENT_EXTENSIONS",
     "UrlList",
-    "expand_sources",
     "file_url_to_path",
     "load_url_list",
     "normalize_source",
@@ -22,10 +21,6 @@ __all__ = [
     "read_url_list",
     "validate_url",
 ]
-
-_EXTENSIONS = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf")
-#: File extensions picked up when a directory is expanded (compared case-insensitively).
-DOCUMENT_EXTENSIONS: frozenset[str] = frozenset(_EXTENSIONS)
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _TRAILING_COMMENT_RE = re.compile(r"\s#.*$")
@@ -246,51 +241,3 @@ def file_url_to_path(url: str) -> Path:
     if parts.netloc not in ("", "localhost"):
         raise UsageError(f"file URL with a remote host: {_short(url)}")
     return Path(unquote(parts.path))
-
-
-def _walk_documents(root: Path) -> list[Path]:
-    """Every document file below ``root``: recursive, sorted, hidden files and folders skipped."""
-    found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            if os.path.splitext(name)[1].lower() in DOCUMENT_EXTENSIONS:
-                found.append(Path(dirpath) / name)
-    return found
-
-
-def expand_sources(urls: list[str], *, strict: bool = False) -> list[str]:
-    """Expand ``file://`` URLs of directories into the document files below them.
-
-    A directory becomes every .html/.htm/.md/.markdown/.txt/.pdf file below it (recursive,
-    sorted by path, hidden folders and files skipped). Other URLs, including file URLs that do
-    not exist, are kept as they are (the fetcher reports the error). Duplicates are removed,
-    first occurrence kept. With ``strict`` (a build: the sources are the user's input now), a
-    directory that holds no document file is a UsageError; without it (an update), it adds nothing.
-    """
-    out: list[str] = []
-    seen: set[str] = set()
-
-    def add(u: str) -> None:
-        if u not in seen:
-            seen.add(u)
-            out.append(u)
-
-    for url in urls:
-        if urlsplit(url).scheme.lower() == "file":
-            try:
-                path = file_url_to_path(url)
-            except UsageError:
-                add(url)
-                continue
-            if path.is_dir():
-                files = _walk_documents(path)
-                if strict and not files:
-                    raise UsageError(f"the folder {path} holds no document files ({', '.join(_EXTENSIONS)})")
-                for file in files:
-                    add(file.as_uri())
-                continue
-        add(url)
-    return out

@@ -1,4 +1,5 @@
-"""Helpers shared by the parsers."""
+"""Helpers shared by the parsers: whitespace and line tidying, code fences, file names, and the
+links (and link anchors) a parsed page points to."""
 
 from __future__ import annotations
 
