@@ -130,7 +130,7 @@ def test_the_union_reads_the_whole_pack(sharded: Path, one_store: Path) -> None:
         for question in QUESTIONS:
             assert keyword.search(question, 1)[0][0] == alone.search(question, 1)[0][0]
         with pytest.raises(StoreError, match="no one database"):
-            union.rows("MATCH (c:Chunk) RETURN count(c)")
+            union.one_store()
 
 
 def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from wikigr.openml.tools import to_json
+        from wikigr.pack.cypher import check_read_only
         from wikigr.pack.pack import open_pack
-        from wikigr.pack.store import check_read_only
 
         check_read_only(query)  # refuse before opening anything
         opened = open_pack(pack)
