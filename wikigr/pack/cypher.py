@@ -1,4 +1,5 @@
-"""The read-only guard for user Cypher (``wikigr cypher``, the OpenML tools, :meth:`Store.read_query`).
+"""User Cypher: the read-only guard (``wikigr cypher``, the OpenML tools, :meth:`Store.read_query`)
+and a query run on a pack, in one store or in shards (:func:`read_pack_query`).
 
 :func:`check_read_only` refuses a query that could change anything before it runs; the store is
 also opened read-only, so the database refuses writes this check would miss.
@@ -7,8 +8,13 @@ also opened read-only, so the database refuses writes this check would miss.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from wikigr.errors import UsageError
+
+if TYPE_CHECKING:
+    from wikigr.pack.pack import Pack
 
 #: Clauses that write, load, install, attach or change the session: refused in user Cypher.
 WRITE_KEYWORDS = frozenset(
@@ -69,3 +75,44 @@ def check_read_only(query: str) -> None:
             if following[0] != "word" or name not in READ_CALLS or after[1] != "(":
                 allowed = ", ".join(sorted(READ_CALLS))
                 raise UsageError(f"refused: CALL {following[1]} (only {allowed} may be called)")
+
+
+@dataclass
+class QueryRows:
+    """What user Cypher returned (:func:`read_pack_query`)."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool  # there were more rows than asked for
+    shards: list[str] = field(default_factory=list)  # the shards it ran on ([]: a pack in one store)
+
+
+def read_pack_query(pack: Pack, query: str, max_rows: int = 1000, shard: int | None = None) -> QueryRows:
+    """Run user Cypher on ``pack`` behind :func:`check_read_only` (refused before anything opens).
+
+    A pack in one store answers as its store does (:meth:`Store.read_query`). A pack in shards has
+    no one database: the query runs on each shard in turn (or on shard number ``shard`` only), and
+    every row starts with a ``shard`` column naming the shard's folder (``shards/00``): what a query
+    counts, orders or limits is counted, ordered or limited per shard. At most ``max_rows`` rows in
+    all."""
+    check_read_only(query)
+    records = pack.manifest.shards
+    if not records:
+        if shard is not None:
+            raise UsageError(f"pack {pack.name} is in one store: --shard is for a pack in shards")
+        with pack.open_store() as store:
+            return QueryRows(*store.read_query(query, max_rows=max_rows))
+    if shard is not None and not 0 <= shard < len(records):
+        raise UsageError(
+            f"--shard must be from 0 to {len(records) - 1}: pack {pack.name} is in {len(records)} shards"
+        )
+    picked = list(range(len(records))) if shard is None else [shard]
+    shards = pack.shards()
+    result = QueryRows(["shard"], [], False, [records[i].path for i in picked])
+    for i in picked:
+        with shards[i].open_store() as store:  # max_rows 0: only whether this shard has rows too
+            columns, rows, truncated = store.read_query(query, max_rows=max_rows - len(result.rows))
+        result.columns[1:] = columns
+        result.rows += [[records[i].path, *row] for row in rows]
+        result.truncated = result.truncated or truncated
+    return result
