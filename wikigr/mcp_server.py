@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from wikigr import __version__, schema
 from wikigr.agent_cache import AgentCache
 from wikigr.errors import WikigrError
+from wikigr.info import agent_pack_info
 from wikigr.pack.pack import pack_rows, packs_home
 
 INSTRUCTIONS = (
@@ -194,8 +195,6 @@ def create_server() -> tuple[MCPServer, AgentCache]:
     def pack_info(pack: str) -> dict[str, Any]:
         """What a pack is and covers: manifest (without the per-source list), statistics, the
         article titles it holds (most linked first). ``pack`` is a pack name or a folder path."""
-        from wikigr.info import agent_pack_info
-
         try:
             with cache.lock:
                 return agent_pack_info(cache.one(pack, None, "query"), MAX_FAILED_SOURCES)

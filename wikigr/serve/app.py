@@ -36,9 +36,11 @@ from wikigr import __version__
 from wikigr.agent_cache import AgentCache
 from wikigr.errors import UsageError, WikigrError
 from wikigr.info import agent_pack_info
+from wikigr.llm import llm_available
 from wikigr.packset import PackSet
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
+from wikigr.retrieval.stage import STAGES, stage_class
 from wikigr.serve.answers import Traces, answer_json, one_agent, set_fallback, streaming
 from wikigr.serve.ask import MAX_QUESTION_CHARS, Ask, parse_ask
 from wikigr.serve.evals import EvalRuns
@@ -147,8 +149,6 @@ class Server:
     # -- routes ----------------------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
-        from wikigr.llm import llm_available
-
         names = await run_in_threadpool(self.packs.names)
         return JSONResponse(
             {
@@ -166,8 +166,6 @@ class Server:
         return JSONResponse(document(__version__, MAX_QUESTION_CHARS))
 
     async def profiles(self, request: Request) -> Response:
-        from wikigr.retrieval.stage import STAGES, stage_class
-
         stage_class("synthesize")  # registers the built-in stages
         return JSONResponse(
             {

@@ -8,6 +8,7 @@ from typing import Any
 
 from wikigr.errors import UsageError
 from wikigr.retrieval.profiles import PROFILES
+from wikigr.retrieval.stage import stage_class
 from wikigr.serve.http import int_param
 from wikigr.serve.packs import ServedPacks
 
@@ -72,8 +73,6 @@ def parse_ask(data: dict[str, Any], packs: ServedPacks, text_field: str) -> Ask:
             raise UsageError(f"{key} must be a list of stage names")
         if len(value) > MAX_STAGE_SWITCHES:
             raise UsageError(f"{key}: at most {MAX_STAGE_SWITCHES} stages")
-        from wikigr.retrieval.stage import stage_class
-
         for name in value:
             stage_class(name[:64])  # an unknown stage is a UsageError naming the known ones
         switches[key] = sorted(set(value))

@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from wikigr import schema
 from wikigr.errors import PackNotFoundError, UsageError, WikigrError
+from wikigr.llm import LLMError
 
 log = logging.getLogger("wikigr.serve")
 
@@ -35,8 +36,6 @@ class ApiError(Exception):
 
 def status_of(exc: WikigrError) -> int:
     """The HTTP status of an error: 4xx where the CLI exits 2, 5xx where it exits 1."""
-    from wikigr.llm import LLMError
-
     if isinstance(exc, PackNotFoundError):
         return 404
     if isinstance(exc, UsageError):

@@ -56,7 +56,7 @@ class FewShotStage(Stage):
             # Questions embedded by an earlier process are reused: a fresh `wikigr query` does not
             # embed the whole question file again.
             from wikigr.embed import EmbeddingCache, embed_cached
-            from wikigr.pack.pack import wikigr_home
+            from wikigr.home import wikigr_home
 
             cache = EmbeddingCache(wikigr_home() / "cache" / "embeddings" / "questions", state.ctx.embedder)
             vectors = embed_cached(state.ctx.embedder, [e.question for e in examples], cache)
