@@ -131,6 +131,14 @@ def test_the_union_reads_the_whole_pack(sharded: Path, one_store: Path) -> None:
             assert keyword.search(question, 1)[0][0] == alone.search(question, 1)[0][0]
         with pytest.raises(StoreError, match="no one database"):
             union.one_store()
+        # Both are the read interface in full, and the union is no Store (it has no database).
+        from wikigr.pack.reader import PackStore
+        from wikigr.pack.store import Store
+
+        members = [name for name in dir(PackStore) if not name.startswith("_")]
+        assert {"nearest_chunks", "entity_paths", "one_store", "stats"} <= set(members)
+        assert [name for name in members if not (hasattr(union, name) and hasattr(one, name))] == []
+        assert not isinstance(union, Store) and one.one_store() is one
 
 
 def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ def read_pack_query(pack: Pack, query: str, max_rows: int = 1000, shard: int | N
     shards = pack.shards()
     result = QueryRows(["shard"], [], False, [records[i].path for i in picked])
     for i in picked:
-        with shards[i].open_store() as store:  # max_rows 0: only whether this shard has rows too
+        with shards[i].open_store() as store:  # with max_rows rows in: only whether there are more
             columns, rows, truncated = store.read_query(query, max_rows=max_rows - len(result.rows))
         result.columns[1:] = columns
         result.rows += [[records[i].path, *row] for row in rows]
