@@ -25,7 +25,9 @@ import uvicorn
 from tests.fakeclaude import FakeClaude, Reply
 from wikigr.packset import open_agent
 from wikigr.serve import check_token, listen, url_of
-from wikigr.serve.app import MAX_BODY_BYTES, MAX_QUESTION_CHARS, create_app
+from wikigr.serve.app import create_app
+from wikigr.serve.ask import MAX_QUESTION_CHARS
+from wikigr.serve.http import MAX_BODY_BYTES
 
 TOKEN = "s3cret-token-for-the-tests"
 QUESTION = "How do I set a timeout on a socket?"

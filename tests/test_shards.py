@@ -130,7 +130,15 @@ def test_the_union_reads_the_whole_pack(sharded: Path, one_store: Path) -> None:
         for question in QUESTIONS:
             assert keyword.search(question, 1)[0][0] == alone.search(question, 1)[0][0]
         with pytest.raises(StoreError, match="no one database"):
-            union.rows("MATCH (c:Chunk) RETURN count(c)")
+            union.one_store()
+        # Both are the read interface in full, and the union is no Store (it has no database).
+        from wikigr.pack.reader import PackStore
+        from wikigr.pack.store import Store
+
+        members = [name for name in dir(PackStore) if not name.startswith("_")]
+        assert {"nearest_chunks", "entity_paths", "one_store", "stats"} <= set(members)
+        assert [name for name in members if not (hasattr(union, name) and hasattr(one, name))] == []
+        assert not isinstance(union, Store) and one.one_store() is one
 
 
 def test_the_shards_answer_with_the_packs_config(sharded: Path, tmp_path: Path) -> None:
@@ -202,6 +210,83 @@ def test_one_store_commands_say_the_pack_is_in_shards(sharded: Path) -> None:
     assert pack.sharded and [s.name for s in pack.shards()] == ["wiki-s00", "wiki-s01", "wiki-s02"]
     with pytest.raises(InvalidPackError, match="is in 3 shards, not one store"):
         pack.open_store()
+
+
+def test_pack_info_describes_a_pack_in_shards_as_one_pack(
+    capsys: pytest.CaptureFixture[str], sharded: Path, one_store: Path
+) -> None:
+    """`pack info`, serve's pack route and MCP's pack_info share one description (wikigr.info):
+    a pack in shards has the one store's counts (summed over its shards) and titles."""
+    import httpx
+
+    from tests.test_serve import running
+    from wikigr.agent_cache import AgentCache
+    from wikigr.info import agent_pack_info
+    from wikigr.serve.app import create_app
+
+    code, out, err = cli(capsys, "pack", "info", str(sharded), "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    code, out, err = cli(capsys, "pack", "info", str(one_store), "--json")
+    assert code == 0, err
+    whole = json.loads(out)
+    for key in ("articles", "sections", "chunks"):
+        assert info["store_stats"][key] == whole["store_stats"][key] > 0
+    assert info["store_stats"]["entities"] >= whole["store_stats"]["entities"]  # shared names: per shard
+    assert [s["path"] for s in info["shards"]] == ["shards/00", "shards/01", "shards/02"]
+    assert sorted(info["titles"]) == sorted(whole["titles"]) and len(info["titles"]) == 14
+    assert set(info) == set(whole) | {"shards"}
+    code, out, err = cli(capsys, "pack", "info", str(sharded))
+    assert code == 0, err
+    assert "3 (the statistics above are their sums)" in out and f"{info['store_stats']['chunks']}" in out
+
+    cache = AgentCache()  # what the MCP tool calls
+    try:
+        agent = cache.one(str(sharded), None, "query")
+        described = agent_pack_info(agent)
+        assert described["store_stats"] == info["store_stats"] and described["titles"] == info["titles"]
+        assert set(described) == set(info) | {"profile", "stages", "claude", "entity_graph"}
+        assert described["entity_graph"] is True and described["claude"] is False
+    finally:
+        cache.close()
+    with running(create_app([sharded])) as url:
+        served = httpx.get(f"{url}/api/v1/packs/wiki", timeout=60).json()
+    assert served["name"] == "wiki" and served["store_stats"] == info["store_stats"]
+    assert served["titles"] == info["titles"] and served["shards"] == info["shards"]
+
+
+def test_cypher_runs_on_each_shard_or_the_one_named(
+    capsys: pytest.CaptureFixture[str], sharded: Path
+) -> None:
+    count = "MATCH (c:Chunk) RETURN count(c) AS chunks"
+    code, out, err = cli(capsys, "cypher", str(sharded), count, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    records = load_manifest(sharded / "manifest.json").shards
+    assert data["columns"] == ["shard", "chunks"] and data["shards"] == [r.path for r in records]
+    assert data["rows"] == [[r.path, r.chunks] for r in records] and not data["truncated"]
+    code, out, err = cli(capsys, "cypher", str(sharded), count, "--shard", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == [["shards/01", records[1].chunks]]
+    # --max-rows caps the rows of all the shards together
+    titles = "MATCH (a:Article) RETURN a.title ORDER BY a.title"
+    code, out, err = cli(capsys, "cypher", str(sharded), titles, "--json", "--max-rows", "5")
+    assert code == 0, err
+    capped = json.loads(out)
+    assert capped["row_count"] == 5 and capped["truncated"]
+    assert [row[0] for row in capped["rows"]] == [r.path for r in records for _ in range(r.articles)][:5]
+    code, out, err = cli(capsys, "cypher", str(sharded), count)
+    assert code == 0, err
+    assert "3 row(s) from 3 shards (the query ran on each)" in out and "shards/02" in out
+    code, _, err = cli(capsys, "cypher", str(sharded), count, "--shard", "3")
+    assert code == 2
+    assert_one_error(err, "--shard must be from 0 to 2: pack wiki is in 3 shards")
+    code, _, err = cli(capsys, "cypher", str(sharded / "shards" / "00"), count, "--shard", "0")
+    assert code == 2
+    assert_one_error(err, "is in one store: --shard is for a pack in shards")
+    code, _, err = cli(capsys, "cypher", str(sharded), "MATCH (c:Chunk) DETACH DELETE c")
+    assert code == 2
+    assert_one_error(err, "refused: DETACH is not allowed")
 
 
 def test_pack_graph_and_update_refuse_a_shard_and_graph_the_pack_in_shards(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from wikigr.pack.store import Store
+    from wikigr.pack.reader import PackStore
 
 DIGESTS_FILE = "digests.json"
 MAX_DIGESTS = 256
@@ -47,6 +47,13 @@ def file_identity(path: Path) -> list[int] | None:
         return _identity(Path(path).stat())
     except FileNotFoundError:
         return None
+
+
+def files_state(path: Path) -> tuple[list[int] | None, list[int] | None]:
+    """The state of a store's file and of its write-ahead log (:func:`file_identity`): a read-only
+    store whose files no longer have the state they had when it was opened (a ``pack update``
+    swapped the folder, a build wrote in place) is not what its path now holds."""
+    return file_identity(path), file_identity(path.with_name(path.name + ".wal"))
 
 
 def _read_digests(path: Path) -> dict[str, dict[str, object]]:
@@ -119,14 +126,12 @@ def prune(folder: Path, keep: int) -> None:
             stale.unlink(missing_ok=True)
 
 
-def store_cache_file(store: Store, kind: str, *parts: str) -> Path | None:
+def store_cache_file(store: PackStore, kind: str, *parts: str) -> Path | None:
     """Where something computed from ``store`` is cached: ``cache/KIND/KEY.npz``, KEY the sha256 of
     the store's files (its database file and write-ahead log, if any; a pack in shards: every
     shard's) and ``parts`` (the format, the code, the options). None when the files cannot be read,
     or are no longer in the state they were in when the store was opened (the value is then
     computed from the open store, as it answers from that state)."""
-    from wikigr.pack.store import files_state
-
     members = store.members
     if any(m.opened_state is None or files_state(m.path) != m.opened_state for m in members):
         return None

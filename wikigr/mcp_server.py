@@ -35,6 +35,7 @@ from pydantic import ValidationError
 from wikigr import __version__, schema
 from wikigr.agent_cache import AgentCache
 from wikigr.errors import WikigrError
+from wikigr.info import agent_pack_info
 from wikigr.pack.pack import pack_rows, packs_home
 
 INSTRUCTIONS = (
@@ -45,6 +46,7 @@ INSTRUCTIONS = (
 )
 
 MAX_TOP_K = 100
+MAX_FAILED_SOURCES = 50  # listed by pack_info
 
 
 def _check_top_k(top_k: int | None) -> None:
@@ -193,23 +195,9 @@ def create_server() -> tuple[MCPServer, AgentCache]:
     def pack_info(pack: str) -> dict[str, Any]:
         """What a pack is and covers: manifest (without the per-source list), statistics, the
         article titles it holds (most linked first). ``pack`` is a pack name or a folder path."""
-        from wikigr.skill import digest
-
         try:
             with cache.lock:
-                agent = cache.one(pack, None, "query")
-                info = digest(agent.context.store)
-                manifest = agent.pack.manifest
-                data = {k: v for k, v in manifest.to_dict().items() if k not in ("sources", "files")}
-                data["path"] = str(agent.pack.path)
-                data["sources"] = {
-                    "total": len(manifest.sources),
-                    "ok": sum(1 for s in manifest.sources if s.status == "ok"),
-                }
-                data["titles"] = info.titles
-                data["categories"] = info.categories
-                data["vector_search"] = agent.context.store.vector_path
-                return data
+                return agent_pack_info(cache.one(pack, None, "query"), MAX_FAILED_SOURCES)
         except WikigrError as exc:
             raise _fail(exc) from exc
 

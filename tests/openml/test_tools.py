@@ -18,8 +18,8 @@ from tests.openml.conftest import AMLB, QUALITIES, STUDY1
 from wikigr.embed import get_embedder
 from wikigr.errors import StoreError, UsageError
 from wikigr.openml.tools import OpenMLTools
+from wikigr.pack.cypher import check_read_only
 from wikigr.pack.pack import open_pack
-from wikigr.pack.store import check_read_only
 
 
 @pytest.fixture

@@ -17,26 +17,47 @@ def register(app: typer.Typer) -> None:
         max_rows: Annotated[
             int, typer.Option("--max-rows", min=1, max=100_000, help="Rows to return.")
         ] = 1000,
+        shard: Annotated[
+            int | None,
+            typer.Option(
+                "--shard",
+                min=0,
+                help="A pack in shards: run the query on shard N only (0 is shards/00), not on each.",
+            ),
+        ] = None,
         json_out: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     ) -> None:
-        """Run a read-only Cypher query on a pack (CREATE, SET, DELETE, COPY, LOAD... are refused)."""
+        """Run a read-only Cypher query on a pack (CREATE, SET, DELETE, COPY, LOAD... are refused).
+
+        On a pack in shards the query runs on each shard in turn (or on the one --shard names):
+        every row starts with a shard column (its folder, shards/00), and what the query counts,
+        orders or limits is counted, ordered or limited per shard."""
         from rich.table import Table
 
         from wikigr.openml.tool_specs import to_json
+        from wikigr.pack.cypher import check_read_only, read_pack_query
         from wikigr.pack.pack import open_pack
-        from wikigr.pack.store import check_read_only
 
         check_read_only(query)  # refuse before opening anything
-        opened = open_pack(pack)
-        with opened.open_store() as store:
-            columns, rows, truncated = store.read_query(query, max_rows=max_rows)
-        data = [[to_json(v) for v in row] for row in rows]
+        result = read_pack_query(open_pack(pack), query, max_rows=max_rows, shard=shard)
+        data = [[to_json(v) for v in row] for row in result.rows]
         if json_out:
-            print_json({"columns": columns, "rows": data, "row_count": len(data), "truncated": truncated})
+            shown = {
+                "columns": result.columns,
+                "rows": data,
+                "row_count": len(data),
+                "truncated": result.truncated,
+            }
+            print_json({**shown, "shards": result.shards} if result.shards else shown)
             return
-        table = Table(*(printable(c) for c in columns))
+        table = Table(*(printable(c) for c in result.columns))
         for row in data:
             table.add_row(*("" if v is None else printable(v) for v in row))
         out.print(table)
-        more = f" (truncated at {max_rows}; use --max-rows)" if truncated else ""
-        out.print(f"{len(data)} row(s){more}", markup=False)
+        more = f" (truncated at {max_rows}; use --max-rows)" if result.truncated else ""
+        where = ""
+        if len(result.shards) > 1:
+            where = f" from {len(result.shards)} shards (the query ran on each)"
+        elif result.shards:
+            where = f" from {result.shards[0]}"
+        out.print(f"{len(data)} row(s){where}{more}", markup=False)

@@ -301,32 +301,25 @@ def info(
     pack: Annotated[str, typer.Argument(help="Pack name or path.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Show a pack's manifest, graph statistics and vector search path."""
+    """Show a pack's manifest, graph statistics and vector search path (a pack in shards: the
+    statistics summed over its shards)."""
+    from wikigr.info import pack_info
+    from wikigr.pack.union import open_pack_store
+
     opened = open_pack(pack)
-    with opened.open_store() as store:
-        stats = store.stats()
-        vector_path = store.vector_path
-    m = opened.manifest
-    data = {
-        "path": str(opened.path),
-        **{k: v for k, v in m.to_dict().items() if k != "sources"},
-        "store_stats": stats,
-        "vector_search": vector_path,
-        "sources": {
-            "total": len(m.sources),
-            "ok": sum(1 for s in m.sources if s.status == "ok"),
-            "failed": [{"url": s.url, "status": s.status} for s in m.sources if s.status != "ok"],
-        },
-    }
+    with open_pack_store(opened) as store:
+        data = pack_info(opened, store)
     if json_out:
         print_json(data)
         return
     from rich.table import Table
 
+    m = opened.manifest
+    stats, vector_path = data["store_stats"], data["vector_search"]
     table = Table(show_header=False, box=None)
     rows = [
         ("name", m.name),
-        ("path", str(opened.path)),
+        ("path", data["path"]),
         ("description", m.description),
         ("created", m.created_at),
         ("format / schema", f"{m.format_version} / {m.schema_version}"),
@@ -348,6 +341,8 @@ def info(
         rows = rows[:9] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
         if m.openml is not None and m.openml.malformed_rows:
             rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
+    if m.shards:
+        rows.append(("shards", f"{len(m.shards)} (the statistics above are their sums)"))
     for key, value in rows:
         table.add_row(styled("[bold]{}[/]", key), printable(value))
     out.print(table)

@@ -209,7 +209,7 @@ class Evaluator:
         ) as agent:
             articles = "MATCH (a:Article) RETURN a.id, a.url, a.title"
             has_articles = self.pack.manifest.stats.articles > 0  # an OpenML pack has none
-            gold_index = GoldIndex(agent.context.store.rows(articles) if has_articles else [])
+            gold_index = GoldIndex(agent.context.store.one_store().rows(articles) if has_articles else [])
             judge = self._judge(agent)
             results_dir = self.pack.path / layout.RESULTS_DIR
             results_dir.mkdir(parents=True, exist_ok=True)

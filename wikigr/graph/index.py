@@ -28,7 +28,7 @@ import numpy as np
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, normalize, title_name
 
 if TYPE_CHECKING:
-    from wikigr.pack.store import Store
+    from wikigr.pack.reader import PackStore
 
 CO_OCCURS = "CO_OCCURS"
 SYNONYM = "SYNONYM"
@@ -181,7 +181,7 @@ class EntityGraph:
     # -- loading -------------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, store: Store, weights: EdgeWeights | None = None) -> EntityGraph:
+    def load(cls, store: PackStore, weights: EdgeWeights | None = None) -> EntityGraph:
         """The store's entity graph with these edge weights: read from the cache when it holds
         this store's, else built from the store and written to the cache."""
         weights = weights or EdgeWeights()
@@ -196,7 +196,7 @@ class EntityGraph:
         return graph
 
     @classmethod
-    def from_store(cls, store: Store, weights: EdgeWeights) -> EntityGraph:
+    def from_store(cls, store: PackStore, weights: EdgeWeights) -> EntityGraph:
         entities = store.entities()
         homes: list[tuple[str, str]] = []
         if weights.home > 0:
@@ -277,7 +277,7 @@ class EntityGraph:
                 found.append((start, start + n, e))
         return {e: 1.0 for _, _, e in found}
 
-    def link_by_meaning(self, store: Store, vectors: np.ndarray, threshold: float) -> dict[int, float]:
+    def link_by_meaning(self, store: PackStore, vectors: np.ndarray, threshold: float) -> dict[int, float]:
         """For each row of ``vectors`` (name spans of the question, embedded), the entity whose
         name vector is nearest (exact cosine, in the store), when the similarity is at least
         ``threshold``: entity index -> similarity."""
@@ -357,7 +357,7 @@ def _code_digest() -> str:
     return digest.hexdigest()
 
 
-def graph_cache_file(store: Store, weights: EdgeWeights) -> Path | None:
+def graph_cache_file(store: PackStore, weights: EdgeWeights) -> Path | None:
     """Where the graph of ``store`` with ``weights`` is cached (:func:`wikigr.home.store_cache_file`:
     named after the store's files, the weights, the cache format and this code)."""
     from wikigr.home import store_cache_file

@@ -77,7 +77,8 @@ def openml_pack(ctx: Context) -> OpenMLPack:
     """The OpenML side of the pack the agent opened, loaded once per agent."""
     loaded = ctx.cache.get("openml")
     if loaded is None:
-        rows = ctx.store.rows
+        store = ctx.store.one_store()  # an OpenML pack is one store (never in shards)
+        rows = store.rows
         manifest = ctx.pack.manifest
         record = manifest.openml
         measure = "accuracy"
@@ -94,7 +95,7 @@ def openml_pack(ctx: Context) -> OpenMLPack:
             measure=measure,
         )
         site = record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
-        loaded = OpenMLPack(OpenMLTools(ctx.store, lambda: ctx.embedder), vocab, site)
+        loaded = OpenMLPack(OpenMLTools(store, lambda: ctx.embedder), vocab, site)
         ctx.cache["openml"] = loaded
     assert isinstance(loaded, OpenMLPack)
     return loaded

@@ -24,6 +24,7 @@ from wikigr import __version__
 from wikigr.build import _build_lock, _keep_user_files, _recover, _swap_in
 from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
 from wikigr.errors import BuildError, UsageError
+from wikigr.home import wikigr_home
 from wikigr.openml.exports import ImportReport, import_exports
 from wikigr.openml.families import FAMILIES
 from wikigr.openml.model import RUN_COLUMNS, StarData
@@ -103,7 +104,7 @@ def write_star(
     )
     progress(ProgressEvent("embed", 0, len(texts)))
     started = time.perf_counter()
-    cache = EmbeddingCache(layout.wikigr_home() / "cache" / "embeddings", embedder) if use_cache else None
+    cache = EmbeddingCache(wikigr_home() / "cache" / "embeddings", embedder) if use_cache else None
     vectors = embed_cached(embedder, texts, cache)
     timings["embed"] = time.perf_counter() - started
     progress(ProgressEvent("embed", len(texts), len(texts)))

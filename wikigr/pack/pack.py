@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError, shown
-from wikigr.home import wikigr_home as wikigr_home  # re-exported: it lived here
+from wikigr.home import wikigr_home
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
 

@@ -13,20 +13,23 @@ links walk across shard boundaries. So a pack in shards runs its profile once, a
 What stays inside a shard: ``LINKS_TO`` between articles of different shards (a store holds only
 its own articles, so the links a build found between them are not stored) and the paths of the
 ``vector_cypher`` stage (one walk per shard). (The entity graph is built once for the whole pack
-and each shard stores its part: wikigr.pack.shards.) Anything else — raw Cypher, writes — is
-refused with a :class:`StoreError`: a shard's folder is a pack of its own for that.
+and each shard stores its part: wikigr.pack.shards.) Both the one store and the union are
+:class:`wikigr.pack.reader.PackStore`; the union has no database of its own, so raw Cypher
+(:meth:`StoreUnion.one_store`) is refused with a :class:`StoreError`: a shard's folder is a pack
+of its own for that, and ``wikigr cypher`` runs a query on each shard.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from wikigr.errors import StoreError
-from wikigr.pack.store import ChunkHit, Store, query_buffer_pool_size
+from wikigr.pack.reader import ChunkHit, PackStore
+from wikigr.pack.store import Store, query_buffer_pool_size
 
 if TYPE_CHECKING:
     from wikigr.pack.pack import Pack
@@ -34,7 +37,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def open_pack_store(pack: Pack) -> Store:
+def open_pack_store(pack: Pack) -> PackStore:
     """The pack's store opened read-only for questions: its own, or the union of its shards'."""
     if not pack.sharded:
         return pack.open_store(query_buffer_pool_size(pack.store_path))
@@ -62,20 +65,17 @@ def _by_score(hits: list[ChunkHit]) -> list[ChunkHit]:
     return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
 
-class StoreUnion(Store):
-    """The stores of a pack's shards, read as the pack's one store (see the module's docstring).
-    It has no database of its own: a read it does not put together from its shards' is refused."""
+class StoreUnion:
+    """The stores of a pack's shards, read as the pack's one store (see the module's docstring):
+    a :class:`~wikigr.pack.reader.PackStore`, with no database of its own."""
 
-    def __init__(self, stores: Sequence[Store], name: str) -> None:  # no super(): no database
+    def __init__(self, stores: Sequence[Store], name: str) -> None:
         if not stores:
             raise ValueError("a union needs at least one store")
         self.stores = list(stores)
         self.name = name
         self.path = self.stores[0].path
-        self.read_only = True
         self.kind = self.stores[0].kind
-        self._db = None
-        self.opened_state = None
         self.vector_path = "hnsw" if all(s.vector_path == "hnsw" for s in self.stores) else "exact"
         self._pool = ThreadPoolExecutor(max_workers=min(len(self.stores), 8), thread_name_prefix="shard")
 
@@ -83,10 +83,21 @@ class StoreUnion(Store):
     def members(self) -> list[Store]:
         return list(self.stores)
 
+    def one_store(self) -> Store:
+        raise StoreError(
+            f"{self.name} has no one database to run a query on: name one shard's folder (a pack of its own)"
+        )
+
     def close(self) -> None:
         for store in self.stores:
             store.close()
         self._pool.shutdown(wait=False)
+
+    def __enter__(self) -> StoreUnion:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _each(self, read: Callable[[Store], T]) -> list[T]:
         """``read`` of every shard's store, in the shards' order (in parallel)."""
@@ -104,12 +115,10 @@ class StoreUnion(Store):
             merged.update(part)
         return merged
 
-    def _run(self, query: str, params: dict[str, Any] | None = None) -> Any:
-        raise StoreError(
-            f"{self.name} has no one database to run a query on: name one shard's folder (a pack of its own)"
-        )
-
     # -- chunks ------------------------------------------------------------------------------------
+
+    def search_chunks(self, query_vector: Sequence[float], k: int) -> list[ChunkHit]:
+        return self.chunk_details(self.nearest_chunks(query_vector, k))
 
     def nearest_chunks(self, query_vector: Sequence[float], k: int) -> dict[str, float]:
         vector = [float(x) for x in query_vector]
@@ -132,6 +141,13 @@ class StoreUnion(Store):
 
     def chunk_ids(self) -> list[str]:
         return sorted(self._joined(Store.chunk_ids))
+
+    def sample_vectors(self, n: int) -> np.ndarray:
+        """The embeddings of up to ``n`` chunks spread evenly over the pack (in id order)."""
+        ids = self.chunk_ids()
+        picked = ids[:: max(1, len(ids) // n)][:n] if ids else []
+        vectors = self.chunk_vectors(picked)
+        return np.asarray([vectors[i] for i in picked if i in vectors], dtype=np.float32)
 
     def chunk_articles(self) -> list[tuple[str, str, str]]:
         return self._joined(Store.chunk_articles)

@@ -26,7 +26,7 @@ from wikigr.retrieval.api_names import api_names, ends_with, shown_name
 from wikigr.retrieval.stage import Context, Skip
 
 if TYPE_CHECKING:
-    from wikigr.pack.store import ChunkHit, Store
+    from wikigr.pack.reader import ChunkHit, PackStore
 
 _NAME_PART = re.compile(r"[a-z0-9]+")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
@@ -48,7 +48,7 @@ def name_parts(text: str) -> set[str]:
     return set(_NAME_PART.findall(text.casefold()))
 
 
-def chunk_vectors(store: Store) -> tuple[list[str], list[str], np.ndarray]:
+def chunk_vectors(store: PackStore) -> tuple[list[str], list[str], np.ndarray]:
     """:meth:`Store.chunk_matrix`, kept in ``$WIKIGR_HOME/cache/vectors/`` under the store's digest:
     a fresh process reads the (n, dim) matrix back in milliseconds instead of a full scan of the
     store through Arrow (about 70 ms for 2,000 chunks). The file is checked like any other input:
@@ -255,7 +255,7 @@ class PageIndex:
         return found
 
     def defining_chunk(
-        self, store: Store, page: int, fragment: str, similarity: np.ndarray
+        self, store: PackStore, page: int, fragment: str, similarity: np.ndarray
     ) -> ChunkHit | None:
         """The chunk of ``page`` that shows the definition of ``fragment`` (the one showing most of
         its name, then the most similar to the question, when several do), or None."""
@@ -270,7 +270,7 @@ class PageIndex:
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
 
-    def described_chunks(self, store: Store, page: int) -> list[tuple[int, tuple[frozenset[str], ...]]]:
+    def described_chunks(self, store: PackStore, page: int) -> list[tuple[int, tuple[frozenset[str], ...]]]:
         """Each chunk of ``page`` that shows definitions: (its row, the name parts of each
         definition's line and the first sentence after it). Read once per page and kept."""
         kept = self._described.get(page)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from wikigr.llm import LLM, Usage
     from wikigr.pack.keyword import KeywordIndex
     from wikigr.pack.pack import Pack
-    from wikigr.pack.store import ChunkHit, Store
+    from wikigr.pack.reader import ChunkHit, PackStore
 
 
 class Skip(Exception):
@@ -96,7 +96,7 @@ class Context:
     """What the stages may use: the pack, its store and embedder, and optional parts."""
 
     pack: Pack
-    store: Store
+    store: PackStore
     llm: LLM | None = None
     options: dict[str, Any] = field(default_factory=dict)  # stage name -> its options, where set
     cache: dict[str, Any] = field(default_factory=dict)  # loaded once per agent (e.g. the entity graph)

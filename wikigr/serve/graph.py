@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikigr.errors import PackNotFoundError, UsageError
-from wikigr.pack.store import Store
+from wikigr.pack.reader import PackStore
 
 MAX_NODES = 200
 PER_CHUNK = 8  # entities shown per passage
@@ -57,7 +57,9 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"
 
 
-def neighbourhood(store: Store, chunks: list[str], entities: list[str], limit: int = 60) -> dict[str, Any]:
+def neighbourhood(
+    store: PackStore, chunks: list[str], entities: list[str], limit: int = 60
+) -> dict[str, Any]:
     """The graph around ``chunks`` and ``entities`` (ids in ``store``), at most ``limit`` nodes."""
     if store.kind != "documents":
         raise UsageError("an OpenML pack has no passage graph to explore")

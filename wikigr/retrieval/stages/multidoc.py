@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wikigr.pack.store import ChunkHit
+from wikigr.pack.reader import ChunkHit
 from wikigr.retrieval.page_index import PageIndex
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 

@@ -1,0 +1,68 @@
+"""One description of a pack: what ``wikigr pack info`` (text and ``--json``), ``wikigr serve``
+(``GET /api/v1/packs/{pack}``) and the MCP server (the ``pack_info`` tool) show.
+
+:func:`pack_info` is the pack's manifest (without its per-source list), the statistics of its
+store, the vector search path, a summary of its sources and what it covers (the most linked article
+titles, the categories). A pack in shards is described as one pack: its statistics are the sums
+of its shards' (an entity mentioned in two shards is counted in each), its titles and categories
+the shards' merged (wikigr.pack.shards), and the manifest lists the shards. :func:`agent_pack_info`
+adds what an open agent answers with (its profile, stages, Claude, the entity graph).
+
+This sits above wikigr/pack (it reads the digest a skill is written from: wikigr.skill).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from wikigr.pack.pack import Pack
+from wikigr.pack.reader import PackStore
+from wikigr.pack.shards import digest as shards_digest
+from wikigr.skill import PackDigest, digest
+
+if TYPE_CHECKING:
+    from wikigr.agent import KnowledgeGraphAgent
+
+
+def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> dict[str, Any]:
+    """The description of ``pack`` read from ``store``, its store opened for questions (see the
+    module's docstring). ``max_failed``: at most this many failed sources listed (None: all)."""
+    manifest = pack.manifest
+    covered = _digest(pack, store)
+    failed = [{"url": s.url, "status": s.status} for s in manifest.sources if s.status != "ok"]
+    return {
+        "path": str(pack.path),
+        **{k: v for k, v in manifest.to_dict().items() if k != "sources"},
+        "store_stats": store.stats(),
+        "vector_search": store.vector_path,
+        "sources": {
+            "total": len(manifest.sources),
+            "ok": sum(1 for s in manifest.sources if s.status == "ok"),
+            "failed": failed if max_failed is None else failed[:max_failed],
+        },
+        "titles": covered.titles,
+        "categories": covered.categories,
+    }
+
+
+def agent_pack_info(agent: KnowledgeGraphAgent, max_failed: int | None = None) -> dict[str, Any]:
+    """:func:`pack_info` of the pack ``agent`` has open, with what the agent answers with: its
+    ``profile``, ``stages``, whether ``claude`` writes the answers, and whether the pack has an
+    ``entity_graph``."""
+    data = pack_info(agent.pack, agent.context.store, max_failed)
+    data.update(
+        {
+            "profile": agent.profile,
+            "stages": agent.stage_names,
+            "claude": agent.llm is not None,
+            "entity_graph": agent.context.has_entity_graph,
+        }
+    )
+    return data
+
+
+def _digest(pack: Pack, store: PackStore) -> PackDigest:
+    """What the pack covers: its one store's digest, or its shards' merged."""
+    if pack.sharded:  # each shard's store opened again to read it, its digest merged
+        return shards_digest(pack.path, pack.manifest)
+    return digest(store.one_store())
