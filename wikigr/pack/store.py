@@ -226,7 +226,8 @@ class Store:
     @classmethod
     def create(cls, path: Path, dim: int, kind: StoreKind = "documents") -> Store:
         """Create a new, empty store with the wikigr schema of ``kind`` at ``path`` (which must not
-        exist): the document graph, or the OpenML star (``kind="openml"``)."""
+        exist): the kind's tables (:meth:`wikigr.pack.kind.PackKind.ddl`): the document graph, or
+        the OpenML star (``kind="openml"``)."""
         if path.exists():
             raise StoreError(f"store already exists: {path}")
         try:
