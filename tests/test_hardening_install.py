@@ -686,7 +686,8 @@ def test_a_malformed_url_is_a_usage_error(
 
 
 def test_pack_format_names_the_current_schema_versions() -> None:
-    from wikigr.pack.store import OPENML_SCHEMA_VERSION, SCHEMA_VERSION
+    from wikigr.documents_kind import SCHEMA_VERSION
+    from wikigr.openml.kind import OPENML_SCHEMA_VERSION
 
     text = (Path(__file__).parents[1] / "docs" / "pack-format.md").read_text(encoding="utf-8")
     heading = re.search(r"^## The store \(`pack.db`, schema version (\d+)\)", text, re.M)

@@ -13,10 +13,11 @@ import pytest
 from tests.conftest import DOCS
 from wikigr.agent import KnowledgeGraphAgent, query_pack
 from wikigr.build import BuildOptions, build_pack
+from wikigr.documents_kind import NODE_TABLES, REL_TABLES
 from wikigr.errors import BuildError, EmbedderUnavailableError, InvalidPackError, StoreError, UsageError
 from wikigr.pack.manifest import FORMAT_VERSION, load_manifest
 from wikigr.pack.pack import open_pack
-from wikigr.pack.store import NODE_TABLES, REL_TABLES, Store
+from wikigr.pack.store import Store
 from wikigr.progress import ProgressEvent
 from wikigr.validate import validate_pack
 

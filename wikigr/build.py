@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from wikigr import __version__, schema
 from wikigr.documents import Document, FetchResult, Section
+from wikigr.documents_kind import SCHEMA_VERSION
 from wikigr.embed import Embedder, default_embedder_name, get_embedder
 from wikigr.errors import BuildError, UsageError, WikigrError
 from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
@@ -39,7 +40,7 @@ from wikigr.pack.manifest import (
     SourceRecord,
     now_iso,
 )
-from wikigr.pack.store import SCHEMA_VERSION, Store, vectors_to_arrow
+from wikigr.pack.store import Store, vectors_to_arrow
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.chunk import chunk_sections
 from wikigr.sources.fetch import FetchOptions, fetch_all

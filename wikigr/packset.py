@@ -50,6 +50,7 @@ import numpy as np
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import PackNotFoundError, UsageError
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.pack import Pack, is_folder, list_packs, open_pack
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.stage import Candidate, QueryState
@@ -120,20 +121,21 @@ def _probe_depth(agent: KnowledgeGraphAgent) -> int:
 
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
     """The packs ``refs`` name, opened (manifests only, duplicates dropped), and those left out of a
-    set with why: OpenML packs answer with tools over their runs, not with passages."""
+    set with why: a kind of pack without passages (OpenML's: tools over its runs) answers alone."""
     opened: dict[Path, Pack] = {}
     for ref in refs:
         pack = open_pack(ref)
         opened.setdefault(pack.path, pack)
+    kinds = {pack.name: pack_kind(pack.manifest.source_kind) for pack in opened.values()}
     left_out = {
-        pack.name: "an OpenML pack answers with tools over its runs, not passages: ask it alone"
-        for pack in opened.values()
-        if pack.manifest.source_kind == "openml"
+        name: f"{kind.label} answers with {kind.answers_with}, not passages: ask it alone"
+        for name, kind in kinds.items()
+        if not kind.passages
     }
     chosen = [pack for pack in opened.values() if pack.name not in left_out]
     if not chosen:
-        names = ", ".join(sorted(left_out))
-        raise UsageError(f"OpenML packs answer one at a time: ask {names} separately")
+        names = sorted(left_out)
+        raise UsageError(f"{kinds[names[0]].plural} answer one at a time: ask {', '.join(names)} separately")
     return chosen, left_out
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from wikigr import __version__, schema
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest
 from wikigr.pack.store import Store
 
@@ -63,8 +64,8 @@ def clean(text: str, limit: int = 160) -> str:
 
 def digest(store: Store, max_titles: int = 40) -> PackDigest:
     """Titles (most linked, then longest, first), hosts, categories and headings of a pack
-    (empty for an OpenML pack, which has runs instead of articles)."""
-    if store.kind == "openml":
+    (empty for a kind of pack without passages, such as OpenML's: runs instead of articles)."""
+    if not pack_kind(store.kind).passages:
         return PackDigest()
     rows = store.rows(
         "MATCH (a:Article) OPTIONAL MATCH (a)<-[l:LINKS_TO]-(:Article) "
@@ -144,7 +145,8 @@ def describe(manifest: Manifest, info: PackDigest) -> str:
     return clean(_fit(parts, MAX_DESCRIPTION - len(_USE)) + _USE, MAX_DESCRIPTION)
 
 
-def _sentence(text: str) -> str:
+def sentence(text: str) -> str:
+    """``text`` ending as a sentence does (a full stop added when it has none)."""
     return text if not text or text[-1] in ".!?…" else text + "."
 
 
@@ -192,7 +194,7 @@ description: {yaml_string(describe(manifest, info))}
 
 # Knowledge pack: {clean(manifest.name, 64)}
 
-{_sentence(clean(manifest.description, 600)) or "A local knowledge pack."}
+{sentence(clean(manifest.description, 600)) or "A local knowledge pack."}
 It holds {info.articles} articles cut into {info.chunks} passages, built {clean(manifest.created_at, 40)}.
 Answers come from the pack alone, offline, each with its source.
 
@@ -236,48 +238,6 @@ The JSON printed on stdout:
 
 {HOW_TO_CITE}
 - The answer is only as current as the pack (built {clean(manifest.created_at, 40)}).
-"""
-
-
-def render_openml_skill(manifest: Manifest, query_ref: str | None = None) -> str:
-    """The ``SKILL.md`` of an OpenML pack: what its runs cover and how to ask for numbers."""
-    ref = query_ref or manifest.name
-    shell_ref = ref if re.fullmatch(r"[A-Za-z0-9._/~-]+", ref) else json.dumps(ref)
-    stats = manifest.stats
-    description = clean(
-        f"OpenML experiment results pack {manifest.name}: {clean(manifest.description, 500)}. "
-        "Use this skill for questions about how machine-learning algorithms and algorithm families "
-        "perform on datasets and tasks (accuracy, AUC, runtime, medians, best runs): it answers from "
-        "the recorded runs with cited run ids and group counts.",
-        MAX_DESCRIPTION,
-    )
-    return f"""---
-name: {manifest.name}
-description: {yaml_string(description)}
----
-
-<!-- {MARKER} {__version__} for the pack {clean(manifest.name, 64)}; `wikigr pack update` rewrites it -->
-
-# OpenML pack: {clean(manifest.name, 64)}
-
-{_sentence(clean(manifest.description, 600))}
-It holds {stats.runs:,} runs, built {clean(manifest.created_at, 40)}.
-
-## How to query
-
-```sh
-wikigr query {shell_ref} "Which algorithm family has the highest median accuracy?" --json
-wikigr cypher {shell_ref} "MATCH (r:Run)-[:USED_ALGORITHM]->(a:Algorithm) RETURN a.family, count(*)" --json
-```
-
-(From a clone of wikigr, run `uv run wikigr ...`.) `wikigr cypher` runs read-only Cypher over the
-star schema (Run facts; Algorithm, Dataset, Task, Date dimensions; AlgorithmFamily).
-
-## How to cite
-
-- Every number in the answer comes from a tool result shown in `trace`; `[n]` is `sources[n-1]`
-  (a group, a run or an entity). Cite the run ids, entity names and group counts it gives.
-- Do not add numbers that no tool returned.
 """
 
 
@@ -340,10 +300,8 @@ the Python 3.11 documentation). `{run} pack create NAME --url URL` builds one fr
 
 
 def pack_skill(manifest: Manifest, store: Store, query_ref: str | None = None) -> str:
-    """The ``SKILL.md`` text for any pack kind."""
-    if manifest.source_kind == "openml":
-        return render_openml_skill(manifest, query_ref)
-    return render_skill(manifest, digest(store), query_ref)
+    """The ``SKILL.md`` text for any pack kind (the kind's own: :meth:`wikigr.pack.kind.PackKind.skill`)."""
+    return pack_kind(manifest.source_kind).skill(manifest, store, query_ref)
 
 
 def skill_text(folder: Path, manifest: Manifest, query_ref: str | None = None) -> str:

@@ -18,7 +18,7 @@ from tests.fakeclaude import FakeClaude, Reply, make_llm
 from tests.openml.conftest import STUDY1
 from tests.openml.test_tools import amlb, arff
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.errors import InvalidPackError
+from wikigr.errors import InvalidPackError, UsageError
 from wikigr.openml.rules import Vocabulary, plan, ungrounded_numbers
 from wikigr.openml.tool_specs import ToolResult
 from wikigr.pack.pack import open_pack
@@ -289,6 +289,14 @@ def test_eval_and_the_mcp_server_work_on_an_openml_pack(pack: Path) -> None:
         assert found.sources[0].title.startswith("Algorithm.family = ") and len(found.sources) == 3
     finally:
         cache.close()
+
+
+def test_the_graph_explorer_refuses_an_openml_pack(pack: Path) -> None:
+    from wikigr.serve.graph import neighbourhood
+
+    with open_pack(pack).open_store() as store, pytest.raises(UsageError) as refused:
+        neighbourhood(store, ["run:1"], [])
+    assert str(refused.value) == "an OpenML pack has no passage graph to explore"
 
 
 # -- Claude tool use ----------------------------------------------------------------------------------

@@ -173,6 +173,9 @@ def test_cli_builds_an_openml_pack(capsys: pytest.CaptureFixture[str], wikigr_ho
     assert info["store_stats"]["runs"] == len(amlb_rows())
     code, out, _ = cli(capsys, "pack", "info", "amlb")
     assert code == 0 and "runs" in out
+    code, out, _ = cli(capsys, "pack", "list", "--json")
+    [row] = json.loads(out)["packs"]
+    assert code == 0 and row["source_kind"] == "openml" and row["size"] == f"{len(amlb_rows()):,} runs"
     code, out, _ = cli(capsys, "pack", "validate", "amlb", "--json")
     assert code == 0 and json.loads(out)["ok"]
 

@@ -7,8 +7,6 @@ from typing import Any
 
 from wikigr.cli.output import err, out, print_json, styled
 
-OPENML_STATS = ("runs", "algorithms", "families", "datasets", "tasks", "dates")
-
 
 def create_openml_pack(
     name: str,
@@ -26,6 +24,7 @@ def create_openml_pack(
 ) -> None:
     from wikigr.cli.progress import ProgressBars
     from wikigr.openml.build import OpenMLBuildOptions, build_openml_pack
+    from wikigr.pack.kind import pack_kind
 
     options = OpenMLBuildOptions(description=description, measure=measure, licence=licence, fresh=fresh)
     if embedder is not None:
@@ -42,7 +41,7 @@ def create_openml_pack(
             on_progress=bars,
         )
     manifest = report.manifest
-    stats = {k: getattr(manifest.stats, k) for k in OPENML_STATS}
+    stats = {k: getattr(manifest.stats, k) for k in pack_kind(manifest.source_kind).stats}
     record = manifest.openml
     assert record is not None
     if json_out:

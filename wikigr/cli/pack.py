@@ -304,6 +304,7 @@ def info(
     """Show a pack's manifest, graph statistics and vector search path (a pack in shards: the
     statistics summed over its shards)."""
     from wikigr.info import pack_info
+    from wikigr.pack.kind import pack_kind
     from wikigr.pack.union import open_pack_store
 
     opened = open_pack(pack)
@@ -315,6 +316,7 @@ def info(
     from rich.table import Table
 
     m = opened.manifest
+    kind = pack_kind(m.source_kind)
     stats, vector_path = data["store_stats"], data["vector_search"]
     table = Table(show_header=False, box=None)
     rows = [
@@ -327,20 +329,10 @@ def info(
         ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
         ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
-        ("articles", str(stats["articles"])),
-        ("sections", str(stats["sections"])),
-        ("chunks", str(stats["chunks"])),
-        ("links", str(stats["links"])),
-        ("categories", str(stats["categories"])),
-        ("entities / facts / relations", f"{stats['entities']} / {stats['facts']} / {stats['relations']}"),
+        *kind.info_counts(stats),  # what the pack's kind counts: the document graph, the OpenML star
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
+        *kind.info_notes(m),
     ]
-    if m.source_kind == "openml":  # the star's counts instead of the document graph's
-        from wikigr.cli.openml import OPENML_STATS
-
-        rows = rows[:9] + [(k, str(stats[k])) for k in OPENML_STATS] + rows[-1:]
-        if m.openml is not None and m.openml.malformed_rows:
-            rows.append(("malformed rows", f"{m.openml.malformed_rows} (not imported)"))
     if m.shards:
         rows.append(("shards", f"{len(m.shards)} (the statistics above are their sums)"))
     for key, value in rows:

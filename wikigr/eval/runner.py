@@ -29,6 +29,7 @@ from wikigr.eval.judges import ClaudeJudge, OfflineJudge, Verdict
 from wikigr.eval.questions import Question, load_questions
 from wikigr.home import write_atomic
 from wikigr.pack import pack as layout
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import EvalScores, now_iso
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
@@ -185,7 +186,7 @@ class Evaluator:
             hint = ""
             if options.questions is None:  # the pack's own file: say what fills it
                 hint = ": add some with `wikigr eval import PACK SOURCE --format FORMAT`"
-                if pack.manifest.source_kind == "documents":  # generate asks about sections
+                if pack_kind(pack.manifest.source_kind).passages:  # generate asks about sections
                     hint += " or `wikigr eval generate PACK` (needs ANTHROPIC_API_KEY)"
             raise UsageError(f"no questions in {path}{hint}")
         self.questions = questions

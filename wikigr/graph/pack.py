@@ -13,6 +13,7 @@ from wikigr.embed import pack_embedder
 from wikigr.errors import UsageError
 from wikigr.graph.build import ChunkRecord, GraphOptions, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.pack import pack as layout
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import GraphStats, load_manifest
 from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
@@ -43,7 +44,7 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
     """Replace the entity graph of the pack folder ``path``; return the build's report. Only a
     document pack has one: another kind (openml) is refused before its store is opened."""
     manifest = load_manifest(path / layout.MANIFEST_FILE)
-    if manifest.source_kind != "documents":
+    if not pack_kind(manifest.source_kind).entity_graph:
         raise UsageError(
             f"graph is not supported for this pack kind ({manifest.source_kind}): "
             "an entity graph is built from a document pack's chunks"

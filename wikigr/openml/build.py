@@ -27,6 +27,7 @@ from wikigr.errors import BuildError, UsageError
 from wikigr.home import wikigr_home
 from wikigr.openml.exports import ImportReport, import_exports
 from wikigr.openml.families import FAMILIES
+from wikigr.openml.kind import OPENML_SCHEMA_VERSION
 from wikigr.openml.model import RUN_COLUMNS, StarData
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import (
@@ -39,7 +40,7 @@ from wikigr.pack.manifest import (
     check_name,
     now_iso,
 )
-from wikigr.pack.store import OPENML_SCHEMA_VERSION, Store, vectors_to_arrow
+from wikigr.pack.store import Store, vectors_to_arrow
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 
 API_CACHE_DIR = "openml-cache"
@@ -272,7 +273,7 @@ def _describe(star: StarData, origin: str) -> str:
 
 
 def _skill(manifest: Manifest) -> str:
-    from wikigr.skill import render_openml_skill
+    from wikigr.openml.kind import render_openml_skill
 
     return render_openml_skill(manifest)
 

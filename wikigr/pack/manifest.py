@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from wikigr import schema
 from wikigr.errors import InvalidPackError, shown
+from wikigr.pack.kind import kind_names, pack_kind
 
 FORMAT_VERSION = 1
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -160,7 +161,7 @@ class Manifest:
     name: str
     created_at: str
     wikigr_version: str
-    source_kind: Literal["documents", "openml"]
+    source_kind: str  # the pack's kind: a registered kind's name (wikigr.pack.kind)
     embedder: EmbedderRecord
     schema_version: int
     stats: GraphStats
@@ -203,12 +204,6 @@ class Manifest:
         os.replace(tmp, path)
 
 
-STORE_SCHEMAS = {  # the newest store schema this wikigr reads, per kind of pack
-    "documents": 2,  # 2: Entity.embedding, LINKS_TO.anchors (stores with 1 are read without them)
-    "openml": 1,
-}
-
-
 def load_manifest(path: Path) -> Manifest:
     """Read and validate a manifest; every failure is an :class:`InvalidPackError` of one line."""
     if not path.is_file():
@@ -232,7 +227,12 @@ def load_manifest(path: Path) -> Manifest:
         manifest = schema.load(Manifest, data)
     except schema.SchemaError as exc:
         raise InvalidPackError(f"invalid manifest {path}: {exc}") from exc
-    newest = STORE_SCHEMAS[manifest.source_kind]
+    if manifest.source_kind not in kind_names():
+        allowed = ", ".join(repr(name) for name in kind_names())
+        raise InvalidPackError(
+            f"invalid manifest {path}: source_kind: must be one of {allowed}, not {manifest.source_kind!r}"
+        )
+    newest = pack_kind(manifest.source_kind).schema_version  # the newest store schema this wikigr reads
     if manifest.schema_version > newest:
         raise InvalidPackError(
             f"pack schema_version {manifest.schema_version} is newer than this wikigr reads ({newest} for "

@@ -9,6 +9,7 @@ from typing import Any
 
 from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError, shown
 from wikigr.home import wikigr_home
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
 from wikigr.pack.store import Store
 
@@ -203,8 +204,6 @@ def pack_row(pack: Pack) -> dict[str, Any]:
         "articles": m.stats.articles,
         "chunks": m.stats.chunks,
         "runs": m.stats.runs,
-        "size": f"{m.stats.runs:,} runs"
-        if m.source_kind == "openml"
-        else f"{m.stats.articles:,} articles, {m.stats.chunks:,} chunks",
+        "size": pack_kind(m.source_kind).size(m),
         "created_at": m.created_at,
     }

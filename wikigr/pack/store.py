@@ -30,8 +30,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import ladybug
 import numpy as np
@@ -39,118 +40,15 @@ import numpy as np
 from wikigr.errors import StoreError, UsageError
 from wikigr.home import files_state
 from wikigr.pack.cypher import check_read_only
-from wikigr.pack.manifest import STORE_SCHEMAS
+from wikigr.pack.kind import pack_kind, store_kind
+from wikigr.pack.manifest import GraphStats
 from wikigr.pack.queries import CHUNK_INDEX, StoreQueries
 
 if TYPE_CHECKING:  # pyarrow is only needed to write a store, not to query one
     import pyarrow as pa
 
-SCHEMA_VERSION = STORE_SCHEMAS["documents"]
-
-NODE_TABLES = ("Article", "Section", "Chunk", "Entity", "Fact", "Category")
-REL_TABLES = (
-    "HAS_SECTION",
-    "HAS_CHUNK",
-    "LINKS_TO",
-    "IN_CATEGORY",
-    "HAS_ENTITY",
-    "HAS_FACT",
-    "ENTITY_RELATION",
-)
-
-
-StoreKind = Literal["documents", "openml"]
-
-OPENML_SCHEMA_VERSION = STORE_SCHEMAS["openml"]
-OPENML_NODE_TABLES = ("Run", "Algorithm", "AlgorithmFamily", "Dataset", "Task", "Date")
-OPENML_REL_TABLES = (
-    "USED_ALGORITHM",
-    "ON_DATASET",
-    "FOR_TASK",
-    "RUN_ON_DATE",
-    "PART_OF_TASK",
-    "BELONGS_TO_FAMILY",
-)
-_KIND_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "documents": (NODE_TABLES, REL_TABLES),
-    "openml": (OPENML_NODE_TABLES, OPENML_REL_TABLES),
-}
-# stats() keys: (documents keys, openml keys) -> the table each counts
-_DOCUMENT_STATS = {
-    "articles": "Article",
-    "sections": "Section",
-    "chunks": "Chunk",
-    "links": "LINKS_TO",
-    "categories": "Category",
-    "entities": "Entity",
-    "facts": "Fact",
-    "relations": "ENTITY_RELATION",
-}
-_OPENML_STATS = {
-    "runs": "Run",
-    "algorithms": "Algorithm",
-    "families": "AlgorithmFamily",
-    "datasets": "Dataset",
-    "tasks": "Task",
-    "dates": "Date",
-}
-
-
-def _openml_schema(dim: int) -> list[str]:
-    """The Kimball star of an OpenML pack. ``key`` columns are integer surrogate keys (the primary
-    keys; ``id`` is the readable, unique id): the fact table ``Run`` holds the foreign keys of its
-    dimensions (``algorithm_key``, ``dataset_key``, ``task_key``, ``date_key`` = the Date id)
-    besides the rels that mirror them for traversal. Dimension descriptions carry an embedding."""
-    return [
-        "CREATE NODE TABLE Run(id STRING, key INT64, run_id INT64, setup_id INT64, fold INT64, "
-        "repeat INT64, accuracy DOUBLE, auc DOUBLE, f1 DOUBLE, log_loss DOUBLE, runtime_s DOUBLE, "
-        "status STRING, source STRING, algorithm_key INT64, dataset_key INT64, task_key INT64, "
-        "date_key INT64, PRIMARY KEY(key))",
-        "CREATE NODE TABLE Algorithm(id STRING, key INT64, flow_id INT64, name STRING, version STRING, "
-        "family STRING, paradigm STRING, library STRING, description STRING, "
-        f"embedding FLOAT[{dim}], PRIMARY KEY(key))",
-        "CREATE NODE TABLE AlgorithmFamily(id STRING, name STRING, paradigm STRING, rule STRING, "
-        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Dataset(id STRING, key INT64, data_id INT64, name STRING, rows INT64, "
-        "features INT64, "
-        "classes INT64, missing_pct DOUBLE, majority_class INT64, minority_class INT64, "
-        "imbalance_ratio DOUBLE, size_bucket STRING, dimension_bucket STRING, imbalance_bucket STRING, "
-        f"description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
-        "CREATE NODE TABLE Task(id STRING, key INT64, task_id INT64, type STRING, target STRING, "
-        "measure STRING, "
-        f"estimation STRING, description STRING, embedding FLOAT[{dim}], PRIMARY KEY(key))",
-        "CREATE NODE TABLE Date(id INT64, date STRING, year INT64, quarter INT64, month INT64, "
-        "month_name STRING, day INT64, weekday STRING, PRIMARY KEY(id))",
-        "CREATE REL TABLE USED_ALGORITHM(FROM Run TO Algorithm)",
-        "CREATE REL TABLE ON_DATASET(FROM Run TO Dataset)",
-        "CREATE REL TABLE FOR_TASK(FROM Run TO Task)",
-        "CREATE REL TABLE RUN_ON_DATE(FROM Run TO Date)",
-        "CREATE REL TABLE PART_OF_TASK(FROM Dataset TO Task)",
-        "CREATE REL TABLE BELONGS_TO_FAMILY(FROM Algorithm TO AlgorithmFamily)",
-    ]
-
-
-def _schema(dim: int) -> list[str]:
-    return [
-        "CREATE NODE TABLE Article(id STRING, title STRING, url STRING, source_url STRING, "
-        "content_type STRING, sha256 STRING, fetched_at STRING, word_count INT64, PRIMARY KEY(id))",
-        "CREATE NODE TABLE Section(id STRING, article_id STRING, title STRING, anchor STRING, "
-        f"level INT64, ord INT64, text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Chunk(id STRING, article_id STRING, section_id STRING, ord INT64, "
-        f"text STRING, embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Entity(id STRING, name STRING, type STRING, description STRING, "
-        f"embedding FLOAT[{dim}], PRIMARY KEY(id))",
-        "CREATE NODE TABLE Fact(id STRING, subject STRING, predicate STRING, object STRING, "
-        "text STRING, PRIMARY KEY(id))",
-        "CREATE NODE TABLE Category(id STRING, name STRING, PRIMARY KEY(id))",
-        "CREATE REL TABLE HAS_SECTION(FROM Article TO Section)",
-        "CREATE REL TABLE HAS_CHUNK(FROM Section TO Chunk)",
-        "CREATE REL TABLE LINKS_TO(FROM Article TO Article, count INT64, anchors STRING[])",
-        "CREATE REL TABLE IN_CATEGORY(FROM Article TO Category)",
-        "CREATE REL TABLE HAS_ENTITY(FROM Chunk TO Entity)",
-        "CREATE REL TABLE HAS_FACT(FROM Chunk TO Fact)",
-        "CREATE REL TABLE ENTITY_RELATION(FROM Entity TO Entity, type STRING, weight DOUBLE)",
-    ]
+#: The kind of pack a store holds: a registered kind's name (wikigr.pack.kind).
+StoreKind = str
 
 
 MIN_QUERY_BUFFER_POOL = 1 << 30
@@ -246,7 +144,8 @@ class Store(StoreQueries):
     @classmethod
     def create(cls, path: Path, dim: int, kind: StoreKind = "documents") -> Store:
         """Create a new, empty store with the wikigr schema of ``kind`` at ``path`` (which must not
-        exist): the document graph, or the OpenML star (``kind="openml"``)."""
+        exist): the kind's tables (:meth:`wikigr.pack.kind.PackKind.ddl`): the document graph, or
+        the OpenML star (``kind="openml"``)."""
         if path.exists():
             raise StoreError(f"store already exists: {path}")
         try:
@@ -254,7 +153,7 @@ class Store(StoreQueries):
         except RuntimeError as exc:
             raise StoreError(f"cannot create store {path}: {_one_line(exc)}") from exc
         store = cls(path, db, read_only=False, kind=kind)
-        for ddl in _openml_schema(dim) if kind == "openml" else _schema(dim):
+        for ddl in pack_kind(kind).ddl(dim):
             store._run(ddl)
         return store
 
@@ -275,11 +174,8 @@ class Store(StoreQueries):
         store = cls(path, db, read_only=read_only)
         store.opened_state = state
         tables = store.tables()
-        if kind is None:
-            kind = "openml" if "Run" in tables and "Article" not in tables else "documents"
-        store.kind = kind
-        node_tables, rel_tables = _KIND_TABLES[kind]
-        missing = [t for t in node_tables + rel_tables if t not in tables]
+        store.kind = store_kind(tables) if kind is None else kind
+        missing = [t for t in pack_kind(store.kind).tables if t not in tables]
         if missing:
             store.close()
             raise StoreError(f"store {path} lacks tables: {', '.join(missing)}")
@@ -352,7 +248,7 @@ class Store(StoreQueries):
         """Bulk-load an Arrow table into a node or rel table (``COPY ... FROM``)."""
         if data.num_rows == 0:
             return
-        if table not in sum(_KIND_TABLES[self.kind], ()):
+        if table not in pack_kind(self.kind).tables:
             raise StoreError(f"unknown table {table}")
         arrow_input = data  # noqa: F841  (scanned by name by COPY below)
         self._run(f"COPY {table} FROM arrow_input")
@@ -378,18 +274,18 @@ class Store(StoreQueries):
     # -- reading -------------------------------------------------------------------------------
 
     def count(self, table: str) -> int:
-        node_tables, rel_tables = _KIND_TABLES[self.kind]
-        if table in node_tables:
+        kind = pack_kind(self.kind)
+        if table in kind.node_tables:
             return int(self.rows(f"MATCH (n:{table}) RETURN count(n)")[0][0])
-        if table in rel_tables:
+        if table in kind.rel_tables:
             return int(self.rows(f"MATCH ()-[r:{table}]->() RETURN count(r)")[0][0])
         raise StoreError(f"unknown table {table}")
 
     def stats(self) -> dict[str, int]:
-        """Counts of the document graph and of the OpenML star (0 for the kind this is not)."""
-        counted = _DOCUMENT_STATS if self.kind == "documents" else _OPENML_STATS
-        tables = {**_DOCUMENT_STATS, **_OPENML_STATS}
-        return {key: self.count(table) if key in counted else 0 for key, table in tables.items()}
+        """Every count of the manifest's :class:`GraphStats`: those the store's kind counts (its
+        tables' rows), 0 for the others (another kind's)."""
+        counted = pack_kind(self.kind).stats
+        return {f.name: self.count(counted[f.name]) if f.name in counted else 0 for f in fields(GraphStats)}
 
     def verify(self) -> None:
         """Read every value of every table, and every relationship's ends, once (aggregates, so

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikigr.errors import PackNotFoundError, UsageError
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.reader import PackStore
 
 MAX_NODES = 200
@@ -61,8 +62,9 @@ def neighbourhood(
     store: PackStore, chunks: list[str], entities: list[str], limit: int = 60
 ) -> dict[str, Any]:
     """The graph around ``chunks`` and ``entities`` (ids in ``store``), at most ``limit`` nodes."""
-    if store.kind != "documents":
-        raise UsageError("an OpenML pack has no passage graph to explore")
+    kind_of_pack = pack_kind(store.kind)
+    if not kind_of_pack.passages:
+        raise UsageError(f"{kind_of_pack.label} has no passage graph to explore")
     if not chunks and not entities:
         raise UsageError("name a chunk or an entity (?chunk=ID or ?entity=ID)")
     if not 1 <= limit <= MAX_NODES:

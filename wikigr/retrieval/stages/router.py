@@ -16,11 +16,12 @@ Strategies are lists of retrieval stages run on a fresh state:
 - ``wide``: vector and keyword with 3x the candidates, title_match, vector_cypher, ppr;
 - ``entity``: vector, keyword, title_match, ppr, bridge (the next hop through links), pair (the
   two passages that cover the question together first);
-- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed), pair;
-- ``openml``: openml_tools (an OpenML pack's tools answer from its runs: docs/openml.md).
+- ``links``: vector, keyword, title_match, bridge (title links only: no entity graph needed), pair.
 
-An OpenML pack has no passages: whatever the policy, its tools answer (the ``openml`` strategy,
-run once on the query itself: there is nothing to score or escalate to).
+A kind of pack without passages brings its own strategy (:class:`wikigr.pack.kind.KindStrategy`):
+whatever the policy, it answers, run once on the query itself (there is nothing to score or
+escalate to). An OpenML pack's is ``openml``: openml_tools, its tools answer from its runs
+(docs/openml.md).
 
 Two policies choose the strategies to try. ``auto`` (the ``auto`` profile, the default) looks at
 the pack first. A passage corpus (at most ``passage_chunks`` chunks per article on average, and
@@ -47,12 +48,14 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from wikigr.pack.kind import DEFAULT_KIND, KindStrategy, pack_kind
 from wikigr.question import KINDS, content_words
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register, stage_class
 
@@ -68,7 +71,6 @@ STRATEGIES: dict[str, list[str]] = {
     "entity": ["vector", "keyword", "title_match", "ppr", "bridge", "pair"],
     "links": ["vector", "keyword", "title_match", "bridge", "pair"],
     "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
-    "openml": ["openml_tools"],
 }
 LADDERS: dict[str, list[str]] = {
     "simple": ["vector", "hybrid", "graph", "wide"],
@@ -93,11 +95,12 @@ class PackShape:
     passages: bool  # short passages titled by their subject, rather than long documentation pages
     has_graph: bool
     chunks_per_article: float
-    kind: str = "documents"  # the manifest's source_kind: "openml" packs are answered by their tools
+    kind: str = DEFAULT_KIND  # the manifest's source_kind: a kind with a strategy of its own answers by it
 
     def describe(self) -> str:
-        if self.kind == "openml":
-            return "an OpenML pack (experiment runs in a star schema, no passages)"
+        strategy = pack_kind(self.kind).strategy
+        if strategy is not None:
+            return strategy.shape
         shape = "a passage corpus" if self.passages else "documentation pages"
         graph = "with an entity graph" if self.has_graph else "without an entity graph"
         return f"{shape} ({self.chunks_per_article:.1f} chunks per article), {graph}"
@@ -105,8 +108,9 @@ class PackShape:
 
 def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
     cache = state.ctx.cache
-    if "pack_shape" not in cache and state.ctx.pack.manifest.source_kind == "openml":
-        cache["pack_shape"] = PackShape(False, False, 0.0, kind="openml")
+    kind = state.ctx.pack.manifest.source_kind
+    if "pack_shape" not in cache and pack_kind(kind).strategy is not None:
+        cache["pack_shape"] = PackShape(False, False, 0.0, kind=kind)
     if "pack_shape" not in cache:
         stats = state.ctx.pack.manifest.stats
         per_article = stats.chunks / max(1, stats.articles)
@@ -120,8 +124,9 @@ def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
 
 def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
     """The auto policy: the strategy for a question of ``kind`` on a pack of ``shape``, and why."""
-    if shape.kind == "openml":
-        return "openml", "an OpenML pack: its tools answer from the runs (picked by rules, or by Claude)"
+    strategy = pack_kind(shape.kind).strategy
+    if strategy is not None:
+        return strategy.name, strategy.why
     if shape.passages and shape.has_graph:
         return "entity", "a passage corpus with an entity graph: PageRank over it, then the next hop"
     if shape.passages:
@@ -159,23 +164,32 @@ class RouterOptions:
             raise ValueError("budget_ms must be positive")
 
 
+class EveryKind(tuple[str, ...]):
+    """The ``pack_kinds`` of a stage that applies to every kind of pack, registered now or later
+    (the router: a kind without passages is answered by its own strategy)."""
+
+    def __contains__(self, kind: object) -> bool:
+        return isinstance(kind, str)
+
+
 @register
 class RouterStage(Stage):
     name = "router"
     summary = "classify the question, route it to a strategy, escalate while the context is weak"
     Options = RouterOptions
-    pack_kinds = ("documents", "openml")
+    pack_kinds = EveryKind()
 
     def __init__(self, options: Any | None = None) -> None:
         super().__init__(options)
         self._stages: dict[str, list[Stage]] = {}
 
-    def _strategy(self, name: str, ctx: Context) -> list[Stage]:
-        """The stages of a strategy, with the options the profile, kg_config.json or the caller
-        set for them (the wide strategy multiplies the candidates it fetches)."""
+    def _strategy(self, name: str, ctx: Context, stage_names: Sequence[str] = ()) -> list[Stage]:
+        """The stages of a strategy (of ``STRATEGIES``, or ``stage_names``: a kind's own), with the
+        options the profile, kg_config.json or the caller set for them (the wide strategy
+        multiplies the candidates it fetches)."""
         if name not in self._stages:
             stages = []
-            for stage_name in STRATEGIES[name]:
+            for stage_name in stage_names or STRATEGIES[name]:
                 cls = stage_class(stage_name)
                 options = copy.copy(ctx.options.get(stage_name) or cls.Options())
                 if name == "wide" and hasattr(options, "candidates") and stage_name in ("vector", "keyword"):
@@ -257,18 +271,21 @@ class RouterStage(Stage):
             entry["skipped"] = skipped
         return trial.candidates, entry
 
-    def _tools(self, state: QueryState, shape: PackShape) -> None:
-        """A pack answered by tools: the strategy's stages answer on the query state itself."""
-        strategy, strategy_why = auto_plan("", shape)
-        for stage in self._strategy(strategy, state.ctx):
+    def _own(self, state: QueryState, strategy: KindStrategy) -> None:
+        """A pack answered by its kind's strategy: its stages answer on the query state itself."""
+        shape = pack_shape(state, self.options.passage_chunks)
+        for stage in self._strategy(strategy.name, state.ctx, strategy.stages):
             stage.run(state)
-        detail = {k: v for name in STRATEGIES[strategy] for k, v in state.notes.get(name, {}).items()}
-        state.note(self.name, pack=shape.describe(), strategy=strategy, strategy_why=strategy_why, **detail)
+        detail = {k: v for name in strategy.stages for k, v in state.notes.get(name, {}).items()}
+        state.note(
+            self.name, pack=shape.describe(), strategy=strategy.name, strategy_why=strategy.why, **detail
+        )
 
     def run(self, state: QueryState) -> None:
         o = self.options
-        if state.ctx.pack.manifest.source_kind == "openml":  # whatever the policy: no passages
-            self._tools(state, pack_shape(state, o.passage_chunks))
+        own = pack_kind(state.ctx.pack.manifest.source_kind).strategy
+        if own is not None:  # whatever the policy: no passages
+            self._own(state, own)
             return
         start = time.perf_counter()
         kind, why = self._classify(state)
