@@ -30,8 +30,7 @@ from pathlib import Path
 from _common import header
 
 from wikigr import __version__
-from wikigr.build import BuildOptions, build_pack
-from wikigr.update import update_pack
+from wikigr.build import BuildOptions, build_pack, update_pack
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")

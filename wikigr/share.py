@@ -796,7 +796,9 @@ def install_pack(
     (:class:`_Intake`), then the whole pack with ``pack validate``'s checks, which open it and
     answer a question with the agent's own code — and only then swapped in: an installed pack
     of the same name (``force``) stays in place until the new one has answered."""
-    from wikigr.build import _build_lock, _recover, _swap_in
+    from wikigr.pack.transaction import pack_lock as _build_lock
+    from wikigr.pack.transaction import recover as _recover
+    from wikigr.pack.transaction import swap_in as _swap_in
     from wikigr.pack.validate import validate_pack
 
     limits = limits or InstallLimits()
@@ -945,7 +947,7 @@ def unregister_pack_skill(name: str, skills_dir: Path | None = None) -> tuple[Pa
 
 def remove_pack(name: str, skills_dir: Path | None = None, keep_skill: bool = False) -> RemoveReport:
     """Remove the pack ``name`` from the packs home and unregister its skill."""
-    from wikigr.build import _build_lock
+    from wikigr.pack.transaction import pack_lock as _build_lock
 
     try:
         check_name(name)

@@ -350,7 +350,7 @@ def skill_text(folder: Path, manifest: Manifest, query_ref: str | None = None) -
     """The ``SKILL.md`` text of the pack in ``folder``: in one store, or in shards (their digests
     merged: wikigr.pack.shards)."""
     if manifest.shards:
-        from wikigr.pack.shards import digest as shards_digest
+        from wikigr.skill_shards import shards_digest
 
         return render_skill(manifest, shards_digest(folder, manifest), query_ref)
     with Store.open(folder / "pack.db", read_only=True) as store:

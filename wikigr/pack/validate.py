@@ -153,7 +153,7 @@ def database_checks(path: Path, query: bool) -> list[Check]:
     except WikigrError:
         manifest = None  # the parent reports it
     if manifest is not None and manifest.shards:  # a pack in shards: each shard is a pack
-        from wikigr.pack.shards import validate_shards
+        from wikigr.build.shards import validate_shards
 
         validate_shards(path, manifest, report)
     else:

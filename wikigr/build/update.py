@@ -2,7 +2,7 @@
 
 ``update_pack`` re-fetches every source of the pack (its ``urls.txt``, or a given list), compares
 each document's sha256 with the one the manifest records, and rebuilds the pack in the partial
-folder beside it (``.NAME.partial``) with build.py's pipeline:
+folder beside it (``.NAME.partial``) with the build's pipeline (wikigr.build):
 
 - every fetched document is parsed and chunked again (cheap, and it refreshes the document's
   outgoing links, so ``LINKS_TO`` also covers links to newly added pages);
@@ -24,7 +24,6 @@ Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,30 +31,26 @@ from typing import Any
 
 import numpy as np
 
-from wikigr.build import (
-    BuildOptions,
-    _build_lock,
-    _Cache,
-    _describe,
-    _embed_pending,
-    _keep_user_files,
-    _prepare,
-    _Prepared,
-    _recover,
-    _swap_in,
-    _write_support_files,
-    classify_sources,
+from wikigr.build.cache import BuildCache
+from wikigr.build.options import BuildOptions
+from wikigr.build.prepare import (
+    PreparedDocument,
+    embed_pending,
     embedding_text,
     fetch_sources,
-    write_documents_pack,
+    prepare_fetched,
 )
+from wikigr.build.ray import RayEmbedder, fetch_on_ray
+from wikigr.build.write import classify_sources, describe_documents, write_documents_pack, write_support_files
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest, SourceRecord
 from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
+from wikigr.pack.transaction import pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.share import refresh_pack_skill
 from wikigr.sources.urls import expand_sources, load_url_list
 
 
@@ -122,7 +117,7 @@ def _vector_pool(store: Store) -> dict[str, np.ndarray]:
     return {embedding_text(r[0], r[1], r[2]): np.asarray(r[3], dtype=np.float32) for r in rows}
 
 
-def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
+def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument | None:
     """A document of the previous pack as the build prepared it (for a source that failed now)."""
     article_id = record.final_url or record.url
     found = store.rows("MATCH (a:Article) WHERE a.id = $id RETURN a.title", {"id": article_id})
@@ -147,7 +142,7 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
         for _, target, anchor in store.link_anchors(article_id)
         for fragment, _, text in [anchor.partition("\t")]
     ]
-    return _Prepared(
+    return PreparedDocument(
         source=record.url,
         fetch={
             "url": record.url,
@@ -167,7 +162,7 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
     )
 
 
-def _texts(item: _Prepared) -> list[str]:
+def _texts(item: PreparedDocument) -> list[str]:
     return [embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks]
 
 
@@ -201,8 +196,7 @@ def update_pack(
     seconds: dict[str, float] = {}
     report = UpdateReport(path=target, manifest=old)
 
-    with _build_lock(target):
-        _recover(target)
+    with pack_transaction(target) as txn:
         t0 = time.perf_counter()
         with pack.open_store() as store:
             pool = _vector_pool(store)
@@ -212,14 +206,14 @@ def update_pack(
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
             if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
-                from wikigr.distributed import fetch_on_ray
-
                 items = fetch_on_ray(expanded, options, progress)
             else:
-                items = [_prepare(result, options) for result in fetch_sources(expanded, options, progress)]
+                items = [
+                    prepare_fetched(result, options) for result in fetch_sources(expanded, options, progress)
+                ]
             seconds["fetch"] = time.perf_counter() - fetch_t0
-            prepared: dict[str, _Prepared] = {}
-            fresh: list[_Prepared] = []  # fetched and parsed now
+            prepared: dict[str, PreparedDocument] = {}
+            fresh: list[PreparedDocument] = []  # fetched and parsed now
             errors: list[tuple[str, str]] = []
             for item in items:
                 url = item.source
@@ -240,21 +234,19 @@ def update_pack(
         # Embeddings: a chunk whose embedded text is in the previous store or in the cache of an
         # interrupted update is not embedded again; the rest is embedded by the build's pipeline,
         # which caches each document as it is done (so this update, interrupted, resumes too).
-        partial = target.parent / f".{target.name}.partial"
-        cache = _Cache.for_build(partial, embedder, options)
+        partial = txn.partial
+        cache = BuildCache.for_build(txn.scratch(BuildCache.FOLDER), embedder, options)
         t0 = time.perf_counter()
         for item in fresh:
             cached = cache.load(item.source)
             if cached is not None and cached.embeddings is not None:
                 pool.update(zip(_texts(cached), cached.embeddings, strict=True))
         if options.ray is not None:
-            from wikigr.distributed import RayEmbedder
-
-            report.chunks_embedded = _embed_pending(
+            report.chunks_embedded = embed_pending(
                 fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
             )
         else:
-            report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
+            report.chunks_embedded = embed_pending(fresh, embedder, cache, progress, pool.get)
         report.chunks_reused = sum(len(item.chunks) for item in fresh) - report.chunks_embedded
         seconds["embed"] = time.perf_counter() - t0
 
@@ -279,7 +271,7 @@ def update_pack(
         progress(ProgressEvent("write", 0, 1))
         description = old.description
         if not description or AUTO_DESCRIPTION.match(description):
-            description = _describe(docs)
+            description = describe_documents(docs)
         manifest = write_documents_pack(
             partial,
             old.name,
@@ -293,15 +285,11 @@ def update_pack(
             eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
-        _keep_user_files(target, partial)
         in_home = target == (layout.packs_home() / old.name).resolve()
-        _write_support_files(partial, manifest, url_list, None if in_home else str(target))
-        shutil.rmtree(partial / "cache")
-        _swap_in(partial, target)
+        write_support_files(partial, manifest, url_list, None if in_home else str(target))
+        txn.commit()
         progress(ProgressEvent("write", 1, 1))
         seconds["write"] = time.perf_counter() - t0
-    from wikigr.share import refresh_pack_skill
-
     report.skill = refresh_pack_skill(target, skills_dir)
     seconds["total"] = time.perf_counter() - started
     report.manifest = manifest
