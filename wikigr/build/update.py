@@ -15,8 +15,13 @@ folder beside it (``.NAME.partial``) with the build's pipeline (wikigr.build):
   (taken from the previous store) and reported, so a network hiccup loses nothing; when no
   source at all can be fetched and parsed, the update fails (BuildError) before writing anything
   and the pack stays as it was, byte for byte;
-- statistics, the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
-  ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames.
+- statistics, the entity graph (when the pack has one: a pack built with ``--no-graph`` keeps
+  none), the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
+  ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames;
+- when nothing changed (every source fetched again with the bytes it had, chunked into the texts
+  the store holds), the store, its entity graph and BM25 index are kept as they are (copied into
+  the new folder): only the manifest (each source's ``fetched_at``) and the support files are
+  written again, so an unchanged update costs its fetch and little more.
 
 A process that has the pack open keeps answering from the previous state until it reopens it.
 Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to re-fetch).
@@ -24,13 +29,15 @@ Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to
 
 from __future__ import annotations
 
+import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from wikigr import __version__
 from wikigr.build.cache import BuildCache
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import (
@@ -45,9 +52,10 @@ from wikigr.build.write import classify_sources, describe_documents, write_docum
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
-from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest, SourceRecord
-from wikigr.pack.shards import refuse_shard
-from wikigr.pack.store import Store
+from wikigr.pack.keyword import KEYWORD_DIR
+from wikigr.pack.manifest import AUTO_DESCRIPTION, FORMAT_VERSION, Manifest, SourceRecord, now_iso
+from wikigr.pack.shards import SHARDS_DIR, refuse_shard
+from wikigr.pack.store import SCHEMA_VERSION, Store
 from wikigr.pack.transaction import pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.share import refresh_pack_skill
@@ -68,6 +76,7 @@ class UpdateReport:
     chunks_reused: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
+    store_kept: bool = False  # nothing changed: the store was kept as it was, only the manifest rewritten
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +171,91 @@ def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument |
     )
 
 
+def has_graph(manifest: Manifest) -> bool:
+    """Whether the pack has an entity graph (built by ``pack create``, or ``pack graph``): its
+    statistics count entities, facts or relations. A pack built with ``--no-graph`` has none, and
+    its update builds none either."""
+    stats = manifest.stats
+    return bool(stats.entities or stats.facts or stats.relations)
+
+
+def _count(
+    report: UpdateReport,
+    records: list[SourceRecord],
+    previous: dict[str, SourceRecord],
+    prepared: dict[str, PreparedDocument],
+) -> None:
+    """Sort the sources into the report's added, changed, unchanged, failed and removed."""
+    kept_urls = {u for u, _ in report.kept}
+    for record in records:
+        if record.status != "ok":
+            if not record.status.startswith("duplicate"):
+                report.failed.append((record.url, record.status))
+        elif record.url in kept_urls:
+            pass
+        elif record.url not in previous:
+            report.added.append(record.url)
+        elif previous[record.url].sha256 != record.sha256:
+            report.changed.append(record.url)
+        else:
+            report.unchanged.append(record.url)
+    report.removed = [u for u in previous if u not in prepared]
+
+
+def _record_key(record: SourceRecord) -> tuple[Any, ...]:
+    """What of a source's record its rows in the store depend on (not when it was fetched)."""
+    return (record.url, record.final_url, record.sha256, record.status, record.content_type, record.chunks)
+
+
+def _same_store(
+    store: Store,
+    old: Manifest,
+    records: list[SourceRecord],
+    fresh: list[PreparedDocument],
+    options: BuildOptions,
+    report: UpdateReport,
+) -> bool:
+    """Whether the store written for the fetched documents would be the previous one: every source
+    fetched again with the bytes it had (the same sources, in the same order, none added, removed,
+    failed or kept from the store), chunked into the texts the store holds, cited under the same
+    public URLs, and the store written by this wikigr's format. Then the update keeps the store
+    (and its entity graph and BM25 index) as it is, and only the manifest and support files are
+    written again: nothing to embed, nothing to index."""
+    if report.added or report.changed or report.removed or report.kept or report.failed:
+        return False
+    if (old.wikigr_version, old.schema_version, old.format_version) != (
+        __version__,
+        SCHEMA_VERSION,
+        FORMAT_VERSION,
+    ):
+        return False
+    if options.llm is not None or [_record_key(r) for r in records] != [_record_key(r) for r in old.sources]:
+        return False
+    if options.public_urls != _public_urls(store):
+        return False
+    rows = store.rows(
+        "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN a.title, s.title, c.text"
+    )
+    stored = sorted(embedding_text(r[0], r[1], r[2]) for r in rows)
+    return stored == sorted(text for item in fresh for text in _texts(item))
+
+
+def _copy_store(target: Path, partial: Path) -> None:
+    """Stage a copy of the pack's store and BM25 index (a copy, not links: a process that has the
+    previous pack open keeps reading its own files)."""
+    partial.mkdir(parents=True, exist_ok=True)
+    for stale in [*partial.glob(layout.STORE_FILE + "*"), partial / KEYWORD_DIR, partial / SHARDS_DIR]:
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
+    for path in target.glob(layout.STORE_FILE + "*"):
+        shutil.copy2(path, partial / path.name)
+    if (target / KEYWORD_DIR).is_dir():
+        shutil.copytree(target / KEYWORD_DIR, partial / KEYWORD_DIR)
+
+
 def _texts(item: PreparedDocument) -> list[str]:
     return [embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks]
 
@@ -191,6 +285,7 @@ def update_pack(
     sources, url_list = listed.sources, listed.text
     options = options or BuildOptions()
     options.embedder = old.embedder.name
+    options.graph = has_graph(old)  # the pack's choice (`pack create --no-graph`) is kept
     embedder = pack_embedder(old.embedder, f"pack {old.name}")
     target = pack.path
     seconds: dict[str, float] = {}
@@ -199,7 +294,6 @@ def update_pack(
     with pack_transaction(target) as txn:
         t0 = time.perf_counter()
         with pack.open_store() as store:
-            pool = _vector_pool(store)
             if not options.public_urls:
                 options.public_urls = _public_urls(store)
             previous = {r.url: r for r in old.sources if r.status == "ok"}
@@ -226,64 +320,63 @@ def update_pack(
                         report.kept.append((url, item.error))
                         item = kept
                 prepared[url] = item
+            if not fresh:  # nothing to update from: fail before anything is written
+                first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
+                raise BuildError(f"no source could be fetched and parsed: the pack is unchanged{first}")
+            # Classify and collect the documents, one article per document (as a build does).
+            docs, records, aliases = classify_sources(expanded, prepared)
+            _count(report, records, previous, prepared)
+            same = _same_store(store, old, records, fresh, options, report)
+            pool = {} if same else _vector_pool(store)
         seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
-        if not fresh:  # nothing to update from: fail before anything is written
-            first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
-            raise BuildError(f"no source could be fetched and parsed: the pack is unchanged{first}")
 
         # Embeddings: a chunk whose embedded text is in the previous store or in the cache of an
         # interrupted update is not embedded again; the rest is embedded by the build's pipeline,
         # which caches each document as it is done (so this update, interrupted, resumes too).
         partial = txn.partial
-        cache = BuildCache.for_build(txn.scratch(BuildCache.FOLDER), embedder, options)
+        scratch = txn.scratch(BuildCache.FOLDER)
         t0 = time.perf_counter()
-        for item in fresh:
-            cached = cache.load(item.source)
-            if cached is not None and cached.embeddings is not None:
-                pool.update(zip(_texts(cached), cached.embeddings, strict=True))
-        if options.ray is not None:
-            report.chunks_embedded = embed_pending(
-                fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
-            )
+        if same:  # nothing to embed: every chunk is in the store, which is kept as it is
+            progress(ProgressEvent("embed", 0, 0))
         else:
-            report.chunks_embedded = embed_pending(fresh, embedder, cache, progress, pool.get)
+            cache = BuildCache.for_build(scratch, embedder, options)
+            for item in fresh:
+                cached = cache.load(item.source)
+                if cached is not None and cached.embeddings is not None:
+                    pool.update(zip(_texts(cached), cached.embeddings, strict=True))
+            if options.ray is not None:
+                report.chunks_embedded = embed_pending(
+                    fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
+                )
+            else:
+                report.chunks_embedded = embed_pending(fresh, embedder, cache, progress, pool.get)
         report.chunks_reused = sum(len(item.chunks) for item in fresh) - report.chunks_embedded
         seconds["embed"] = time.perf_counter() - t0
-
-        # Classify and collect the documents, one article per document (as a build does).
-        docs, records, aliases = classify_sources(expanded, prepared)
-        kept_urls = {u for u, _ in report.kept}
-        for record in records:
-            if record.status != "ok":
-                if not record.status.startswith("duplicate"):
-                    report.failed.append((record.url, record.status))
-            elif record.url in kept_urls:
-                pass
-            elif record.url not in previous:
-                report.added.append(record.url)
-            elif previous[record.url].sha256 != record.sha256:
-                report.changed.append(record.url)
-            else:
-                report.unchanged.append(record.url)
-        report.removed = [u for u in previous if u not in prepared]
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         description = old.description
         if not description or AUTO_DESCRIPTION.match(description):
             description = describe_documents(docs)
-        manifest = write_documents_pack(
-            partial,
-            old.name,
-            docs,
-            records,
-            embedder,
-            options,
-            description,
-            aliases=aliases,
-            version=old.version,
-            eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
-        )
+        if same:
+            _copy_store(target, partial)
+            report.store_kept = True
+            manifest = replace(
+                old, created_at=now_iso(), description=description, sources=records, files={}, sizes={}
+            )
+        else:
+            manifest = write_documents_pack(
+                partial,
+                old.name,
+                docs,
+                records,
+                embedder,
+                options,
+                description,
+                aliases=aliases,
+                version=old.version,
+                eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
+            )
         manifest.dump(partial / layout.MANIFEST_FILE)
         in_home = target == (layout.packs_home() / old.name).resolve()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
