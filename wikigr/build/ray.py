@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wikigr.build.cache import BuildCache
+from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import (
     PreparedDocument,
     embed_pending,
@@ -49,20 +51,15 @@ from wikigr.build.prepare import (
     prepare_fetched,
     prepare_passage,
 )
-from wikigr.embed import embedder_info, get_embedder
+from wikigr.embed import Embedder, embedder_info, get_embedder
 from wikigr.errors import BuildError, UsageError
-from wikigr.graph.extract import SpacyExtractor, keyword_entities
+from wikigr.graph.extract import Extraction, SpacyExtractor, keyword_entities
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.fetch import fetch_all
 from wikigr.sources.urls import normalize_url
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from wikigr.build.cache import BuildCache
-    from wikigr.build.options import BuildOptions
-    from wikigr.embed import Embedder
-    from wikigr.graph.extract import Extraction
 
 INSTALL_HINT = "--ray needs Ray: install the extra with `uv sync --extra ray` or `pip install 'wikigr[ray]'`"
 BATCH_CHUNKS = 256  # about this many chunks per task (the build embeds EMBED_GROUP between cache writes)

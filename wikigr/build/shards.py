@@ -30,12 +30,10 @@ from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR
 from wikigr.pack.manifest import FORMAT_VERSION, Manifest, ShardRecord, SourceRecord, load_manifest, now_iso
 from wikigr.pack.shards import SHARDS_DIR, check_count, shard_folder, shard_name, store_digest, summed_stats
-from wikigr.pack.validate import validate_pack
+from wikigr.pack.validate import ValidationReport, validate_pack
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-    from wikigr.pack.validate import ValidationReport
 
 MAX_SHARED_DF = 50  # a name mentioned by more documents than this does not tie them to one shard
 PASSES = 3  # of the streaming partition (chosen on MuSiQue's dev questions: bench/scale.py)
