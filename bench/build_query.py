@@ -35,7 +35,8 @@ import pyarrow as pa
 from _common import header
 
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import BuildOptions, build_pack, embedding_text
+from wikigr.build import BuildOptions, build_pack
+from wikigr.build.prepare import embedding_text
 from wikigr.embed import OnnxMiniLM
 from wikigr.pack.manifest import load_manifest
 from wikigr.pack.store import Store, vectors_to_arrow

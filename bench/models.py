@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 from _common import header
 
-from wikigr.build import BuildOptions, build_pack, embedding_text
+from wikigr.build import BuildOptions, build_pack
+from wikigr.build.prepare import embedding_text
 from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
 from wikigr.pack.store import Store
 

@@ -34,7 +34,8 @@ from typing import Any
 
 from wikigr import __version__
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import BuildOptions, build_pack, passage_url
+from wikigr.build import BuildOptions, build_pack
+from wikigr.build.prepare import passage_url
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.pack import open_pack
 

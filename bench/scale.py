@@ -5,7 +5,7 @@ Parts (all by default; docs/scale.md explains the figures):
 - ``throughput``: the same passages built in one process and with ``--ray`` (a local Ray on this
   machine's cores, started before the clock: its start-up is reported apart), entity graph
   included: chunks per second end to end, and the ratio (target >= 0.9).
-- ``write``: the driver's write of a store from prepared documents (build.py's ``_write_store``
+- ``write``: the driver's write of a store from prepared documents (wikigr.build.write's ``write_store``
   without the entity graph: the rows, the BM25 index, COPY), on synthetic documents with random
   vectors: chunks per second (target >= 50,000), and COPY alone.
 - ``shards``: MuSiQue-100 (../shared/data) in one store and in 3 and 10 shards, written from the
@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 from _common import header, load
 
-from wikigr.build import BuildOptions, _embed_pending, _prepare_passage, _Prepared, _write_store, build_pack
+from wikigr.build import BuildOptions, build_pack
+from wikigr.build.prepare import PreparedDocument, embed_pending, prepare_passage
+from wikigr.build.write import write_store
 from wikigr.embed import get_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +63,7 @@ def musique_passages(limit: int | None = None) -> list[dict[str, Any]]:
 
 
 def part_throughput(passages: int, runs: int) -> dict[str, Any]:
-    from wikigr.distributed import RayOptions, connect
+    from wikigr.build.ray import RayOptions, connect
 
     WORK.mkdir(parents=True, exist_ok=True)
     corpus = WORK / "throughput.json"
@@ -110,7 +112,7 @@ def part_throughput(passages: int, runs: int) -> dict[str, Any]:
 # -- the driver's write --------------------------------------------------------------------------
 
 
-def synthetic_docs(chunks: int, per_doc: int = 5, seed: int = 0) -> list[_Prepared]:
+def synthetic_docs(chunks: int, per_doc: int = 5, seed: int = 0) -> list[PreparedDocument]:
     rng = np.random.default_rng(seed)
     words = ["alpha", "beta", "gamma", "delta", "river", "court", "journal", "bread", "garden", "music"]
     docs = []
@@ -121,7 +123,7 @@ def synthetic_docs(chunks: int, per_doc: int = 5, seed: int = 0) -> list[_Prepar
         texts = [" ".join(rng.choice(words, 40)) + f" doc{d} part{i}" for i in range(n)]
         url = f"passage:{d}"
         docs.append(
-            _Prepared(
+            PreparedDocument(
                 source=url,
                 fetch={
                     "url": url,
@@ -141,12 +143,12 @@ def synthetic_docs(chunks: int, per_doc: int = 5, seed: int = 0) -> list[_Prepar
     return docs
 
 
-def _write_in_shards(docs: list[_Prepared], count: int) -> dict[str, Any]:
+def _write_in_shards(docs: list[PreparedDocument], count: int) -> dict[str, Any]:
     """The same documents written as ``count`` shards: one after the other here, and in parallel
     by Ray tasks (a ``--ray --shards`` build); chunks per second of each."""
-    from wikigr.build import classify_sources
-    from wikigr.distributed import RayOptions, connect
-    from wikigr.pack.shards import write_shards
+    from wikigr.build.ray import RayOptions, connect
+    from wikigr.build.shards import write_shards
+    from wikigr.build.write import classify_sources
 
     _, records, _ = classify_sources([d.source for d in docs], {d.source: d for d in docs})
     embedder = get_embedder(BuildOptions().embedder)
@@ -259,7 +261,7 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir()
     start = time.perf_counter()
-    stats = _write_store(folder / "pack.db", docs, DIM, BuildOptions(graph=False))
+    stats = write_store(folder / "pack.db", docs, DIM, BuildOptions(graph=False))
     total = time.perf_counter() - start
     # Its parts: the BM25 index, and COPY of the chunk rows alone.
     texts = [c["text"] for d in docs for c in d.chunks]
@@ -327,14 +329,14 @@ def part_write(chunks: int, shards: int) -> dict[str, Any]:
 # -- shards: recall and what crosses -------------------------------------------------------------
 
 
-def prepared_musique() -> list[_Prepared]:
+def prepared_musique() -> list[PreparedDocument]:
     """The MuSiQue-100 passages prepared as a build prepares them; vectors from the main bench pack
     when its chunks are the same texts (no re-embedding), else embedded here."""
-    from wikigr.build import embedding_text
+    from wikigr.build.prepare import embedding_text
     from wikigr.pack.store import Store
 
     options = BuildOptions()
-    docs = [_prepare_passage((p["id"], p["title"], p["text"]), options) for p in musique_passages()]
+    docs = [prepare_passage((p["id"], p["title"], p["text"]), options) for p in musique_passages()]
     docs = [d for d in docs if d.error is None]
     pool: dict[str, np.ndarray] = {}
     if (MAIN_MUSIQUE_PACK / "pack.db").is_file():
@@ -344,7 +346,7 @@ def prepared_musique() -> list[_Prepared]:
                 "RETURN a.title, s.title, c.text, c.embedding"
             )
         pool = {embedding_text(r[0], r[1], r[2]): np.asarray(r[3], np.float32) for r in rows}
-    _embed_pending(docs, get_embedder(options.embedder), None, lambda _e: None, pool.get)
+    embed_pending(docs, get_embedder(options.embedder), None, lambda _e: None, pool.get)
     return docs
 
 
@@ -358,9 +360,9 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "bench"))
     import multihop
 
-    from wikigr.build import classify_sources, write_documents_pack
+    from wikigr.build.shards import write_shards
+    from wikigr.build.write import classify_sources, write_documents_pack
     from wikigr.embed import get_embedder
-    from wikigr.pack.shards import write_shards
     from wikigr.pack.store import Store
     from wikigr.packset import open_agent
 
@@ -372,11 +374,11 @@ def part_shards(counts: list[int]) -> dict[str, Any]:
     out: dict[str, Any] = {"questions": len(questions), "passages": len(docs), "arms": []}
     import hashlib
 
-    import wikigr.pack.shards as shards_module
+    import wikigr.build.shards as shards_module
 
     graph_placement = shards_module.assign_shards
 
-    def hash_placement(docs: list[_Prepared], count: int) -> list[int]:  # the arm to compare with
+    def hash_placement(docs: list[PreparedDocument], count: int) -> list[int]:  # the arm to compare with
         return [int(hashlib.sha256(d.source.encode()).hexdigest()[:12], 16) % count for d in docs]
 
     folders: dict[str, Path] = {}

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from tests.conftest import DOCS
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import build_pack
-from wikigr.update import update_pack
+from wikigr.build import build_pack, update_pack
 
 HOLDER = """
 import json, sys

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import BuildOptions, build_pack, passage_url
+from wikigr.build import BuildOptions, build_pack
+from wikigr.build.prepare import passage_url
 from wikigr.graph.extract import SpacyExtractor, keyword_entities, normalize, title_name
 from wikigr.graph.skeleton import knn_graph, pagerank, skeleton
 from wikigr.pack.pack import open_pack
@@ -508,8 +509,8 @@ def _link_entity(pack: Path) -> list[tuple[str, str]]:
 
 
 def test_link_text_becomes_an_entity_of_both_ends(server: Any, tmp_path: Path, wikigr_home: Path) -> None:
+    from wikigr.build import update_pack
     from wikigr.graph.pack import rebuild_graph
-    from wikigr.update import update_pack
 
     for path, body in LINKED_PAGES.items():
         server.add(path, body)

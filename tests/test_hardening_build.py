@@ -22,8 +22,8 @@ import pytest
 
 from tests.cli.test_cli import assert_one_error, cli
 from tests.httpserver import LocalServer
-from wikigr import build
-from wikigr.build import BuildOptions, _category, build_pack
+from wikigr.build import BuildOptions, build_pack, prepare, update_pack
+from wikigr.build.rows import url_category
 from wikigr.documents import FetchResult
 from wikigr.errors import BuildError, SourceError, UsageError
 from wikigr.pack.pack import open_pack
@@ -33,7 +33,6 @@ from wikigr.sources.fetch import FetchOptions
 from wikigr.sources.parse import parse
 from wikigr.sources.parsing import LinkCollector
 from wikigr.sources.urls import normalize_source, normalize_url, read_url_list
-from wikigr.update import update_pack
 
 FAST = FetchOptions(retries=0, timeout=2.0, backoff_base=0.0)
 OFFLINE = BuildOptions(graph=False, fetch=FAST)
@@ -231,7 +230,7 @@ def test_an_interrupted_update_resumes_without_embedding_again(
 ) -> None:
     # Groups of 8 chunks instead of 256 (the batch between two cache writes), so that two small
     # pages take two groups; the embedder, cache and store are the real ones.
-    monkeypatch.setattr(build, "EMBED_GROUP", 8)
+    monkeypatch.setattr(prepare, "EMBED_GROUP", 8)
     small = dict(max_words=20, overlap_words=5, graph=False, fetch=FAST)  # a few chunks a page
     first = server.add("/tea.html", TEA)
     pack = build_pack("tea", [first], out=tmp_path / "tea", options=BuildOptions(**small)).path
@@ -361,13 +360,13 @@ def test_a_url_list_takes_local_paths_as_url_does_and_the_pack_still_updates(
 
 
 def test_category_is_the_folder_of_the_page() -> None:
-    assert _category("http://h:8765/") is None
-    assert _category("http://h:8765/p.html") is None
-    assert _category("http://h/library/os.html") == "library"
-    assert _category("http://h/library/") == "library"
-    assert _category("http://h/a/b/c.html?x=1") == "b"
-    assert _category("file:///srv/my%20docs/a.md") == "my docs"
-    assert _category("passage:12") is None
+    assert url_category("http://h:8765/") is None
+    assert url_category("http://h:8765/p.html") is None
+    assert url_category("http://h/library/os.html") == "library"
+    assert url_category("http://h/library/") == "library"
+    assert url_category("http://h/a/b/c.html?x=1") == "b"
+    assert url_category("file:///srv/my%20docs/a.md") == "my docs"
+    assert url_category("passage:12") is None
 
 
 def test_a_root_page_has_no_category_and_the_host_is_not_a_topic(server: LocalServer, tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import DOCS
-from wikigr.update import update_pack
+from wikigr.build import update_pack
 
 
 def _payload(result: Any) -> dict[str, Any]:

@@ -47,7 +47,7 @@ QUESTIONS = [
 
 def chunk_vectors(pack: Path) -> dict[str, np.ndarray]:
     """Each chunk's stored vector, by the text the build embedded for it."""
-    from wikigr.build import embedding_text
+    from wikigr.build.prepare import embedding_text
     from wikigr.pack.store import Store
 
     with Store.open(pack / "pack.db", read_only=True) as store:

@@ -55,7 +55,7 @@ def ray_cluster() -> Iterator[Any]:
 
 
 def _ray_options(**kwargs: Any) -> BuildOptions:
-    from wikigr.distributed import RayOptions
+    from wikigr.build.ray import RayOptions
 
     return BuildOptions(ray=RayOptions(**kwargs))
 
@@ -192,8 +192,9 @@ def test_a_shard_written_on_another_machine_comes_back_as_a_tar(ray_cluster: Any
     import io
     import tarfile
 
-    from wikigr.build import classify_sources, corpus_graph
-    from wikigr.distributed import from_arrow, prepare_batch, write_shard_task
+    from wikigr.build.ray import from_arrow, prepare_batch
+    from wikigr.build.shards import write_shard_task
+    from wikigr.build.write import classify_sources, corpus_graph
     from wikigr.embed import get_embedder
     from wikigr.validate import validate_pack
 

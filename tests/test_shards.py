@@ -325,9 +325,9 @@ def test_a_rebuild_in_one_store_replaces_the_shards(corpus: Path, tmp_path: Path
 
 
 def _doc(source: str, text: str, chunks: int = 1, links: list[str] | None = None) -> Any:
-    from wikigr.build import _Prepared
+    from wikigr.build.prepare import PreparedDocument
 
-    return _Prepared(
+    return PreparedDocument(
         source=source,
         fetch={"final_url": source},
         title="",
@@ -337,7 +337,7 @@ def _doc(source: str, text: str, chunks: int = 1, links: list[str] | None = None
 
 
 def test_documents_that_share_rare_names_or_links_go_to_one_shard() -> None:
-    from wikigr.pack.shards import assign_shards
+    from wikigr.build.shards import assign_shards
 
     docs = [
         _doc("passage:a1", "Ada Lovelace wrote the first program for the Analytical Engine."),
@@ -357,7 +357,7 @@ def test_documents_that_share_rare_names_or_links_go_to_one_shard() -> None:
 
 
 def test_shards_hold_about_as_many_chunks_each() -> None:
-    from wikigr.pack.shards import assign_shards
+    from wikigr.build.shards import assign_shards
 
     # One name shared by everything would pull every document into one shard: the cap stops it.
     docs = [_doc(f"passage:{i}", f"Grand Duchy of Baden, item {i}", chunks=1 + i % 3) for i in range(40)]
@@ -395,7 +395,7 @@ def test_the_next_hop_crosses_shards(link: str, tmp_path: Path, monkeypatch: pyt
     """A multi-hop question whose second passage is in another shard: the pack follows the link
     (a title, or a shared entity) across the boundary, where the shards answering each on its own
     (and merged as several packs are) do not."""
-    import wikigr.pack.shards as shards
+    import wikigr.build.shards as shards
 
     first, title, second, question = HOPS[link]
     rows = [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -10,7 +11,10 @@ import pytest
 from tests.cli.test_cli import assert_one_error, cli
 from tests.conftest import DOCS
 from tests.httpserver import LocalServer
+from wikigr.build import build_pack, update_pack
 from wikigr.pack.keyword import KeywordIndex
+from wikigr.pack.manifest import load_manifest
+from wikigr.pack.store import Store
 from wikigr.share import register_pack_skill
 from wikigr.validate import validate_pack
 
@@ -164,3 +168,54 @@ def test_update_unknown_pack_and_missing_urls_file(
     code, _, err = cli(capsys, "pack", "update", "nope")
     assert code == 2
     assert_one_error(err, "unknown pack 'nope'")
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_an_unchanged_update_keeps_the_store_and_refreshes_the_fetch_times(
+    site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    urls = _urls(tmp_path, site, list(PAGES))
+    build_pack("tea", [site.url(p) for p in PAGES], url_list=urls.read_text())
+    pack = wikigr_home / "packs" / "tea"
+    data = json.loads((pack / "manifest.json").read_text())
+    for source in data["sources"]:
+        source["fetched_at"] = "2000-01-01T00:00:00Z"  # fetched long ago
+    (pack / "manifest.json").write_text(json.dumps(data))
+    before = load_manifest(pack / "manifest.json")
+    store, index = _sha(pack / "pack.db"), _sha(pack / "bm25" / "chunk_ids.json")
+
+    report = update_pack("tea")
+    assert report.store_kept and report.chunks_embedded == 0
+    assert len(report.unchanged) == 3 and report.chunks_reused == before.stats.chunks
+    assert _sha(pack / "pack.db") == store and _sha(pack / "bm25" / "chunk_ids.json") == index
+    after = load_manifest(pack / "manifest.json")
+    assert after.stats == before.stats and after.stats.entities > 0  # the entity graph, as it was
+    assert [s.sha256 for s in after.sources] == [s.sha256 for s in before.sources]
+    assert all(s.fetched_at and s.fetched_at > "2000-01-01T00:00:00Z" for s in after.sources)
+    assert validate_pack(pack).ok
+    assert sorted(p.name for p in pack.parent.iterdir()) == ["tea"]  # no lock, partial or old
+
+    site.add("/site/sugar.html", PAGES["/site/sugar.html"].replace("gently", "gently and slowly"))
+    report = update_pack("tea")
+    assert not report.store_kept and report.changed == [site.url("/site/sugar.html")]
+    assert report.chunks_embedded >= 1
+
+
+def test_an_update_of_a_pack_built_without_a_graph_builds_none(
+    capsys: pytest.CaptureFixture[str], site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    urls = _urls(tmp_path, site, list(PAGES))
+    assert cli(capsys, "pack", "create", "tea", "--urls", str(urls), "--no-graph")[0] == 0
+    pack = wikigr_home / "packs" / "tea"
+    assert load_manifest(pack / "manifest.json").stats.entities == 0
+    site.add("/site/teapots.html", PAGES["/site/teapots.html"].replace("clay", "Yixing clay"))
+    code, out, err = cli(capsys, "pack", "update", "tea", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["changed"] == [site.url("/site/teapots.html")]  # the store was written again
+    assert report["stats"]["entities"] == report["stats"]["facts"] == report["stats"]["relations"] == 0
+    with Store.open(pack / "pack.db") as store:
+        assert store.stats()["entities"] == 0

@@ -24,7 +24,7 @@ _EXPORTS = {
     "export_pack": "wikigr.share",
     "install_pack": "wikigr.share",
     "remove_pack": "wikigr.share",
-    "update_pack": "wikigr.update",
+    "update_pack": "wikigr.build",
 }
 
 __all__ = [
@@ -47,11 +47,10 @@ __all__ = [
 
 if TYPE_CHECKING:
     from wikigr.agent import AgentResult, KnowledgeGraphAgent, query_pack
-    from wikigr.build import BuildOptions, BuildReport, build_pack
+    from wikigr.build import BuildOptions, BuildReport, build_pack, update_pack
     from wikigr.errors import WikigrError
     from wikigr.pack.pack import Pack, open_pack
     from wikigr.share import export_pack, install_pack, remove_pack
-    from wikigr.update import update_pack
     from wikigr.validate import validate_pack
 
 

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wikigr.pack.pack import Pack
 from wikigr.pack.reader import PackStore
-from wikigr.pack.shards import digest as shards_digest
-from wikigr.skill import PackDigest, digest
+from wikigr.skill import PackDigest, digest, shards_digest
 
 if TYPE_CHECKING:
     from wikigr.agent import KnowledgeGraphAgent

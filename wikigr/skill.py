@@ -24,8 +24,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from wikigr import __version__, schema
+from wikigr.pack import pack as layout
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest
+from wikigr.pack.shards import shard_folder
 from wikigr.pack.store import Store
 
 SKILL_FILENAME = "SKILL.md"  # the file name Claude Code discovers in a skills folder
@@ -308,8 +310,6 @@ def skill_text(folder: Path, manifest: Manifest, query_ref: str | None = None) -
     """The ``SKILL.md`` text of the pack in ``folder``: in one store, or in shards (their digests
     merged: wikigr.pack.shards)."""
     if manifest.shards:
-        from wikigr.pack.shards import digest as shards_digest
-
         return render_skill(manifest, shards_digest(folder, manifest), query_ref)
     with Store.open(folder / "pack.db", read_only=True) as store:
         return pack_skill(manifest, store, query_ref)
@@ -342,3 +342,30 @@ def parse_front_matter(text: str) -> dict[str, str]:
             except schema.JSONError:
                 values[key.strip()] = value
     return values
+
+
+def shards_digest(path: Path, manifest: Manifest) -> PackDigest:
+    """What a skill says about a pack in shards: the shards' digests merged (titles taken in turn
+    from each shard's most linked, counts summed)."""
+    parts: list[PackDigest] = []
+    for record in manifest.shards:
+        with Store.open(shard_folder(path, record) / layout.STORE_FILE, read_only=True) as store:
+            parts.append(digest(store))
+    merged = PackDigest(articles=sum(p.articles for p in parts), chunks=sum(p.chunks for p in parts))
+    for rank in range(max((len(p.titles) for p in parts), default=0)):
+        for part in parts:
+            if rank < len(part.titles) and part.titles[rank] not in merged.titles and len(merged.titles) < 40:
+                merged.titles.append(part.titles[rank])
+                merged.urls.append(part.urls[rank])
+    counts: dict[str, int] = {}
+    for part in parts:
+        for attr in ("hosts", "categories"):
+            for i, value in enumerate(getattr(part, attr)):
+                counts[f"{attr}\t{value}"] = counts.get(f"{attr}\t{value}", 0) + len(getattr(part, attr)) - i
+    for attr, cap in (("hosts", 3), ("categories", 8)):
+        values = [k.split("\t", 1)[1] for k in counts if k.startswith(attr + "\t")]
+        setattr(merged, attr, sorted(values, key=lambda v: -counts[f"{attr}\t{v}"])[:cap])
+    for part in parts:
+        merged.sections.extend(s for s in part.sections if s not in merged.sections)
+    merged.sections = merged.sections[:12]
+    return merged

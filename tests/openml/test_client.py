@@ -185,8 +185,8 @@ def test_an_unknown_study_is_one_clear_line(
     assert_one_error(err, f"OpenML has no study 999 (Unknown study, code 601) at {url}")
     assert "resume" not in err and out == ""
     assert openml_server.api_hits("/study/999") == 1  # a 412 is not retried
-    # Neither the pack nor a .partial folder (the build lock file stays, as after any build).
-    assert [p.name for p in wikigr_home.rglob("*s999*")] == [".s999.lock"]
+    # Neither the pack nor a .partial folder, nor the build's lock file.
+    assert [p.name for p in wikigr_home.rglob("*s999*")] == []
     # A known study still builds through the same path.
     code, out, err = cli(capsys, "pack", "create", "s146", "--openml", "--study", "146", "--openml-url", url)
     assert code == 0, err

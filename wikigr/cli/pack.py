@@ -206,7 +206,7 @@ def create(
         options.embedder = embedder
     options.graph_options.beta = graph_beta
     if ray:
-        from wikigr.distributed import RayOptions, require_ray
+        from wikigr.build.ray import RayOptions, require_ray
 
         require_ray()  # before anything is read or fetched: a one-line error without the extra
         options.ray = RayOptions()

@@ -151,10 +151,9 @@ def register(app: typer.Typer) -> None:
         json_out: JsonOpt = False,
     ) -> None:
         """Re-fetch a pack's sources and embed only new and changed documents (atomic swap)."""
-        from wikigr.build import BuildOptions
+        from wikigr.build import BuildOptions, update_pack
         from wikigr.cli.progress import ProgressBars
         from wikigr.sources.fetch import FetchOptions
-        from wikigr.update import update_pack
 
         options = BuildOptions(
             fetch=FetchOptions(
@@ -162,7 +161,7 @@ def register(app: typer.Typer) -> None:
             )
         )
         if ray:
-            from wikigr.distributed import RayOptions, require_ray
+            from wikigr.build.ray import RayOptions, require_ray
 
             require_ray()
             options.ray = RayOptions()

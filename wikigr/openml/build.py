@@ -2,7 +2,7 @@
 descriptions, bulk-load the star into the store — atomically, like every wikigr build.
 
 The pack is written in ``.NAME.partial`` beside the target and swapped in with renames at the end
-(the helpers of :mod:`wikigr.build`). An API build caches every response in that folder as it
+(:func:`wikigr.pack.transaction.pack_transaction`). An API build caches every response in that folder as it
 arrives, so running the same command again after an interruption resumes without refetching.
 """
 
@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
-from wikigr.build import _build_lock, _keep_user_files, _recover, _swap_in
 from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.home import wikigr_home
@@ -41,6 +40,7 @@ from wikigr.pack.manifest import (
     now_iso,
 )
 from wikigr.pack.store import Store, vectors_to_arrow
+from wikigr.pack.transaction import check_target, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 
 API_CACHE_DIR = "openml-cache"
@@ -293,10 +293,7 @@ def _write_support_files(folder: Path, manifest: Manifest, listing: str) -> None
 def _target(name: str, out: Path | None) -> Path:
     layout.check_new_name(name)
     target = (out or layout.packs_home() / name).expanduser().absolute()
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target} exists and is not a folder")
-    if target.exists() and any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file():
-        raise UsageError(f"{target} exists and is not a pack: refusing to replace it")
+    check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     return target
 
@@ -326,11 +323,9 @@ def build_openml_pack(
     seconds: dict[str, float] = {}
     requests = cached = 0
 
-    with _build_lock(target):
-        _recover(target)
-        partial = target.parent / f".{target.name}.partial"
-        if options.fresh and partial.exists():
-            shutil.rmtree(partial)
+    with pack_transaction(target, fresh=options.fresh) as txn:
+        partial = txn.partial
+        api_cache = txn.scratch(API_CACHE_DIR)
         resuming = partial.exists()
         partial.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
@@ -339,7 +334,7 @@ def build_openml_pack(
             from wikigr.openml.fetch import FetchError, fetch_star
 
             try:
-                fetched = fetch_star(api, cache_dir=partial / API_CACHE_DIR, on_progress=progress)
+                fetched = fetch_star(api, cache_dir=api_cache, on_progress=progress)
             except FetchError as exc:
                 if not resuming and not exc.resumable:
                     shutil.rmtree(partial, ignore_errors=True)  # nothing worth resuming from
@@ -415,12 +410,8 @@ def build_openml_pack(
             ),
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
-        _keep_user_files(target, partial)
         _write_support_files(partial, manifest, listing)
-        cache = partial / API_CACHE_DIR
-        if cache.exists():
-            shutil.rmtree(cache)
-        _swap_in(partial, target)
+        txn.commit()
         seconds["total"] = time.perf_counter() - started
 
     return OpenMLBuildReport(

@@ -9,17 +9,20 @@ from typing import Any
 
 from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError, shown
 from wikigr.home import wikigr_home
+
+# The file names, re-exported: they are read as layout.STORE_FILE and so on.
+from wikigr.pack.files import CONFIG_FILE as CONFIG_FILE
+from wikigr.pack.files import MANIFEST_FILE as MANIFEST_FILE
+from wikigr.pack.files import QUESTIONS_FILE as QUESTIONS_FILE
+from wikigr.pack.files import RESULTS_DIR as RESULTS_DIR
+from wikigr.pack.files import SKILL_FILE as SKILL_FILE
+from wikigr.pack.files import STORE_FILE as STORE_FILE
+from wikigr.pack.files import URLS_FILE as URLS_FILE
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import RESERVED_NAMES, Manifest, check_name, load_manifest, read_json
+from wikigr.pack.shards import shard_folder
 from wikigr.pack.store import Store
 
-STORE_FILE = "pack.db"
-MANIFEST_FILE = "manifest.json"
-URLS_FILE = "urls.txt"
-SKILL_FILE = "skill.md"
-CONFIG_FILE = "kg_config.json"
-QUESTIONS_FILE = "eval/questions.jsonl"
-RESULTS_DIR = "eval/results"
 MAX_CONFIG_BYTES = 1024 * 1024
 
 
@@ -119,8 +122,6 @@ class Pack:
         one store."""
         if not self.sharded:
             return [self]
-        from wikigr.pack.shards import shard_folder
-
         return [open_pack(shard_folder(self.path, record)) for record in self.manifest.shards]
 
     @property

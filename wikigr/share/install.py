@@ -21,6 +21,7 @@ from pathlib import Path
 from wikigr.errors import PackNotFoundError, ShareError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, check_name
+from wikigr.pack.transaction import pack_lock, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.share.download import check_url, download
 from wikigr.share.intake import InstallLimits, Intake, copy_folder, extract_archive
@@ -179,7 +180,17 @@ def install_pack(
         target = home / manifest.name
         if kind == "folder" and path.resolve() == target.resolve():
             raise UsageError(f"{target} is already the installed pack {manifest.name}")
-        replaced = _swap_into_place(unpacked, target, manifest.name, force=force)
+        with pack_transaction(target, check=False) as txn:  # checked below, under the lock
+            replaced = target.exists()
+            if replaced and not force:
+                raise ShareError(
+                    f"pack {manifest.name} is already installed at {target}: use --force to replace it"
+                )
+            if replaced and not target.is_dir():
+                raise ShareError(f"{target} exists and is not a folder")
+            if replaced and any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file():
+                raise ShareError(f"{target} exists and is not a pack: refusing to replace it")
+            txn.commit(staged=unpacked)  # as validated: nothing of the replaced pack is kept
     installed = InstallReport(
         path=target,
         name=manifest.name,
@@ -213,9 +224,10 @@ def remove_pack(name: str, skills_dir: Path | None = None, keep_skill: bool = Fa
     if target.exists():
         if not target.is_dir() or (any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file()):
             raise ShareError(f"refusing to remove {target}: not a pack")
-        _remove_in_place(target)
-        with contextlib.suppress(OSError):
-            (target.parent / f".{name}.lock").unlink()
+        with pack_lock(target):  # not while a build or an install of it runs
+            trash = target.parent / f".{target.name}.removing-{uuid.uuid4().hex[:8]}"
+            os.rename(target, trash)  # atomic: the pack is gone, or still whole
+            shutil.rmtree(trash, ignore_errors=True)
         removed = target
     skill: Path | None = None
     warnings: list[str] = []
@@ -226,37 +238,3 @@ def remove_pack(name: str, skills_dir: Path | None = None, keep_skill: bool = Fa
     if removed is None and skill is None:
         raise PackNotFoundError(f"unknown pack '{name}' (not in {layout.packs_home()}, no skill registered)")
     return RemoveReport(name=name, path=removed, skill=skill, warnings=warnings)
-
-
-# --------------------------------------------------------------------------------------------
-# The pack transaction: the only place where sharing uses the build's private lock, recovery and
-# swap (wikigr.build). At merge these two functions switch to wikigr.pack.transaction's public
-# pack_transaction (install: commit(staged=unpacked)); nothing else here touches them.
-
-
-def _swap_into_place(unpacked: Path, target: Path, name: str, *, force: bool) -> bool:
-    """Under the pack's lock, move the checked pack ``unpacked`` into ``target`` by renames,
-    replacing an installed pack only with ``force``; True when one was replaced."""
-    from wikigr.build import _build_lock, _recover, _swap_in
-
-    with _build_lock(target):
-        _recover(target)
-        replaced = target.exists()
-        if replaced and not force:
-            raise ShareError(f"pack {name} is already installed at {target}: use --force to replace it")
-        if replaced and not target.is_dir():
-            raise ShareError(f"{target} exists and is not a folder")
-        if replaced and any(target.iterdir()) and not (target / layout.MANIFEST_FILE).is_file():
-            raise ShareError(f"{target} exists and is not a pack: refusing to replace it")
-        _swap_in(unpacked, target)
-    return replaced
-
-
-def _remove_in_place(target: Path) -> None:
-    """Under the pack's lock, take the pack ``target`` away in one rename, then delete it."""
-    from wikigr.build import _build_lock
-
-    with _build_lock(target):
-        trash = target.parent / f".{target.name}.removing-{uuid.uuid4().hex[:8]}"
-        os.rename(target, trash)  # atomic: the pack is gone, or still whole
-        shutil.rmtree(trash, ignore_errors=True)

@@ -25,10 +25,10 @@ from pathlib import Path
 import wikigr
 from wikigr import schema
 from wikigr.embed import embedder_info
-from wikigr.errors import WikigrError, one_line
+from wikigr.errors import InvalidPackError, WikigrError, one_line
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, load_manifest
-from wikigr.pack.shards import SHARDS_DIR, validate_shards
+from wikigr.pack.shards import SHARDS_DIR, shard_folder, store_digest, summed_stats
 from wikigr.pack.store import Store
 from wikigr.packset import open_agent  # a pack in shards answers as a set of its shards
 from wikigr.retrieval.profiles import load_pack_config
@@ -253,3 +253,42 @@ def validate_pack(path: Path, timeout: float | None = None) -> ValidationReport:
     else:
         report.checks += _isolated_checks(path, query, timeout)
     return report
+
+
+def validate_shards(path: Path, manifest: Manifest, report: ValidationReport) -> None:
+    """The checks of a pack in shards: each shard is where the manifest says, its store has the
+    recorded sha256, it is a valid pack itself (``validate_pack``), it has the pack's embedder, and
+    the pack's statistics are the sum of the shards'."""
+    if (path / layout.STORE_FILE).exists():
+        report.add("shards", False, f"a pack in shards has no {layout.STORE_FILE} of its own")
+    manifests: list[Manifest] = []
+    for record in manifest.shards:
+        where = f"shard {record.path}"
+        try:
+            folder = shard_folder(path, record)
+        except InvalidPackError as exc:
+            report.add(where, False, exc.message)
+            continue
+        inner = validate_pack(folder)
+        if not inner.ok:
+            first = next(c for c in inner.checks if not c.ok)
+            report.add(where, False, f"{first.name}: {first.detail}")
+            continue
+        store = folder / layout.STORE_FILE
+        if store_digest(store) != record.sha256.lower():
+            report.add(where, False, f"checksum mismatch for {record.path}/{layout.STORE_FILE}")
+            continue
+        shard = load_manifest(folder / layout.MANIFEST_FILE)
+        if shard.name != record.name or shard.embedder != manifest.embedder:
+            report.add(where, False, "its name or embedder differs from the pack's manifest")
+            continue
+        if (shard.stats.articles, shard.stats.chunks) != (record.articles, record.chunks):
+            report.add(where, False, "its articles or chunks differ from the pack's manifest")
+            continue
+        manifests.append(shard)
+        report.add(where, True, f"{shard.stats.chunks} chunks, sha256 ok")
+    if len(manifests) == len(manifest.shards):
+        total, recorded = vars(summed_stats(manifests)), vars(manifest.stats)
+        wrong = [k for k in recorded if total[k] != recorded[k]]
+        detail = ", ".join(f"{k}: manifest {recorded[k]}, shards {total[k]}" for k in wrong)
+        report.add("stats", not wrong, detail or f"summed over {len(manifests)} shards")

@@ -4,13 +4,13 @@
     wikigr pack create wiki --urls urls.txt --ray          # a local Ray on all cores
     RAY_ADDRESS=ray://head:10001 wikigr pack create wiki --urls urls.txt --ray   # a cluster
 
-A distributed build is the build of wikigr/build.py with its per-document work on Ray, nothing of
+A distributed build is the build of wikigr.build.pipeline with its per-document work on Ray, nothing of
 our own besides (no sockets, schedulers or worker pools: Ray tasks, ``ray.wait`` and the object
 store). What runs where:
 
 - **Workers** (the Ray task :func:`prepare_batch`, about ``batch_chunks`` chunks per task): for a
-  batch of sources, fetch (a batch of URLs with ``fetch_all``), parse and chunk (build.py's
-  ``_prepare`` / ``_prepare_passage``), embed (build.py's ``_embed_pending``; the embedder is loaded
+  batch of sources, fetch (a batch of URLs with ``fetch_all``), parse and chunk (wikigr.build.prepare's
+  ``prepare_fetched`` / ``prepare_passage``), embed (``embed_pending``; the embedder is loaded
   once per worker process, as ``get_embedder`` keeps it), and find each chunk's keyword names
   (``graph.extract.keyword_entities``: the names are normalised there). The batch comes back as one
   Arrow table: a row per document, its chunk vectors as a list of fixed-size float32 lists.
@@ -21,7 +21,7 @@ store). What runs where:
   extraction of the skeleton's chunks and the embedding of entity names run as Ray tasks again
   (:class:`RayExtractor`, :class:`RayEmbed`). The store is written by the driver with COPY (bulk
   load), as a local build writes it; with ``--shards N``, one store per shard, each by a Ray task
-  (:func:`write_shard_task`) given its part of the pack's entity graph (wikigr.pack.shards).
+  (wikigr.build.shards' ``write_shard_task``) given its part of the pack's entity graph.
 
 A source that fails on a worker (unreachable, not parseable, no text) is reported like a local
 one; a task that fails as a whole (its worker died, after Ray's retries) marks its sources failed
@@ -31,35 +31,38 @@ raises a one-line :class:`UsageError` saying how to install it.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
-import tarfile
-import tempfile
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wikigr.build.cache import BuildCache
+from wikigr.build.options import BuildOptions
+from wikigr.build.prepare import (
+    PreparedDocument,
+    embed_pending,
+    passage_url,
+    prepare_fetched,
+    prepare_passage,
+)
+from wikigr.embed import Embedder, embedder_info, get_embedder
 from wikigr.errors import BuildError, UsageError
-from wikigr.progress import ProgressCallback, ProgressEvent
+from wikigr.graph.extract import Extraction, SpacyExtractor, keyword_entities
+from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.sources.fetch import fetch_all
+from wikigr.sources.urls import normalize_url
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from wikigr.build import BuildOptions, _Cache, _Prepared
-    from wikigr.embed import Embedder
-    from wikigr.graph.build import GraphTables
-    from wikigr.graph.extract import Extraction
-    from wikigr.pack.manifest import Manifest, SourceRecord
-
 INSTALL_HINT = "--ray needs Ray: install the extra with `uv sync --extra ray` or `pip install 'wikigr[ray]'`"
-BATCH_CHUNKS = 256  # about this many chunks per task (build.py embeds EMBED_GROUP between cache writes)
+BATCH_CHUNKS = 256  # about this many chunks per task (the build embeds EMBED_GROUP between cache writes)
 BATCH_URLS = 16  # URLs per task (their chunk count is unknown before they are fetched)
 EXTRACT_BATCH = 64  # skeleton chunks per spaCy task
 EMBED_BATCH = 512  # entity names per embedding task
@@ -79,11 +82,9 @@ class RayOptions:
     in_flight: int = 2  # tasks submitted ahead per CPU of the cluster (bounds the object store's use)
 
 
-def _dimension(embedder: str) -> int:
+def embedder_dimension(embedder: str) -> int:
     """The dimension of an embedder's vectors (loading the model only when the registry does not
     know it: st: and onnx: models)."""
-    from wikigr.embed import embedder_info, get_embedder
-
     return embedder_info(embedder).dimension or get_embedder(embedder).dimension
 
 
@@ -132,21 +133,15 @@ def connect(options: RayOptions) -> Any:
     return ray
 
 
-_REMOTE: dict[str, Any] = {}
+_REMOTE: dict[Callable[..., Any], Any] = {}
 
 
-def _remote(ray: Any, name: str) -> Any:
-    """The Ray task of one of this module's worker functions (one CPU each; retried by Ray when
-    its worker dies)."""
-    if name not in _REMOTE:
-        function = {
-            "prepare": prepare_batch,
-            "extract": extract_batch,
-            "embed": embed_batch,
-            "write_shard": write_shard_task,
-        }[name]
-        _REMOTE[name] = ray.remote(num_cpus=1, max_retries=2)(function)
-    return _REMOTE[name]
+def remote_task(ray: Any, function: Callable[..., Any]) -> Any:
+    """The Ray task of a worker function (``prepare_batch``, ``extract_batch``, ``embed_batch``,
+    wikigr.build.shards' ``write_shard_task``): one CPU each, retried by Ray when its worker dies."""
+    if function not in _REMOTE:
+        _REMOTE[function] = ray.remote(num_cpus=1, max_retries=2)(function)
+    return _REMOTE[function]
 
 
 # -- documents as Arrow --------------------------------------------------------------------------
@@ -154,7 +149,7 @@ def _remote(ray: Any, name: str) -> Any:
 _RECORD_FIELDS = ("source", "fetch", "title", "sections", "links", "anchors", "chunks", "error", "mentions")
 
 
-def to_arrow(items: Sequence[_Prepared], dim: int) -> pa.Table:
+def to_arrow(items: Sequence[PreparedDocument], dim: int) -> pa.Table:
     """Prepared documents as one Arrow table: ``record`` (the document but its vectors, as JSON)
     and ``embeddings`` (its chunk vectors: a list of fixed-size float32 lists)."""
     import pyarrow as pa
@@ -172,18 +167,16 @@ def to_arrow(items: Sequence[_Prepared], dim: int) -> pa.Table:
     return pa.table({"record": pa.array(records, pa.string()), "embeddings": embeddings})
 
 
-def from_arrow(table: pa.Table) -> list[_Prepared]:
+def from_arrow(table: pa.Table) -> list[PreparedDocument]:
     """The documents of :func:`to_arrow`'s table."""
-    from wikigr.build import _Prepared
-
     column = table.column("embeddings").combine_chunks()
     offsets = column.offsets.to_numpy()
     dim = column.type.value_type.list_size
     flat = column.values.values.to_numpy(zero_copy_only=False)
     matrix = np.asarray(flat, np.float32).reshape(-1, dim)
-    items: list[_Prepared] = []
+    items: list[PreparedDocument] = []
     for row, record in enumerate(table.column("record").to_pylist()):
-        item = _Prepared(**json.loads(record))
+        item = PreparedDocument(**json.loads(record))
         if item.error is None and offsets[row + 1] > offsets[row]:
             item.embeddings = matrix[offsets[row] : offsets[row + 1]].copy()
         items.append(item)
@@ -193,15 +186,13 @@ def from_arrow(table: pa.Table) -> list[_Prepared]:
 # -- the workers' functions ----------------------------------------------------------------------
 
 
-def _guarded(source: str, prepare: Callable[[], _Prepared]) -> _Prepared:
+def _guarded(source: str, prepare: Callable[[], PreparedDocument]) -> PreparedDocument:
     """``prepare()``, or a failed document: one odd source must not fail its whole batch."""
-    from wikigr.build import _Prepared
-
     try:
         return prepare()
     except Exception as exc:  # noqa: BLE001 - reported as the source's error, like a fetch failure
         error = f"{exc.__class__.__name__}: {_one_line(exc)}"
-        return _Prepared(source=source, fetch=_failed_fetch(source, error), error=error)
+        return PreparedDocument(source=source, fetch=_failed_fetch(source, error), error=error)
 
 
 def _failed_fetch(source: str, error: str) -> dict[str, Any]:
@@ -213,78 +204,35 @@ def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: boo
     """On a worker: fetch (``kind`` "urls") or take (``kind`` "passages") a batch of sources,
     parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed), and find
     each chunk's keyword names; the documents as Arrow."""
-    from wikigr.build import _embed_pending, _prepare, _prepare_passage, passage_url
-    from wikigr.embed import get_embedder
-    from wikigr.graph.extract import keyword_entities
-    from wikigr.progress import no_progress
-    from wikigr.sources.fetch import fetch_all
-
     if kind == "urls":
-        items = [_guarded(r.url, partial(_prepare, r, options)) for r in fetch_all(batch, options.fetch)]
+        items = [
+            _guarded(r.url, partial(prepare_fetched, r, options)) for r in fetch_all(batch, options.fetch)
+        ]
     else:
         items = [
-            _guarded(passage_url(str(p[0])), partial(_prepare_passage, (p[0], p[1], p[2]), options))
+            _guarded(passage_url(str(p[0])), partial(prepare_passage, (p[0], p[1], p[2]), options))
             for p in batch
         ]
     pending = [item for item in items if item.error is None]
     if pending and embed:
-        _embed_pending(pending, get_embedder(options.embedder), None, no_progress)
+        embed_pending(pending, get_embedder(options.embedder), None, no_progress)
     if options.graph:
         for item in pending:
             item.mentions = [
                 [[m.name, m.type, m.key] for m in keyword_entities(item.title, chunk["text"])]
                 for chunk in item.chunks
             ]
-    return to_arrow(items, _dimension(options.embedder))
+    return to_arrow(items, embedder_dimension(options.embedder))
 
 
 def extract_batch(texts: list[str]) -> list[Extraction]:
     """On a worker: spaCy's extraction of a batch of chunk texts (spaCy loaded once per worker)."""
-    from wikigr.graph.extract import SpacyExtractor
-
     return SpacyExtractor().extract(texts)
 
 
 def embed_batch(embedder: str, texts: list[str]) -> np.ndarray:
     """On a worker: the embeddings of ``texts``."""
-    from wikigr.embed import get_embedder
-
     return get_embedder(embedder).embed(texts)
-
-
-def write_shard_task(
-    name: str,
-    index: int,
-    count: int,
-    table: pa.Table,
-    sources: list[SourceRecord],
-    options: BuildOptions,
-    aliases: dict[str, str],
-    graph: GraphTables | None,
-    target: str,
-    driver_node: str,
-) -> bytes:
-    """On a worker: write one shard of a pack in shards (wikigr.pack.shards.write_shard: its
-    store, its part ``graph`` of the pack's entity graph, BM25 index and support files). On the
-    driver's machine, straight into ``target`` (returns no bytes); elsewhere in a temporary
-    folder, returned as an uncompressed tar archive."""
-    import ray
-
-    from wikigr.embed import get_embedder
-    from wikigr.pack.shards import write_shard
-
-    docs = from_arrow(table)
-    embedder = get_embedder(options.embedder)
-    if ray.get_runtime_context().get_node_id() == driver_node:
-        write_shard(Path(target), name, index, count, docs, sources, embedder, options, aliases, graph)
-        return b""
-    with tempfile.TemporaryDirectory(prefix="wikigr-shard-") as tmp:
-        folder = Path(tmp) / "shard"
-        write_shard(folder, name, index, count, docs, sources, embedder, options, aliases, graph)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as tar:
-            tar.add(folder, arcname=".")
-    return buffer.getvalue()
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -300,8 +248,6 @@ def _batches(
     """The tasks: passages grouped to about ``batch_chunks`` chunks each (estimated from their
     words), URLs ``batch_urls`` at a time (spellings of one address in one batch, fetched once);
     smaller batches when that gives fewer than TASKS_PER_CPU tasks per CPU of the cluster."""
-    from wikigr.sources.urls import normalize_url
-
     batches: list[tuple[str, list[Any]]] = []
     step = max(1, options.max_words - options.overlap_words)
     sizes = [max(1, -(-len(p[2].split()) // step)) for p in passages]
@@ -336,19 +282,17 @@ def prepare_on_ray(
     passages: Sequence[tuple[str, str, str]],
     urls: Sequence[str],
     options: BuildOptions,
-    cache: _Cache,
-    prepared: dict[str, _Prepared],
+    cache: BuildCache,
+    prepared: dict[str, PreparedDocument],
     progress: ProgressCallback,
 ) -> int:
     """Prepare ``passages`` and ``urls`` on Ray into ``prepared`` (source -> document), caching
     each document that succeeded as its batch arrives; return the number of chunks embedded.
 
     Progress: "fetch" counts the documents done (fetched, parsed and embedded), "embed" the chunks."""
-    from wikigr.build import _Prepared, passage_url
-
     assert options.ray is not None
     ray = connect(options.ray)
-    remote = _remote(ray, "prepare")
+    remote = remote_task(ray, prepare_batch)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     batches = deque(_batches(passages, urls, options, options.ray, cpus))
     shipped = ray.put(replace(options, llm=None, ray=None))  # once in the object store, for every task
@@ -371,7 +315,10 @@ def prepare_on_ray(
                 except ray.exceptions.RayError as exc:  # the task failed as a whole, after retries
                     error = f"worker failed: {_one_line(exc)}"
                     sources = [passage_url(str(p[0])) if kind == "passages" else p for p in batch]
-                    items = [_Prepared(source=s, fetch=_failed_fetch(s, error), error=error) for s in sources]
+                    items = [
+                        PreparedDocument(source=s, fetch=_failed_fetch(s, error), error=error)
+                        for s in sources
+                    ]
                 for item in items:
                     prepared[item.source] = item
                     if item.error is None:
@@ -387,71 +334,18 @@ def prepare_on_ray(
     return embedded
 
 
-def write_shards_on_ray(
-    folder: Path,
-    name: str,
-    count: int,
-    jobs: Sequence[tuple[str, int, list[_Prepared], list[SourceRecord], GraphTables | None]],
-    options: BuildOptions,
-    aliases: dict[str, str] | None = None,
-) -> list[Manifest]:
-    """Write the shards of ``jobs`` (folder, index, documents, sources, its part of the pack's
-    entity graph) in parallel, one Ray task each, and unpack each into ``folder``; return their
-    manifests, in the order of ``jobs``."""
-    from wikigr.pack import pack as layout
-    from wikigr.pack.manifest import load_manifest
-
-    assert options.ray is not None
-    ray = connect(options.ray)
-    remote = _remote(ray, "write_shard")
-    shipped = ray.put(replace(options, llm=None, ray=None))
-    shared_aliases = ray.put(aliases or {})
-    dim = _dimension(options.embedder)
-    node = ray.get_runtime_context().get_node_id()
-    refs = [
-        remote.remote(
-            name,
-            index,
-            count,
-            to_arrow(docs, dim),
-            sources,
-            shipped,
-            shared_aliases,
-            graph,
-            str(folder / rel),
-            node,
-        )
-        for rel, index, docs, sources, graph in jobs
-    ]
-    manifests: list[Manifest] = []
-    try:
-        for (rel, *_), ref in zip(jobs, refs, strict=True):
-            data = ray.get(ref)
-            target = folder / rel
-            if data:  # written on another machine: unpack it here
-                target.mkdir(parents=True)
-                with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                    tar.extractall(target, filter="data")
-            manifests.append(load_manifest(target / layout.MANIFEST_FILE))
-    except BaseException:
-        for ref in refs:
-            ray.cancel(ref)
-        raise
-    return manifests
-
-
-def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressCallback) -> list[_Prepared]:
+def fetch_on_ray(
+    urls: Sequence[str], options: BuildOptions, progress: ProgressCallback
+) -> list[PreparedDocument]:
     """Fetch, parse and chunk ``urls`` on the workers, without embedding (an update embeds only
     the chunks its previous store does not have): the documents in the order of ``urls``."""
-    from wikigr.build import _Prepared
-
     assert options.ray is not None
     ray = connect(options.ray)
-    remote = _remote(ray, "prepare")
+    remote = remote_task(ray, prepare_batch)
     shipped = ray.put(replace(options, llm=None, ray=None))
     batches = _batches([], urls, options, options.ray, max(1, int(ray.cluster_resources().get("CPU", 1))))
     refs = [remote.remote(kind, batch, shipped, False) for kind, batch in batches]
-    found: dict[str, _Prepared] = {}
+    found: dict[str, PreparedDocument] = {}
     progress(ProgressEvent("fetch", 0, len(urls)))
     try:
         for (_, batch), ref in zip(batches, refs, strict=True):
@@ -459,7 +353,9 @@ def fetch_on_ray(urls: Sequence[str], options: BuildOptions, progress: ProgressC
                 items = from_arrow(ray.get(ref))
             except ray.exceptions.RayError as exc:
                 error = f"worker failed: {_one_line(exc)}"
-                items = [_Prepared(source=u, fetch=_failed_fetch(u, error), error=error) for u in batch]
+                items = [
+                    PreparedDocument(source=u, fetch=_failed_fetch(u, error), error=error) for u in batch
+                ]
             found.update((item.source, item) for item in items)
             progress(ProgressEvent("fetch", len(found), len(urls)))
     except BaseException:
@@ -500,7 +396,7 @@ class RayExtractor:
         if not texts:
             return []
         ray = connect(self.options)
-        remote = _remote(ray, "extract")
+        remote = remote_task(ray, extract_batch)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         batch = max(8, min(self.batch, -(-len(texts) // (TASKS_PER_CPU * cpus))))
         refs = [remote.remote(list(texts[i : i + batch])) for i in range(0, len(texts), batch)]
@@ -517,7 +413,7 @@ class RayEmbed:
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         ray = connect(self.options)
-        remote = _remote(ray, "embed")
+        remote = remote_task(ray, embed_batch)
         refs = [
             remote.remote(self.embedder, texts[i : i + self.batch]) for i in range(0, len(texts), self.batch)
         ]

@@ -2,7 +2,7 @@
 
 ``update_pack`` re-fetches every source of the pack (its ``urls.txt``, or a given list), compares
 each document's sha256 with the one the manifest records, and rebuilds the pack in the partial
-folder beside it (``.NAME.partial``) with build.py's pipeline:
+folder beside it (``.NAME.partial``) with the build's pipeline (wikigr.build):
 
 - every fetched document is parsed and chunked again (cheap, and it refreshes the document's
   outgoing links, so ``LINKS_TO`` also covers links to newly added pages);
@@ -15,8 +15,13 @@ folder beside it (``.NAME.partial``) with build.py's pipeline:
   (taken from the previous store) and reported, so a network hiccup loses nothing; when no
   source at all can be fetched and parsed, the update fails (BuildError) before writing anything
   and the pack stays as it was, byte for byte;
-- statistics, the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
-  ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames.
+- statistics, the entity graph (when the pack has one: a pack built with ``--no-graph`` keeps
+  none), the BM25 index, ``skill.md`` and the manifest are regenerated, the user's
+  ``kg_config.json`` and ``eval/`` kept, and the folder swapped in with renames;
+- when nothing changed (every source fetched again with the bytes it had, chunked into the texts
+  the store holds), the store, its entity graph and BM25 index are kept as they are (copied into
+  the new folder): only the manifest (each source's ``fetched_at``) and the support files are
+  written again, so an unchanged update costs its fetch and little more.
 
 A process that has the pack open keeps answering from the previous state until it reopens it.
 Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to re-fetch).
@@ -26,36 +31,36 @@ from __future__ import annotations
 
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from wikigr.build import (
-    BuildOptions,
-    _build_lock,
-    _Cache,
-    _describe,
-    _embed_pending,
-    _keep_user_files,
-    _prepare,
-    _Prepared,
-    _recover,
-    _swap_in,
-    _write_support_files,
-    classify_sources,
+from wikigr import __version__
+from wikigr.build.cache import BuildCache
+from wikigr.build.options import BuildOptions
+from wikigr.build.prepare import (
+    PreparedDocument,
+    embed_pending,
     embedding_text,
     fetch_sources,
-    write_documents_pack,
+    prepare_fetched,
 )
+from wikigr.build.ray import RayEmbedder, fetch_on_ray
+from wikigr.build.write import classify_sources, describe_documents, write_documents_pack, write_support_files
+from wikigr.documents_kind import SCHEMA_VERSION
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
-from wikigr.pack.manifest import AUTO_DESCRIPTION, Manifest, SourceRecord
-from wikigr.pack.shards import refuse_shard
+from wikigr.pack.keyword import KEYWORD_DIR
+from wikigr.pack.kind import pack_kind
+from wikigr.pack.manifest import AUTO_DESCRIPTION, FORMAT_VERSION, Manifest, SourceRecord, now_iso
+from wikigr.pack.shards import SHARDS_DIR, refuse_shard
 from wikigr.pack.store import Store
+from wikigr.pack.transaction import pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.share.skills import refresh_pack_skill
 from wikigr.sources.folders import expand_sources
 from wikigr.sources.urls import load_url_list
 
@@ -74,6 +79,7 @@ class UpdateReport:
     chunks_reused: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
+    store_kept: bool = False  # nothing changed: the store was kept as it was, only the manifest rewritten
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,7 +129,7 @@ def _vector_pool(store: Store) -> dict[str, np.ndarray]:
     return {embedding_text(r[0], r[1], r[2]): np.asarray(r[3], dtype=np.float32) for r in rows}
 
 
-def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
+def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument | None:
     """A document of the previous pack as the build prepared it (for a source that failed now)."""
     article_id = record.final_url or record.url
     found = store.rows("MATCH (a:Article) WHERE a.id = $id RETURN a.title", {"id": article_id})
@@ -148,7 +154,7 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
         for _, target, anchor in store.link_anchors(article_id)
         for fragment, _, text in [anchor.partition("\t")]
     ]
-    return _Prepared(
+    return PreparedDocument(
         source=record.url,
         fetch={
             "url": record.url,
@@ -168,7 +174,92 @@ def _previous_document(store: Store, record: SourceRecord) -> _Prepared | None:
     )
 
 
-def _texts(item: _Prepared) -> list[str]:
+def has_graph(manifest: Manifest) -> bool:
+    """Whether the pack has an entity graph (built by ``pack create``, or ``pack graph``): its
+    statistics count entities, facts or relations. A pack built with ``--no-graph`` has none, and
+    its update builds none either."""
+    stats = manifest.stats
+    return bool(stats.entities or stats.facts or stats.relations)
+
+
+def _count(
+    report: UpdateReport,
+    records: list[SourceRecord],
+    previous: dict[str, SourceRecord],
+    prepared: dict[str, PreparedDocument],
+) -> None:
+    """Sort the sources into the report's added, changed, unchanged, failed and removed."""
+    kept_urls = {u for u, _ in report.kept}
+    for record in records:
+        if record.status != "ok":
+            if not record.status.startswith("duplicate"):
+                report.failed.append((record.url, record.status))
+        elif record.url in kept_urls:
+            pass
+        elif record.url not in previous:
+            report.added.append(record.url)
+        elif previous[record.url].sha256 != record.sha256:
+            report.changed.append(record.url)
+        else:
+            report.unchanged.append(record.url)
+    report.removed = [u for u in previous if u not in prepared]
+
+
+def _record_key(record: SourceRecord) -> tuple[Any, ...]:
+    """What of a source's record its rows in the store depend on (not when it was fetched)."""
+    return (record.url, record.final_url, record.sha256, record.status, record.content_type, record.chunks)
+
+
+def _same_store(
+    store: Store,
+    old: Manifest,
+    records: list[SourceRecord],
+    fresh: list[PreparedDocument],
+    options: BuildOptions,
+    report: UpdateReport,
+) -> bool:
+    """Whether the store written for the fetched documents would be the previous one: every source
+    fetched again with the bytes it had (the same sources, in the same order, none added, removed,
+    failed or kept from the store), chunked into the texts the store holds, cited under the same
+    public URLs, and the store written by this wikigr's format. Then the update keeps the store
+    (and its entity graph and BM25 index) as it is, and only the manifest and support files are
+    written again: nothing to embed, nothing to index."""
+    if report.added or report.changed or report.removed or report.kept or report.failed:
+        return False
+    if (old.wikigr_version, old.schema_version, old.format_version) != (
+        __version__,
+        SCHEMA_VERSION,
+        FORMAT_VERSION,
+    ):
+        return False
+    if options.llm is not None or [_record_key(r) for r in records] != [_record_key(r) for r in old.sources]:
+        return False
+    if options.public_urls != _public_urls(store):
+        return False
+    rows = store.rows(
+        "MATCH (a:Article)-[:HAS_SECTION]->(s:Section)-[:HAS_CHUNK]->(c:Chunk) "
+        "RETURN a.title, s.title, c.text"
+    )
+    stored = sorted(embedding_text(r[0], r[1], r[2]) for r in rows)
+    return stored == sorted(text for item in fresh for text in _texts(item))
+
+
+def _copy_store(target: Path, partial: Path) -> None:
+    """Stage a copy of the pack's store and BM25 index (a copy, not links: a process that has the
+    previous pack open keeps reading its own files)."""
+    partial.mkdir(parents=True, exist_ok=True)
+    for stale in [*partial.glob(layout.STORE_FILE + "*"), partial / KEYWORD_DIR, partial / SHARDS_DIR]:
+        if stale.is_dir():
+            shutil.rmtree(stale)
+        elif stale.exists():
+            stale.unlink()
+    for path in target.glob(layout.STORE_FILE + "*"):
+        shutil.copy2(path, partial / path.name)
+    if (target / KEYWORD_DIR).is_dir():
+        shutil.copytree(target / KEYWORD_DIR, partial / KEYWORD_DIR)
+
+
+def _texts(item: PreparedDocument) -> list[str]:
     return [embedding_text(item.title, item.sections[c["section"]]["title"], c["text"]) for c in item.chunks]
 
 
@@ -186,41 +277,38 @@ def update_pack(
     pack = layout.open_pack(ref)
     refuse_shard(pack.path, "pack update")
     old = pack.manifest
-    if old.source_kind != "documents" or any(s.url.startswith("passage:") for s in old.sources):
-        kind = "a passage corpus" if old.source_kind == "documents" else old.source_kind
-        raise UsageError(
-            f"update is not supported for this pack kind ({kind}): rebuild it with `wikigr pack create`"
-        )
+    refusal = pack_kind(old.source_kind).update_refusal(old)
+    if refusal is not None:
+        raise UsageError(refusal)
     if urls_file is not None and not urls_file.is_file():
         raise UsageError(f"no such file: {urls_file}")
     listed = load_url_list(urls_file if urls_file is not None else pack.path / layout.URLS_FILE)
     sources, url_list = listed.sources, listed.text
     options = options or BuildOptions()
     options.embedder = old.embedder.name
+    options.graph = has_graph(old)  # the pack's choice (`pack create --no-graph`) is kept
     embedder = pack_embedder(old.embedder, f"pack {old.name}")
     target = pack.path
     seconds: dict[str, float] = {}
     report = UpdateReport(path=target, manifest=old)
 
-    with _build_lock(target):
-        _recover(target)
+    with pack_transaction(target) as txn:
         t0 = time.perf_counter()
         with pack.open_store() as store:
-            pool = _vector_pool(store)
             if not options.public_urls:
                 options.public_urls = _public_urls(store)
             previous = {r.url: r for r in old.sources if r.status == "ok"}
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
             if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
-                from wikigr.distributed import fetch_on_ray
-
                 items = fetch_on_ray(expanded, options, progress)
             else:
-                items = [_prepare(result, options) for result in fetch_sources(expanded, options, progress)]
+                items = [
+                    prepare_fetched(result, options) for result in fetch_sources(expanded, options, progress)
+                ]
             seconds["fetch"] = time.perf_counter() - fetch_t0
-            prepared: dict[str, _Prepared] = {}
-            fresh: list[_Prepared] = []  # fetched and parsed now
+            prepared: dict[str, PreparedDocument] = {}
+            fresh: list[PreparedDocument] = []  # fetched and parsed now
             errors: list[tuple[str, str]] = []
             for item in items:
                 url = item.source
@@ -233,76 +321,69 @@ def update_pack(
                         report.kept.append((url, item.error))
                         item = kept
                 prepared[url] = item
+            if not fresh:  # nothing to update from: fail before anything is written
+                first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
+                raise BuildError(f"no source could be fetched and parsed: the pack is unchanged{first}")
+            # Classify and collect the documents, one article per document (as a build does).
+            docs, records, aliases = classify_sources(expanded, prepared)
+            _count(report, records, previous, prepared)
+            same = _same_store(store, old, records, fresh, options, report)
+            pool = {} if same else _vector_pool(store)
         seconds["read"] = time.perf_counter() - t0 - seconds["fetch"]
-        if not fresh:  # nothing to update from: fail before anything is written
-            first = f" (first: {errors[0][0]}: {errors[0][1]})" if errors else ""
-            raise BuildError(f"no source could be fetched and parsed: the pack is unchanged{first}")
 
         # Embeddings: a chunk whose embedded text is in the previous store or in the cache of an
         # interrupted update is not embedded again; the rest is embedded by the build's pipeline,
         # which caches each document as it is done (so this update, interrupted, resumes too).
-        partial = target.parent / f".{target.name}.partial"
-        cache = _Cache.for_build(partial, embedder, options)
+        partial = txn.partial
+        scratch = txn.scratch(BuildCache.FOLDER)
         t0 = time.perf_counter()
-        for item in fresh:
-            cached = cache.load(item.source)
-            if cached is not None and cached.embeddings is not None:
-                pool.update(zip(_texts(cached), cached.embeddings, strict=True))
-        if options.ray is not None:
-            from wikigr.distributed import RayEmbedder
-
-            report.chunks_embedded = _embed_pending(
-                fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
-            )
+        if same:  # nothing to embed: every chunk is in the store, which is kept as it is
+            progress(ProgressEvent("embed", 0, 0))
         else:
-            report.chunks_embedded = _embed_pending(fresh, embedder, cache, progress, pool.get)
+            cache = BuildCache.for_build(scratch, embedder, options)
+            for item in fresh:
+                cached = cache.load(item.source)
+                if cached is not None and cached.embeddings is not None:
+                    pool.update(zip(_texts(cached), cached.embeddings, strict=True))
+            if options.ray is not None:
+                report.chunks_embedded = embed_pending(
+                    fresh, RayEmbedder(options.ray, embedder), cache, progress, pool.get
+                )
+            else:
+                report.chunks_embedded = embed_pending(fresh, embedder, cache, progress, pool.get)
         report.chunks_reused = sum(len(item.chunks) for item in fresh) - report.chunks_embedded
         seconds["embed"] = time.perf_counter() - t0
-
-        # Classify and collect the documents, one article per document (as a build does).
-        docs, records, aliases = classify_sources(expanded, prepared)
-        kept_urls = {u for u, _ in report.kept}
-        for record in records:
-            if record.status != "ok":
-                if not record.status.startswith("duplicate"):
-                    report.failed.append((record.url, record.status))
-            elif record.url in kept_urls:
-                pass
-            elif record.url not in previous:
-                report.added.append(record.url)
-            elif previous[record.url].sha256 != record.sha256:
-                report.changed.append(record.url)
-            else:
-                report.unchanged.append(record.url)
-        report.removed = [u for u in previous if u not in prepared]
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
         description = old.description
         if not description or AUTO_DESCRIPTION.match(description):
-            description = _describe(docs)
-        manifest = write_documents_pack(
-            partial,
-            old.name,
-            docs,
-            records,
-            embedder,
-            options,
-            description,
-            aliases=aliases,
-            version=old.version,
-            eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
-        )
+            description = describe_documents(docs)
+        if same:
+            _copy_store(target, partial)
+            report.store_kept = True
+            manifest = replace(
+                old, created_at=now_iso(), description=description, sources=records, files={}, sizes={}
+            )
+        else:
+            manifest = write_documents_pack(
+                partial,
+                old.name,
+                docs,
+                records,
+                embedder,
+                options,
+                description,
+                aliases=aliases,
+                version=old.version,
+                eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
+            )
         manifest.dump(partial / layout.MANIFEST_FILE)
-        _keep_user_files(target, partial)
         in_home = target == (layout.packs_home() / old.name).resolve()
-        _write_support_files(partial, manifest, url_list, None if in_home else str(target))
-        shutil.rmtree(partial / "cache")
-        _swap_in(partial, target)
+        write_support_files(partial, manifest, url_list, None if in_home else str(target))
+        txn.commit()
         progress(ProgressEvent("write", 1, 1))
         seconds["write"] = time.perf_counter() - t0
-    from wikigr.share.skills import refresh_pack_skill
-
     report.skill = refresh_pack_skill(target, skills_dir)
     seconds["total"] = time.perf_counter() - started
     report.manifest = manifest

@@ -1,0 +1,178 @@
+"""Build a pack from document URLs: fetch, parse, chunk, embed, write the store — atomically.
+
+The pack is built in a hidden folder beside the target (``.NAME.partial``) and swapped in only at
+the end (:func:`wikigr.pack.transaction.pack_transaction`), so an interrupted build (Ctrl-C, a
+crash) leaves the previous pack untouched. Each document that was fetched, parsed and embedded is
+cached in that folder as it completes; running the same build again resumes from the cache
+instead of fetching and embedding those documents again.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from wikigr.build.cache import BuildCache
+from wikigr.build.options import BuildOptions, BuildReport
+from wikigr.build.prepare import (
+    CORPUS_ALONE,
+    PreparedDocument,
+    embed_pending,
+    fetch_sources,
+    passage_url,
+    prepare_fetched,
+    prepare_passage,
+    read_corpus,
+)
+from wikigr.build.ray import prepare_on_ray
+from wikigr.build.shards import write_shards
+from wikigr.build.write import classify_sources, describe_documents, write_documents_pack, write_support_files
+from wikigr.embed import get_embedder
+from wikigr.errors import BuildError, UsageError
+from wikigr.graph.build import GraphReport
+from wikigr.pack import pack as layout
+from wikigr.pack.shards import check_count
+from wikigr.pack.transaction import check_target, pack_transaction
+from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.sources.folders import expand_sources
+
+
+def build_pack(
+    name: str,
+    sources: Sequence[str],
+    out: Path | None = None,
+    options: BuildOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+    url_list: str | None = None,
+    corpus: Path | None = None,
+    shards: int = 1,
+) -> BuildReport:
+    """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
+    from a passage ``corpus`` file (see :func:`read_corpus`).
+
+    The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
+    pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
+    that many stores (wikigr.build.shards).
+    """
+    layout.check_new_name(name)
+    options = options or BuildOptions()
+    progress = on_progress or no_progress
+    if shards != 1:
+        check_count(shards)
+    if not sources and corpus is None:
+        raise UsageError("no sources given")
+    if sources and corpus is not None:
+        raise UsageError(CORPUS_ALONE)
+    passages = read_corpus(corpus) if corpus is not None else []
+    # Folders are walked now, before anything is written: one without documents is a usage error.
+    expanded = expand_sources(list(sources), strict=True)
+    target = (out or layout.packs_home() / name).expanduser().absolute()
+    check_target(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    embedder = get_embedder(options.embedder)
+    seconds: dict[str, float] = {}
+
+    with pack_transaction(target, fresh=options.fresh) as txn:
+        partial = txn.partial
+        cache = BuildCache.for_build(txn.scratch(BuildCache.FOLDER), embedder, options)
+
+        by_url = {passage_url(p[0]): p for p in passages}
+        expanded += list(by_url)
+        prepared: dict[str, PreparedDocument] = {}
+        for source in expanded:
+            cached = cache.load(source)
+            if cached is not None:
+                prepared[source] = cached
+        resumed = len(prepared)
+        if options.ray is not None:  # the same work, document by document, on the cluster's workers
+            to_fetch = [s for s in expanded if s not in prepared and s not in by_url]
+            t0 = time.perf_counter()
+            embedded = prepare_on_ray(
+                [by_url[u] for u in by_url if u not in prepared], to_fetch, options, cache, prepared, progress
+            )
+            seconds["prepare"] = time.perf_counter() - t0
+        else:
+            pending: list[PreparedDocument] = []
+            for url in [u for u in by_url if u not in prepared]:
+                item = prepare_passage(by_url[url], options)
+                prepared[url] = item
+                if item.error is None:
+                    pending.append(item)
+            to_fetch = [s for s in expanded if s not in prepared]
+
+            t0 = time.perf_counter()
+            results = fetch_sources(to_fetch, options, progress)
+            for result in results:
+                item = prepare_fetched(result, options)
+                prepared[result.url] = item
+                if item.error is None:
+                    pending.append(item)
+            seconds["fetch"] = time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            embedded = embed_pending(pending, embedder, cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
+
+        docs, records, aliases = classify_sources(expanded, prepared)
+        failed = [
+            (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
+        ]
+        if not docs:
+            first = f" (first: {failed[0][0]}: {failed[0][1]})" if failed else ""
+            raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
+
+        t0 = time.perf_counter()
+        progress(ProgressEvent("write", 0, 1))
+        graph_reports: list[GraphReport] = []
+        description = options.description or describe_documents(docs, corpus.name if corpus else None)
+        if shards > 1:
+            manifest = write_shards(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                description,
+                shards,
+                graph_reports,
+                aliases,
+            )
+        else:
+            shutil.rmtree(partial / "shards", ignore_errors=True)  # of an interrupted build in shards
+            manifest = write_documents_pack(
+                partial,
+                name,
+                docs,
+                records,
+                embedder,
+                options,
+                description,
+                graph_reports,
+                aliases,
+            )
+        manifest.dump(partial / layout.MANIFEST_FILE)
+        if url_list is None:
+            url_list = "".join(f"{s}\n" for s in sources)
+            if corpus is not None:
+                url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
+        in_home = target == (layout.packs_home() / name).expanduser().absolute()
+        write_support_files(partial, manifest, url_list, None if in_home else str(target))
+        txn.commit()
+        progress(ProgressEvent("write", 1, 1))
+        seconds["write"] = time.perf_counter() - t0
+        seconds["total"] = time.perf_counter() - started
+
+    return BuildReport(
+        path=target,
+        manifest=manifest,
+        failed=failed,
+        resumed=resumed,
+        fetched=len(to_fetch),
+        chunks_embedded=embedded,
+        seconds=seconds,
+        graph=graph_reports[0] if graph_reports else None,
+    )

@@ -1,0 +1,9 @@
+"""The names of a pack's files, relative to its folder (docs/pack-format.md)."""
+
+STORE_FILE = "pack.db"
+MANIFEST_FILE = "manifest.json"
+URLS_FILE = "urls.txt"
+SKILL_FILE = "skill.md"
+CONFIG_FILE = "kg_config.json"
+QUESTIONS_FILE = "eval/questions.jsonl"
+RESULTS_DIR = "eval/results"
