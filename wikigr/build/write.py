@@ -23,6 +23,7 @@ from wikigr.graph.build import ChunkRecord, GraphReport, GraphTables, anchor_lin
 from wikigr.graph.pack import copy_graph
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
+from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import FORMAT_VERSION, EmbedderRecord, GraphStats, Manifest, SourceRecord, now_iso
 from wikigr.pack.store import Store, vectors_to_arrow
 from wikigr.skill import write_skill
@@ -230,11 +231,15 @@ def write_documents_pack(
 def write_support_files(
     folder: Path, manifest: Manifest, url_list: str, query_ref: str | None = None
 ) -> None:
+    """Write a new pack's files beside its store and manifest: ``urls.txt``, ``skill.md``, the
+    kind's default ``kg_config.json`` and an empty ``eval/`` (the last two unless the user's own
+    were kept). ``query_ref``: how the skill names the pack (None: by its name)."""
     (folder / layout.URLS_FILE).write_text(url_list, encoding="utf-8")
     write_skill(folder, manifest, folder / layout.STORE_FILE, query_ref)
     config = folder / layout.CONFIG_FILE
     if not config.exists():
-        config.write_text(json.dumps({"profile": "auto"}, indent=2) + "\n", encoding="utf-8")
+        default = pack_kind(manifest.source_kind).default_config
+        config.write_text(json.dumps(default, indent=2) + "\n", encoding="utf-8")
     (folder / layout.RESULTS_DIR).mkdir(parents=True, exist_ok=True)
     questions = folder / layout.QUESTIONS_FILE
     if not questions.exists():

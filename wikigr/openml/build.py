@@ -9,7 +9,6 @@ arrives, so running the same command again after an interruption resumes without
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
+from wikigr.build.write import write_support_files
 from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.home import wikigr_home
@@ -44,7 +44,6 @@ from wikigr.pack.transaction import check_target, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 
 API_CACHE_DIR = "openml-cache"
-DEFAULT_CONFIG = {"max_tool_calls": 6}
 
 
 @dataclass
@@ -272,24 +271,6 @@ def _describe(star: StarData, origin: str) -> str:
     )
 
 
-def _skill(manifest: Manifest) -> str:
-    from wikigr.openml.kind import render_openml_skill
-
-    return render_openml_skill(manifest)
-
-
-def _write_support_files(folder: Path, manifest: Manifest, listing: str) -> None:
-    (folder / layout.URLS_FILE).write_text(listing, encoding="utf-8")
-    (folder / layout.SKILL_FILE).write_text(_skill(manifest), encoding="utf-8")
-    config = folder / layout.CONFIG_FILE
-    if not config.exists():
-        config.write_text(json.dumps(DEFAULT_CONFIG, indent=2) + "\n", encoding="utf-8")
-    (folder / layout.RESULTS_DIR).mkdir(parents=True, exist_ok=True)
-    questions = folder / layout.QUESTIONS_FILE
-    if not questions.exists():
-        questions.write_text("", encoding="utf-8")
-
-
 def _target(name: str, out: Path | None) -> Path:
     layout.check_new_name(name)
     target = (out or layout.packs_home() / name).expanduser().absolute()
@@ -410,7 +391,7 @@ def build_openml_pack(
             ),
         )
         manifest.dump(partial / layout.MANIFEST_FILE)
-        _write_support_files(partial, manifest, listing)
+        write_support_files(partial, manifest, listing)
         txn.commit()
         seconds["total"] = time.perf_counter() - started
 

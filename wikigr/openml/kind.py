@@ -118,6 +118,7 @@ class OpenMLKind(PackKind):
     node_tables = OPENML_NODE_TABLES
     rel_tables = OPENML_REL_TABLES
     marker_table = "Run"
+    default_config: ClassVar[Mapping[str, object]] = {"max_tool_calls": 6}
     stats: ClassVar[Mapping[str, str]] = {
         "runs": "Run",
         "algorithms": "Algorithm",

@@ -69,6 +69,8 @@ class PackKind:
     answers_with: ClassVar[str] = "passages"
     #: The router's strategy for the kind (None: the router's policies over passages).
     strategy: ClassVar[KindStrategy | None] = None
+    #: The ``kg_config.json`` a new pack of the kind gets (the user's own is kept on a rebuild).
+    default_config: ClassVar[Mapping[str, object]] = {"profile": "auto"}
 
     @property
     def tables(self) -> tuple[str, ...]:
