@@ -239,6 +239,38 @@ def test_fresh_process_query_json(built_pack: Path) -> None:
     assert "HEAVY []" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "fixture", "socket timeout", "--passages"],
+        ["query", "fixture", "socket timeout", "--trace"],
+        ["query", "fixture", "socket timeout", "--json"],
+        ["pack", "list"],
+        ["pack", "info", "fixture"],
+    ],
+)
+def test_a_closed_stdout_ends_the_command_quietly(
+    args: list[str], built_pack: Path, wikigr_home: Path
+) -> None:
+    """``wikigr ... | head -1``: the reader is gone before the command writes (the pipe's read end
+    is closed before it starts); the command ends with 0 and says nothing, as cat and git log do."""
+    shutil.copytree(built_pack, wikigr_home / "packs" / "fixture")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "wikigr", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no "Error:", no "Exception ignored ... BrokenPipeError"
+
+
 def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "wikigr", "pack", "info", str(tmp_path)],
