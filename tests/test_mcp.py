@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import select
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,6 +99,91 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
             assert big.is_error and "top_k must be between 1 and 100" in big.content[0].text
 
     anyio.run(session)
+
+
+def _raw_reply(proc: subprocess.Popen[bytes], timeout: float = 120) -> dict[str, Any] | None:
+    """The server's next line, parsed; None when none comes (EOF, or nothing for ``timeout``)."""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    line = proc.stdout.readline() if ready else b""
+    return dict(json.loads(line)) if line else None
+
+
+def test_mcp_answers_every_request_line_once(wikigr_home: Path) -> None:
+    """Raw lines to the real server: each line that is not a request it can read (not JSON-RPC,
+    not UTF-8, an id it refuses) gets one JSON-RPC error with id null; a deeply nested tools/call
+    an answer; a notification none; and the server keeps serving."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wikigr", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert proc.stdin is not None
+
+    def send(line: bytes) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+
+    def call(request_id: int, arguments: bytes) -> bytes:
+        return (
+            b'{"jsonrpc": "2.0", "id": %d, "method": "tools/call", '
+            b'"params": {"name": "search", "arguments": %s}}' % (request_id, arguments)
+        )
+
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode())
+        assert (_raw_reply(proc) or {}).get("id") == 1
+        send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+        invalid = {"code": -32600, "message": "Error: not a valid JSON-RPC request"}
+        for line in (
+            b"[]",
+            b"[1,2,3]",
+            b"null",
+            b"{}",
+            b'{"jsonrpc": "2.0", "id": {}, "method": "ping"}',  # the SDK would read it as a notification
+            b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}',
+        ):
+            assert _raw_reply_to(send, proc, line) == {"jsonrpc": "2.0", "id": None, "error": invalid}, line
+        not_utf8 = _raw_reply_to(send, proc, call(2, b'{"pack": "nope", "query": "socket \xff timeout"}'))
+        assert not_utf8 is not None and not_utf8["id"] is None and not_utf8["error"]["code"] == -32700
+        assert not_utf8["error"]["message"].startswith("Error: the message is not UTF-8")
+
+        for depth in (50, 150, 190, 198, 250, 1000, 100_000):
+            for nest in (b"[", b'{"a":'):
+                closing = b"]" if nest == b"[" else b"}"
+                deep = nest * depth + (b"" if nest == b"[" else b"1") + closing * depth
+                reply = _raw_reply_to(
+                    send, proc, call(depth, b'{"pack": "nope", "query": "q", "x": %s}' % deep)
+                )
+                assert reply is not None, (depth, nest)
+                assert reply["id"] in (depth, None) and ("error" in reply or reply["result"]["isError"]), (
+                    reply
+                )
+
+        send(b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": [1]}')  # no reply is due
+        send(b'{"jsonrpc": "2.0", "id": 3, "method": "tools/list"}')
+        reply = _raw_reply(proc)
+        assert reply is not None and reply["id"] == 3 and len(reply["result"]["tools"]) == 4
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=120)
+        assert proc.stdout is not None
+        assert proc.stdout.read() == b""  # nothing more than one answer a line
+        proc.stdout.close()
+
+
+def _raw_reply_to(send: Any, proc: subprocess.Popen[bytes], line: bytes) -> dict[str, Any] | None:
+    send(line)
+    return _raw_reply(proc)
 
 
 @pytest.mark.parametrize("argv", [["mcp", "--help"]])

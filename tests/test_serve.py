@@ -113,9 +113,9 @@ def test_health_openapi_and_profiles(api: httpx.Client, fixture_url: str) -> Non
 
 def test_packs_and_pack_info(api: httpx.Client, built_pack: Path) -> None:
     listed = api.get("/packs").json()
-    assert [row["name"] for row in listed["packs"]] == ["fixture"] and listed["home"] is None
+    assert [row["name"] for row in listed["packs"]] == ["fixture"] and "home" not in listed
     info = api.get("/packs/fixture").json()
-    assert info["name"] == "fixture" and info["path"] == str(built_pack.resolve())
+    assert info["name"] == "fixture" and "path" not in info  # names, not this machine's folders
     assert info["store_stats"]["chunks"] == 11 and info["entity_graph"] is True
     assert info["profile"] == "auto" and info["stages"][-1] == "synthesize"
     assert "Sockets guide" in info["titles"] and info["claude"] is False
@@ -378,7 +378,7 @@ def test_the_packs_home_is_served_by_name(built_pack: Path, wikigr_home: Path) -
     packs = wikigr_home / "packs"
     shutil.copytree(built_pack, packs / "fixture")
     with running(create_app()) as url, httpx.Client(base_url=url + "/api/v1", timeout=60) as client:
-        assert client.get("/packs").json()["home"] == str(packs)
+        assert "home" not in client.get("/packs").json()
         assert client.post("/query", json={"pack": "fixture", "question": QUESTION}).status_code == 200
         shutil.copytree(built_pack, packs / "later")  # installed while the server runs
         rows = client.get("/packs").json()["packs"]
@@ -386,7 +386,7 @@ def test_the_packs_home_is_served_by_name(built_pack: Path, wikigr_home: Path) -
             ("fixture", None),
             ("later", "fixture"),
         ]
-        assert client.get("/packs/later").json()["path"] == str((packs / "later").resolve())
+        assert client.get("/packs/later").json()["name"] == "later"
         both = client.post("/query", json={"pack": "all", "question": QUESTION}).json()
         assert len(both["trace"]["packs"]) == 2  # every folder of the home
         outside = packs.parent / "outside"
@@ -395,6 +395,54 @@ def test_the_packs_home_is_served_by_name(built_pack: Path, wikigr_home: Path) -
             assert "not a path" in _error(client.post("/query", json={"pack": ref, "question": "q"}), 400)
         refused = client.post("/query", json={"pack": "outside", "question": "q"})
         assert "unknown pack 'outside'" in _error(refused, 404)
+
+
+def test_no_response_tells_the_folders_of_the_serving_machine(built_pack: Path, wikigr_home: Path) -> None:
+    """Clients get pack names, never the packs home's or a pack's absolute path: in lists, pack
+    info, answers, traces and errors (a broken pack's, an unknown pack's)."""
+    packs = wikigr_home / "packs"
+    shutil.copytree(built_pack, packs / "fixture")
+    (packs / "broken").mkdir()
+    (packs / "broken" / "manifest.json").write_text("{not json")
+    bodies = []
+    with running(create_app()) as url, httpx.Client(base_url=url + "/api/v1", timeout=60) as client:
+        for response in (
+            client.get("/packs"),
+            client.get("/packs/fixture"),
+            client.get("/packs/fixture/eval"),
+            client.get("/packs/broken"),
+            client.get("/packs/nope"),
+            client.post("/query", json={"pack": "fixture", "question": QUESTION}),
+            client.post("/query", json={"pack": "nope", "question": QUESTION}),
+            client.post("/query", json={"pack": "broken", "question": QUESTION}),
+            client.post("/query/stream", json={"pack": "broken", "question": QUESTION}),
+            client.post("/search", json={"pack": "all", "query": "socket timeout"}),
+            client.get("/traces"),
+        ):
+            bodies.append(response.text)
+    rows = json.loads(bodies[0])["packs"]
+    assert {r["name"] for r in rows} == {"fixture", "broken"} and all("path" not in r for r in rows)
+    assert json.loads(bodies[1])["name"] == "fixture"
+    for body in bodies:
+        for folder in {
+            str(wikigr_home),
+            str(wikigr_home.resolve()),
+            str(built_pack),
+            str(built_pack.resolve()),
+        }:
+            assert folder not in body, body[:300]
+    with running(create_app([built_pack])) as url:  # packs named on the command line: the same
+        listed = httpx.get(url + "/api/v1/packs").text
+        info = httpx.get(url + "/api/v1/packs/fixture").text
+        assert str(built_pack.resolve()) not in listed + info and str(built_pack) not in listed + info
+
+
+@pytest.mark.parametrize("pack", ["fixture\n", "fixture\r", "fixture\t", ["fixture\n"], "\nfixture"])
+def test_a_pack_name_with_a_control_character_is_refused(api: httpx.Client, pack: Any) -> None:
+    """``"fixture\\n"`` is not the name ``fixture``, as on the command line: a 400 of one line."""
+    message = _error(api.post("/query", json={"pack": pack, "question": QUESTION}), 400)
+    assert "a pack is named by its name, not a path" in message
+    assert "not a path" in _error(api.get("/packs/fixture%0A"), 400)
 
 
 # -- Claude, streamed ------------------------------------------------------------------------
@@ -504,9 +552,23 @@ def test_serving_beyond_loopback_needs_a_long_token() -> None:
 
 def test_on_loopback_another_host_name_is_refused(fixture_url: str) -> None:
     port = fixture_url.rsplit(":", 1)[1]
-    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", "[::1", "localhost.", ""):
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.nip.io", "localhost."):
         refused = httpx.get(fixture_url + "/api/v1/health", headers={"Host": host})
         assert "is not a loopback name" in _error(refused, 421)
+    for host in (  # not host[:port]: a 400 (RFC 9112, 3.2), whatever name it holds
+        f"127.0.0.1:{port}@evil.example",
+        f"evil.example@127.0.0.1:{port}",
+        f"localhost:{port}:1",
+        "localhost:",
+        "localhost:٨٧٠٠",  # digits, but not ASCII ones
+        f"localhost: {port}",
+        f"[::1]evil:{port}",
+        "[::1",
+        "::1",
+        "",
+    ):
+        refused = httpx.get(fixture_url + "/api/v1/health", headers={"Host": host.encode()})
+        assert "is not host[:port]" in _error(refused, 400), host
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost", f"[::1]:{port}", "[::1]"):
         assert httpx.get(fixture_url + "/api/v1/health", headers={"Host": host}).status_code == 200
 

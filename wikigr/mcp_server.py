@@ -14,21 +14,26 @@ Tools:
 Agents are opened once per pack (and profile) and kept for the life of the server process
 (:class:`wikigr.agent_cache.AgentCache`); when a pack is updated or replaced on disk, the next call
 reopens it. Calls are serialised: one store connection is never used by two threads at once.
-Errors come back as tool errors of one line, ``Error: ...`` as the CLI prints them; a message the
-transport cannot read (not JSON, or JSON holding a lone surrogate such as ``"\\udcff"``, which is
-not Unicode text) gets a JSON-RPC error reply instead of silence.
+Errors come back as tool errors of one line, ``Error: ...`` as the CLI prints them. Every request
+line gets exactly one answer (JSON-RPC 2.0): a line that is not UTF-8 or not JSON a parse error
+(-32700, id null); JSON that is not a request (``[]``, ``null``, an object as ``id``) an invalid
+request (-32600, id null unless the request's id can be read); a request holding a lone surrogate
+such as ``"\\udcff"`` (not Unicode text) invalid params (-32602). Notifications get no reply.
 """
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Any
+import fcntl
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, BinaryIO, cast
 
 import mcp_types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared._stream_protocols import WriteStream
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -75,25 +80,23 @@ def _one_line_error(tool: str, exc: ToolError) -> str:
     return text if text.startswith("Error: ") else f"Error: {text}"
 
 
-def _reply_to_unreadable(exc: Exception) -> mcp_types.JSONRPCError | None:
-    """The JSON-RPC error reply to a line the transport could not read (it hands the parse
-    error to the server, which would drop it): for a request whose id can still be read, with
-    that id; for a line that is not JSON at all, with id null (JSON-RPC 2.0, "Parse error").
-    None for a notification (no reply is due) or anything else."""
-    if not isinstance(exc, ValidationError):
-        return None
-    line = next((e["input"] for e in exc.errors() if isinstance(e.get("input"), str | bytes)), None)
+def _reply_to(raw: bytes) -> mcp_types.JSONRPCError | None:
+    """The JSON-RPC error reply to a line that is not a message the SDK reads (JSON-RPC 2.0):
+    bytes that are not UTF-8 or not JSON are a "Parse error" (-32700, id null); JSON that is not
+    a request object (``[]``, ``null``, an object as ``id``) an "Invalid Request" (-32600), with
+    the request's id when it can be made out, else null. None for a notification or a response,
+    to which no reply is due."""
     try:
-        message = schema.parse_json(line) if line is not None else None
-    except schema.JSONError:  # not JSON, a number too long, nested too deeply
-        message = None
-    if not isinstance(message, dict):
-        if line is None:
-            return None
-        return _error(None, mcp_types.PARSE_ERROR, "Error: the message is not JSON")
-    if "method" not in message or "id" not in message:
-        return None  # a notification or a response: nothing to answer
-    request_id = message["id"]
+        message = schema.parse_json(schema.decode_utf8(raw))
+    except schema.JSONError as exc:  # not UTF-8, not JSON, a number too long, nested too deeply
+        text = str(exc) if str(exc).startswith("not UTF-8") else "not JSON"
+        return _error(None, mcp_types.PARSE_ERROR, f"Error: the message is {text}")
+    if isinstance(message, dict):
+        if "method" in message and "id" not in message:
+            return None  # a notification
+        if "method" not in message and "id" in message and ("result" in message or "error" in message):
+            return None  # a response
+    request_id = message.get("id") if isinstance(message, dict) else None
     readable = isinstance(request_id, int | str) and not isinstance(request_id, bool)
     if not readable or not schema.is_unicode(request_id):
         request_id = None  # JSON-RPC: null when the id cannot be made out
@@ -112,50 +115,81 @@ def _error(request_id: int | str | None, code: int, message: str) -> mcp_types.J
     )
 
 
-class _AnsweringUnreadable:
-    """The stdio transport's read stream, minus the lines it could not read: each of those is
-    answered on the write stream (:func:`_reply_to_unreadable`) and skipped."""
+class _CheckedLines:
+    """The lines of stdin, as the SDK's stdio transport reads them, minus those it cannot read.
 
-    def __init__(
-        self, read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
-    ) -> None:
-        self._read = read
+    The SDK decodes stdin with ``errors="replace"`` (so bytes that are not UTF-8 would be answered
+    as a query) and drops a line it cannot validate without a reply. Here each line is read as
+    bytes; one the SDK's own validator refuses is answered on the write stream
+    (:func:`_reply_to`) and skipped, so every request line gets exactly one answer. Like the SDK,
+    fd 0 points at the null device while serving (a child reads EOF, not the protocol)."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._write: WriteStream[SessionMessage] | None = None
+        self._ready = anyio.Event()
+        self._file, self._restore = _claim_stdin()
+
+    def attach(self, write: WriteStream[SessionMessage]) -> None:
+        """The stream the replies to unreadable lines go to (the transport's own)."""
         self._write = write
+        self._ready.set()
 
-    @property
-    def last_context(self) -> Any:  # the sender context the SDK reads off a context stream
-        return getattr(self._read, "last_context", None)
+    async def __anext__(self) -> str:
+        import anyio
 
-    async def receive(self) -> SessionMessage | Exception:
+        await self._ready.wait()
+        assert self._write is not None
         while True:
-            item = await self._read.receive()
-            if not isinstance(item, Exception):
-                return item
-            reply = _reply_to_unreadable(item)
+            raw = await anyio.to_thread.run_sync(self._file.readline)
+            if not raw:
+                raise StopAsyncIteration
+            if not raw.strip():
+                continue  # a blank line is no message
+            try:
+                line = raw.decode("utf-8")
+                message = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+            except (UnicodeDecodeError, ValueError):  # pydantic's ValidationError is a ValueError
+                message = None
+            if message is not None and not _request_read_as_notification(message, line):
+                return line
+            reply = _reply_to(raw)
             if reply is not None:
                 await self._write.send(SessionMessage(reply))
 
-    def __aiter__(self) -> _AnsweringUnreadable:
+    def __aiter__(self) -> _CheckedLines:
         return self
 
-    async def __anext__(self) -> SessionMessage | Exception:
-        import anyio
+    def close(self) -> None:
+        self._restore()
 
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        await self._read.aclose()
+def _request_read_as_notification(message: mcp_types.JSONRPCMessage, line: str) -> bool:
+    """Whether the SDK read a request whose id it refuses (an object, a list, a fraction, null)
+    as a notification, which would get no reply: a message with an ``id`` is a request."""
+    if not isinstance(message, mcp_types.JSONRPCNotification):
+        return False
+    data = schema.parse_json(line)  # it validated, so it is JSON
+    return isinstance(data, dict) and "id" in data
 
-    async def __aenter__(self) -> _AnsweringUnreadable:
-        return self
 
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+def _claim_stdin() -> tuple[BinaryIO, Callable[[], None]]:
+    """stdin's bytes from a private copy of fd 0, fd 0 itself pointed at the null device, and
+    the function that points it back; stdin's own buffer when fd 0 cannot be copied."""
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:
+        return sys.stdin.buffer, lambda: None
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    # closefd=False: a worker thread may still block on a read when serving ends (as in the SDK).
+
+    def restore() -> None:
+        os.dup2(private, 0)
+
+    return os.fdopen(private, "rb", closefd=False), restore
 
 
 class _Server(MCPServer):
@@ -173,12 +207,15 @@ class _Server(MCPServer):
             raise ToolError(_one_line_error(name, exc)) from exc.__cause__
 
     async def run_stdio_async(self) -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await self._lowlevel_server.run(
-                _AnsweringUnreadable(read_stream, write_stream),
-                write_stream,
-                self._lowlevel_server.create_initialization_options(),
-            )
+        lines = _CheckedLines()
+        try:
+            async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+                lines.attach(write_stream)
+                await self._lowlevel_server.run(
+                    read_stream, write_stream, self._lowlevel_server.create_initialization_options()
+                )
+        finally:
+            lines.close()
 
 
 def create_server() -> tuple[MCPServer, AgentCache]:

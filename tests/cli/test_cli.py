@@ -100,6 +100,54 @@ def test_help_works_for_every_command(capsys: pytest.CaptureFixture[str]) -> Non
         assert code == 0 and "Usage" in out, args
 
 
+def _command_paths() -> list[list[str]]:
+    """Every command and group of the ``wikigr`` application, as the words that name it."""
+    import typer
+
+    from wikigr.cli.typer_app import app
+
+    paths: list[list[str]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        paths.append(path)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return paths
+
+
+def test_help_shows_flags_without_a_value(capsys: pytest.CaptureFixture[str]) -> None:
+    """A flag takes no value, so no help shows one (typer's rich help drew ``--json <bool>``)."""
+    paths = _command_paths()
+    assert ["pack", "create"] in paths and ["query"] in paths and ["eval", "run"] in paths
+    for path in paths:
+        code, out, _ = cli(capsys, *path, "--help")
+        assert code == 0 and "Usage" in out, path
+        assert "<bool>" not in out, (path, out)
+    code, out, _ = cli(capsys, "query", "--help")
+    assert "--json " in out and "--passages " in out and "--top-k" in out and "<int range>" in out
+
+
+def test_eval_help_lists_the_run_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """``wikigr eval PACK [options]`` runs an evaluation: its help shows those options, and the
+    subcommands."""
+    code, out, _ = cli(capsys, "eval", "--help")
+    assert code == 0
+    for option in (
+        "--questions",
+        "--profile",
+        "--all-profiles",
+        "--k ",
+        "--judge",
+        "--limit",
+        "--fresh",
+        "--json",
+    ):
+        assert option in out, option
+    assert "pack" in out.lower() and "import" in out and "generate" in out
+
+
 def test_partial_failure_is_reported_and_build_goes_on(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -237,6 +285,38 @@ def test_fresh_process_query_json(built_pack: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["sources"][0]["section"] == "Timeouts"
     assert "HEAVY []" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["query", "fixture", "socket timeout", "--passages"],
+        ["query", "fixture", "socket timeout", "--trace"],
+        ["query", "fixture", "socket timeout", "--json"],
+        ["pack", "list"],
+        ["pack", "info", "fixture"],
+    ],
+)
+def test_a_closed_stdout_ends_the_command_quietly(
+    args: list[str], built_pack: Path, wikigr_home: Path
+) -> None:
+    """``wikigr ... | head -1``: the reader is gone before the command writes (the pipe's read end
+    is closed before it starts); the command ends with 0 and says nothing, as cat and git log do."""
+    shutil.copytree(built_pack, wikigr_home / "packs" / "fixture")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write to stdout now fails with EPIPE
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "wikigr", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # no "Error:", no "Exception ignored ... BrokenPipeError"
 
 
 def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:

@@ -79,14 +79,27 @@ def run(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _exit_code(INTERRUPTED)
     except BrokenPipeError:
-        return 0
+        return _output_closed()
     except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            return _output_closed()
         if exc.errno != errno.ENAMETOOLONG or os.environ.get("WIKIGR_DEBUG"):
             return _internal(exc)
         name = f": {shown(exc.filename, 200)}" if exc.filename else ""
         return _fail(f"file name too long{name}", 2)
     except Exception as exc:  # noqa: BLE001 - one line, or the traceback with WIKIGR_DEBUG=1
         return _internal(exc)
+    return 0
+
+
+def _output_closed() -> int:
+    """The reader of stdout went away (``wikigr query ... | head -1``): the command ends quietly
+    with 0, as ``cat`` and ``git log`` do. stdout is pointed at the null device, so what is still
+    buffered has somewhere to go at exit (no "Exception ignored ... BrokenPipeError")."""
+    with contextlib.suppress(OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
     return 0
 
 

@@ -13,12 +13,35 @@ from wikigr.errors import UsageError
 
 
 class _RunByDefault(TyperGroup):
-    """`wikigr eval PACK ...` runs an evaluation; `import` and `generate` are subcommands."""
+    """`wikigr eval PACK ...` runs an evaluation; `import` and `generate` are subcommands. Its
+    help shows the run's argument and options too (they are the options of `wikigr eval PACK`),
+    then the subcommands."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return list(super().parse_args(ctx, args))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        ctx.meta[_HELP] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            ctx.meta[_HELP] = False
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = list(super().get_params(ctx))
+        if ctx.meta.get(_HELP):  # only while the help is drawn: the group itself parses none
+            params = [*self.commands["run"].params, *params]
+        return params
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        if ctx.meta.get(_HELP):
+            return ["PACK", "[OPTIONS]", "|", "COMMAND", "[ARGS]..."]
+        return list(super().collect_usage_pieces(ctx))
+
+
+_HELP = "wikigr.eval.help"
 
 
 app = typer.Typer(

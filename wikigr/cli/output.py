@@ -34,7 +34,13 @@ def console(stderr: bool = False) -> Console:
     """The rich console of stdout (or stderr), made once."""
     from rich.console import Console
 
-    made = Console(stderr=stderr, soft_wrap=True, markup=False, emoji=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            """rich's own exits with 1; the CLI's entry point ends the command (quietly, 0)."""
+            self.quiet = True
+            raise BrokenPipeError
+
+    made = _Console(stderr=stderr, soft_wrap=True, markup=False, emoji=False)
     if not made.is_terminal and made.width < 160:
         made.width = 160  # piped or captured: tables keep their columns
     return made

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
+from typer.core import TyperOption
 
 from wikigr.cli import cypher as cypher_commands
 from wikigr.cli import eval as eval_commands
@@ -11,6 +14,25 @@ from wikigr.cli import pack as pack_commands
 from wikigr.cli import query as query_commands
 from wikigr.cli import serve as serve_commands
 from wikigr.cli import share as share_commands
+
+
+def _flags_take_no_value() -> None:
+    """A flag (``--json``, ``--help``) is shown without a value placeholder in every help.
+
+    typer's rich help draws each option's type, a flag's too (``--json <bool>``), as if it took a
+    value; its plain help does not. A flag takes none, so it shows none (as in click, git, pip)."""
+    shown = TyperOption.display_type_rich
+    if getattr(shown, "wikigr_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.wikigr_flags = True  # type: ignore[attr-defined]
+    setattr(TyperOption, "display_type_rich", display_type_rich)  # noqa: B010 - a method, replaced
+
+
+_flags_take_no_value()
 
 app = typer.Typer(
     name="wikigr",

@@ -20,7 +20,7 @@ import contextlib
 import hmac
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,8 @@ from wikigr.serve.guard import TOKEN_COOKIE, Guard
 from wikigr.serve.http import (
     STATIC,
     ApiError,
-    endpoint,
     error_json,
+    guarded,
     int_param,
     internal_error,
     read_json,
@@ -135,6 +135,7 @@ class Server:
         with self.cache.use([str(path)], None, "query") as agent:
             data = agent_pack_info(one_agent(agent), MAX_FAILED_SOURCES)
         data["name"] = name  # as requests name it (the folder's name in the packs home)
+        del data["path"]  # a client gets names, not this machine's folders
         return data
 
     def _eval(self, name: str) -> dict[str, Any]:
@@ -176,8 +177,7 @@ class Server:
 
     async def list_packs(self, request: Request) -> Response:
         rows = await run_in_threadpool(self.packs.rows)
-        where = str(self.packs.home) if self.packs.fixed is None else None
-        return JSONResponse({"home": where, "packs": rows})
+        return JSONResponse({"packs": rows})
 
     async def pack_info(self, request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(self._info, request.path_params["pack"]))
@@ -214,9 +214,9 @@ class Server:
             try:
                 self._query_streamed(ask, emit)
             except WikigrError as exc:
-                emit("error", {"error": exc.message, "status": status_of(exc)})
+                emit("error", {"error": self.packs.redact(exc.message), "status": status_of(exc)})
             except Exception as exc:  # noqa: BLE001 - reported as an error event of one line
-                emit("error", {"error": internal_error(exc), "status": 500})
+                emit("error", {"error": self.packs.redact(internal_error(exc)), "status": 500})
             finally:
                 emit("end", None)
 
@@ -297,6 +297,11 @@ def create_app(
                 return error_json(404, f"no route {request.url.path[:200]} (see {API}/openapi.json)")
             return error_json(exc.status_code, str(exc.detail))
         return error_json(500, internal_error(exc))
+
+    def endpoint(
+        handler: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        return guarded(handler, server.packs.redact)
 
     routes = [
         Route("/", endpoint(server.index), methods=["GET"]),

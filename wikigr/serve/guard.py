@@ -29,8 +29,10 @@ class Guard:
     """Refuses what a request may not do before any route sees it, and adds security headers.
 
     On loopback, a request whose Host is not ``localhost`` or a loopback address (any of
-    127.0.0.0/8 or ``[::1]``) is refused: a web page elsewhere cannot reach the
-    server through DNS rebinding, which needs a name of its own. With a token, every request must carry it:
+    127.0.0.0/8 or ``[::1]``) is refused (421): a web page elsewhere cannot reach the
+    server through DNS rebinding, which needs a name of its own. A Host header that is not
+    ``host[:port]`` (the port ASCII digits, an IPv6 address in brackets), a missing or a repeated
+    one, is a 400 (RFC 9112, 3.2). With a token, every request must carry it:
     ``Authorization: Bearer TOKEN``, or the cookie the page's sign-in sets (``POST /login``)."""
 
     def __init__(self, app: ASGIApp, token: str | None, loopback: bool) -> None:
@@ -62,11 +64,13 @@ class Guard:
 
         refusal: Response | None = None
         if self.loopback:
-            host = headers.get("host", "")
-            if not is_loopback(host_name(host)):
-                refusal = error_json(
-                    421, f"refused: Host '{host[:80]}' is not a loopback name of this server"
-                )
+            hosts = headers.getlist("host")
+            name = host_name(hosts[0]) if len(hosts) == 1 else None
+            shown = ascii(hosts[0][:80])[1:-1] if hosts else ""  # one line, whatever it holds
+            if name is None:  # RFC 9112, 3.2: a missing, repeated or malformed Host is a 400
+                refusal = error_json(400, f"refused: the Host header '{shown}' is not host[:port]")
+            elif not is_loopback(name):
+                refusal = error_json(421, f"refused: Host '{shown}' is not a loopback name of this server")
         if refusal is None and not self.authorised(headers) and scope["path"] not in PUBLIC_PATHS:
             if scope["path"] == "/" and scope["method"] in ("GET", "HEAD"):
                 refusal = FileResponse(STATIC / "login.html", status_code=401)

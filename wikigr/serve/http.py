@@ -57,21 +57,22 @@ def internal_error(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {exc}"
 
 
-def endpoint(
-    handler: Callable[[Request], Awaitable[Response]],
+def guarded(
+    handler: Callable[[Request], Awaitable[Response]], redact: Callable[[str], str]
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Every failure of a route as a JSON error of one line, never a traceback."""
+    """Every failure of a route as a JSON error of one line, never a traceback, ``redact``-ed
+    (the served packs' folders given as their names)."""
 
     @functools.wraps(handler)
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
         except ApiError as exc:
-            return error_json(exc.status, exc.message)
+            return error_json(exc.status, redact(exc.message))
         except WikigrError as exc:
-            return error_json(status_of(exc), exc.message)
+            return error_json(status_of(exc), redact(exc.message))
         except Exception as exc:  # noqa: BLE001 - reported as a 500 of one line
-            return error_json(500, internal_error(exc))
+            return error_json(500, redact(internal_error(exc)))
 
     return wrapped
 

@@ -7,6 +7,7 @@ are imported.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from pathlib import Path
 
@@ -81,8 +82,14 @@ def url_of(sock: socket.socket) -> str:
     return f"http://{shown}:{port}"
 
 
-def host_name(host: str) -> str:
-    """The name in a ``Host`` header, without its port: ``[::1]`` of ``[::1]:8700``."""
-    if host.startswith("["):
-        return host[: host.find("]") + 1]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+# A Host header (RFC 9110, 7.2): a name or an IPv4 address, or an IPv6 address in brackets, then
+# an optional port of ASCII digits. Nothing else: no user part (``127.0.0.1:8700@evil.example``),
+# no spaces, no second colon, no other digits (``\\d`` would take ``١``).
+_HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?")
+
+
+def host_name(host: str) -> str | None:
+    """The name in a ``Host`` header, without its port (``[::1]`` of ``[::1]:8700``), or None when
+    the header is not ``host[:port]`` as HTTP spells it."""
+    match = _HOST.fullmatch(host)
+    return match["name"] if match else None

@@ -51,23 +51,39 @@ class ServedPacks:
         if self.fixed is None:  # a request names the folder: the name a row shows
             rows = pack_rows()
             for row in rows:
-                folder = Path(row["path"]).name
+                folder = Path(row.pop("path")).name
                 if row["name"] != folder:
                     row["manifest_name"], row["name"] = row["name"], folder
+                if "error" in row:
+                    row["error"] = self.redact(row["error"])
             return rows
         rows = []
         for name, path in self.fixed.items():
             try:
-                rows.append(pack_row(open_pack(path)))
+                row = pack_row(open_pack(path))
+                row.pop("path", None)
             except WikigrError as exc:  # a pack broken or removed since the start: listed with why
-                rows.append({"name": name, "path": str(path), "ok": False, "error": exc.message})
+                row = {"name": name, "ok": False, "error": self.redact(exc.message)}
+            rows.append(row)
         return rows
+
+    def redact(self, text: str) -> str:
+        """``text`` with the folders of this machine a client has no business knowing replaced:
+        a served pack's folder by its name, the packs home by "the packs home"."""
+        folders: dict[str, str] = {}
+        for name, path in (self.fixed or {}).items():
+            folders[str(path)] = folders[str(path.resolve())] = name
+        home = packs_home()
+        folders[str(home)] = folders[str(home.resolve())] = "the packs home"
+        for folder in sorted(folders, key=len, reverse=True):  # a pack's folder before its home
+            text = text.replace(folder, folders[folder])
+        return text
 
     def path(self, name: str) -> Path:
         """The folder of the pack ``name`` (a name, never a path)."""
         if not isinstance(name, str) or not NAME.fullmatch(name):
-            shown = name if isinstance(name, str) else type(name).__name__
-            raise UsageError(f"a pack is named by its name, not a path: '{shown[:80]}'")
+            shown = ascii(name[:80])[1:-1] if isinstance(name, str) else type(name).__name__
+            raise UsageError(f"a pack is named by its name, not a path: '{shown}'")
         if self.fixed is not None:
             if name not in self.fixed:
                 served = ", ".join(self.fixed)
@@ -75,15 +91,15 @@ class ServedPacks:
             return self.fixed[name]
         folder = packs_home() / name
         if not folder.is_dir():
-            raise PackNotFoundError(f"unknown pack '{name}' (not in {packs_home()})")
+            raise PackNotFoundError(f"unknown pack '{name}' (not in this server's packs home)")
         return folder
 
     def resolve(self, ref: object) -> list[str]:
         """The folders of the packs ``ref`` names: a name, ``a,b``, a list of names, or ``all``."""
         if isinstance(ref, str):
-            names = [part.strip() for part in ref.split(",")]
+            names = [part.strip(" ") for part in ref.split(",")]  # "a, b"; "small\n" is no name
         elif isinstance(ref, list) and all(isinstance(item, str) for item in ref):
-            names = [item.strip() for item in ref]
+            names = [item.strip(" ") for item in ref]
         else:
             raise UsageError("pack must be a name, a comma-separated list of names, a list, or 'all'")
         if not names or not any(names):
