@@ -1,0 +1,80 @@
+"""Issue 35, sources that hang a build: each hostile input is built here (real files, real HTTP
+on 127.0.0.1, real subprocesses of the CLI) and must end in a document, a failed source or a
+one-line error within a bound far below the hang it used to cause.
+
+- 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http;
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.httpserver import LocalServer
+from wikigr.build import BuildOptions, build_pack
+from wikigr.pack.pack import open_pack
+from wikigr.sources.fetch import FetchOptions
+from wikigr.sources.html_parser import MAX_NESTING, cap_nesting, parse_html
+
+FAST = FetchOptions(retries=0, timeout=20.0, backoff_base=0.0)
+OFFLINE = BuildOptions(graph=False, fetch=FAST)
+DEEP = 100_000
+TEA = "Green tea is steeped at 80 degrees for two minutes."
+
+
+def _statuses(pack: Path) -> dict[str, str]:
+    return {s.url: s.status for s in open_pack(pack).manifest.sources}
+
+
+# -- 1. deeply nested HTML --------------------------------------------------------------------
+
+
+def _nested(closed: bool) -> str:
+    """A page whose text sits below DEEP <div>s, closed or never closed."""
+    if closed:
+        return f"<title>Tea</title><body>{'<div>' * DEEP}<p>{TEA}</p>{'</div>' * DEEP}</body>"
+    return f"<title>Tea</title><body>{'<div>' * DEEP}<b>x</b> <p>{TEA}</p>"
+
+
+def _depth(html: str) -> int:
+    """How deep the <div>s of ``html`` nest."""
+    depth = deepest = 0
+    for i in range(len(html)):
+        if html.startswith("<div>", i):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif html.startswith("</div>", i):
+            depth -= 1
+    return deepest
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "unclosed"])
+def test_deeply_nested_html_is_parsed_up_to_the_cap(closed: bool) -> None:
+    html = _nested(closed)
+    assert _depth(cap_nesting(html)) == MAX_NESTING
+    started = time.monotonic()
+    document = parse_html(html, "https://example.org/tea.html")
+    assert time.monotonic() - started < 60  # it took minutes (lexbor is quadratic in the depth)
+    assert TEA in "\n".join(section.text for section in document.sections)
+
+
+def test_a_page_nesting_within_the_cap_is_left_alone() -> None:
+    html = "<p>one<p>two" * 2000 + "<ul><li>" * 200 + "deep" + "</li></ul>" * 200
+    assert cap_nesting(html) is html
+
+
+@pytest.mark.parametrize("served", [True, False], ids=["http", "file"])
+def test_a_build_of_deeply_nested_html_keeps_its_text(
+    server: LocalServer, tmp_path: Path, served: bool
+) -> None:
+    page = _nested(closed=True)
+    if served:
+        url = server.add("/deep.html", page)
+    else:
+        (tmp_path / "deep.html").write_text(page, encoding="utf-8")
+        url = (tmp_path / "deep.html").as_uri()
+    report = build_pack("deep", [url], out=tmp_path / "deep", options=OFFLINE)
+    assert _statuses(report.path)[url] == "ok"
+    assert report.manifest.stats.articles == 1
