@@ -3,15 +3,18 @@ on 127.0.0.1, real subprocesses of the CLI) and must end in a document, a failed
 one-line error within a bound far below the hang it used to cause.
 
 - 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http;
+- 2: a FIFO as a source (a usage error) or in a source folder (a failed source, skipped);
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.cli.test_cli import assert_one_error, cli
 from tests.httpserver import LocalServer
 from wikigr.build import BuildOptions, build_pack
 from wikigr.pack.pack import open_pack
@@ -77,4 +80,39 @@ def test_a_build_of_deeply_nested_html_keeps_its_text(
         url = (tmp_path / "deep.html").as_uri()
     report = build_pack("deep", [url], out=tmp_path / "deep", options=OFFLINE)
     assert _statuses(report.path)[url] == "ok"
+    assert report.manifest.stats.articles == 1
+
+
+# -- 2. FIFOs and other special files ---------------------------------------------------------
+
+
+def test_a_fifo_given_as_a_source_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "pipe.html"
+    os.mkfifo(fifo)
+    code, _, err = cli(capsys, "pack", "create", "piped", "--url", str(fifo))
+    assert code == 2
+    assert_one_error(err, "not a regular file (a FIFO): ")
+    assert "pipe.html" in err
+    listed = tmp_path / "urls.txt"
+    listed.write_text("pipe.html\n", encoding="utf-8")
+    code, _, err = cli(capsys, "pack", "create", "piped", "--urls", str(listed))
+    assert code == 2
+    assert_one_error(err, "line 1: not a regular file (a FIFO)")
+    os.mkfifo(tmp_path / "list.txt")
+    code, _, err = cli(capsys, "pack", "create", "piped", "--urls", str(tmp_path / "list.txt"))
+    assert code == 2
+    assert_one_error(err, "not a regular file (a FIFO)")
+
+
+def test_a_fifo_in_a_source_folder_is_a_failed_source(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tea.html").write_text(f"<title>Tea</title><h1>Tea</h1><p>{TEA}</p>", encoding="utf-8")
+    os.mkfifo(folder / "pipe.html")
+    report = build_pack("notes", [folder.as_uri()], out=tmp_path / "pack", options=OFFLINE)
+    pipe = (folder / "pipe.html").as_uri()
+    assert report.failed == [(pipe, "not a regular file (a FIFO)")]
+    assert _statuses(report.path)[(folder / "tea.html").as_uri()] == "ok"
     assert report.manifest.stats.articles == 1

@@ -11,12 +11,14 @@ import errno
 import mimetypes
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -33,7 +35,7 @@ from wikigr.sources.formats import (
     type_over_plain_text,
 )
 from wikigr.sources.parsing import one_line
-from wikigr.sources.urls import file_url_to_path, normalize_url
+from wikigr.sources.urls import file_url_to_path, normalize_url, special_file
 
 __all__ = [
     "FetchOptions",
@@ -340,6 +342,36 @@ def _failed(url: str, final_url: str, reason: str) -> FetchResult:
 # Files
 
 
+class _Refused(Exception):
+    """A local file that is not read: a folder, a special file, one over the size cap."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _read_regular_file(path: Path, options: FetchOptions) -> bytes:
+    """The bytes of the regular file at ``path``, at most the cap and one byte. A folder, FIFO,
+    device or socket raises _Refused without being read: the file is opened without blocking (a
+    FIFO nobody writes to) and checked again on the open descriptor (no swap between the check
+    and the open)."""
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        raise _Refused("is a directory")
+    special = special_file(mode)
+    if special is not None:
+        raise _Refused(f"not a regular file ({special})")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        special = special_file(status.st_mode) or ("a folder" if stat.S_ISDIR(status.st_mode) else None)
+        if special is not None:
+            raise _Refused(f"not a regular file ({special})")
+        if status.st_size > options.max_bytes:
+            raise _Refused(_too_large(options))
+        return handle.read(options.max_bytes + 1)
+
+
 def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
     url = normalize_url(source)  # the file's address with its "." and ".." resolved
     try:
@@ -347,13 +379,9 @@ def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
     except UsageError as exc:
         return _failed(source, url, exc.message)
     try:
-        if path.is_dir():
-            return _failed(source, url, "is a directory")
-        size = path.stat().st_size
-        if size > options.max_bytes:
-            return _failed(source, url, _too_large(options))
-        with path.open("rb") as handle:
-            content = handle.read(options.max_bytes + 1)
+        content = _read_regular_file(path, options)
+    except _Refused as exc:
+        return _failed(source, url, exc.reason)
     except FileNotFoundError:
         return _failed(source, url, "file not found")
     except PermissionError:
