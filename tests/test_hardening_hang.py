@@ -4,12 +4,17 @@ one-line error within a bound far below the hang it used to cause.
 
 - 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http;
 - 2: a FIFO as a source (a usage error) or in a source folder (a failed source, skipped);
+- 3: a server trickling its headers a byte at a time: ``--timeout`` bounds the whole request;
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -116,3 +121,59 @@ def test_a_fifo_in_a_source_folder_is_a_failed_source(tmp_path: Path) -> None:
     assert report.failed == [(pipe, "not a regular file (a FIFO)")]
     assert _statuses(report.path)[(folder / "tea.html").as_uri()] == "ok"
     assert report.manifest.stats.articles == 1
+
+
+# -- 3. trickling headers ---------------------------------------------------------------------
+
+
+@contextmanager
+def trickling_headers(seconds: float = 120.0) -> Iterator[tuple[str, threading.Event]]:
+    """A server on 127.0.0.1 that answers every request with a status line and then one header
+    byte every 0.2 s for ``seconds``: no read ever waits long enough to time out. Yields its URL
+    and an event set once a request has come in."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+    asked = threading.Event()
+
+    def trickle(connection: socket.socket) -> None:
+        with connection:
+            connection.recv(65536)
+            asked.set()
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: ")
+            ends = time.monotonic() + seconds
+            while not stop.is_set() and time.monotonic() < ends:
+                try:
+                    connection.sendall(b"x")
+                except OSError:
+                    return  # the client hung up
+                time.sleep(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=trickle, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/slow.html", asked
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_trickling_headers_time_out_at_the_timeout(
+    capsys: pytest.CaptureFixture[str], server: LocalServer, wikigr_home: Path
+) -> None:
+    good = server.add("/tea.html", f"<title>Tea</title><h1>Tea</h1><p>{TEA}</p>")
+    with trickling_headers() as (slow, _):
+        started = time.monotonic()
+        code, _, err = cli(
+            capsys, "pack", "create", "slow", "--url", slow, "--url", good, "--timeout", "1", "--retries", "0"
+        )
+        took = time.monotonic() - started
+    assert code == 0, err
+    assert took < 60, took  # the trickle goes on for 120 s: it held the build as long
+    assert _statuses(wikigr_home / "packs" / "slow")[slow] == "timed out after 1s"

@@ -6,6 +6,7 @@ short one-line reason.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import errno
 import mimetypes
@@ -19,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -218,12 +220,53 @@ class _Failure:
 _Outcome = _Body | _Redirect | _Failure
 
 
+def _timed_out(options: FetchOptions) -> _Failure:
+    return _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
+
+
 def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
-    """One GET of ``url``; never raises."""
+    """One GET of ``url`` within ``options.timeout`` in all: connecting, the headers and the body,
+    like curl's ``--max-time`` and install's deadline (a server trickling its headers a byte at a
+    time never trips a per-read timeout). The request runs in a worker thread that this one
+    gives up on at the deadline; its socket is shut down, so the worker ends at once and the
+    connection is not reused. Never raises."""
+    outcome: list[_Outcome] = []
+    sockets: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            sock = info["return_value"].get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                sockets.append(sock)
+
+    def work() -> None:
+        outcome.append(_attempt_until(client, url, options, stop, trace))
+
+    worker = threading.Thread(target=work, name="wikigr-fetch-attempt", daemon=True)
+    worker.start()
+    worker.join(options.timeout)
+    if outcome:
+        return outcome[0]
+    stop.set()
+    for sock in sockets:  # a reused connection's socket is not known: that worker reads on
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    return _timed_out(options)
+
+
+def _attempt_until(
+    client: httpx.Client,
+    url: str,
+    options: FetchOptions,
+    stop: threading.Event,
+    trace: Callable[[str, dict[str, Any]], None],
+) -> _Outcome:
+    """One GET of ``url`` (see :func:`_attempt`), given up when ``stop`` is set."""
     started = time.monotonic()
-    timed_out = _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
+    timed_out = _timed_out(options)
     try:
-        with client.stream("GET", url) as response:
+        with client.stream("GET", url, extensions={"trace": trace}) as response:
             status = response.status_code
             if status in _REDIRECT_STATUSES:
                 location = response.headers.get("location")
@@ -248,7 +291,7 @@ def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
                 buffer += chunk
                 if len(buffer) > options.max_bytes:
                     return _Failure(_too_large(options), False)
-                if time.monotonic() - started > options.timeout:
+                if stop.is_set() or time.monotonic() - started > options.timeout:
                     return timed_out
             content = bytes(buffer)
     except httpx.TimeoutException:
