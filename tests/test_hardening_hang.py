@@ -5,17 +5,22 @@ one-line error within a bound far below the hang it used to cause.
 - 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http;
 - 2: a FIFO as a source (a usage error) or in a source folder (a failed source, skipped);
 - 3: a server trickling its headers a byte at a time: ``--timeout`` bounds the whole request;
+- 4: Ctrl-C during a build stops it at once: "interrupted", exit 130, the previous pack kept;
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -177,3 +182,56 @@ def test_trickling_headers_time_out_at_the_timeout(
     assert code == 0, err
     assert took < 60, took  # the trickle goes on for 120 s: it held the build as long
     assert _statuses(wikigr_home / "packs" / "slow")[slow] == "timed out after 1s"
+
+
+# -- 4. Ctrl-C --------------------------------------------------------------------------------
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): (b"<dir>" if p.is_dir() else p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+def _interrupt_build(sources: list[str], started: Callable[[], bool]) -> tuple[int, str]:
+    """Run ``wikigr pack create tea`` on ``sources`` in a child process, send it SIGINT once
+    ``started()`` is true and return its exit code and stderr."""
+    build = subprocess.Popen(
+        [sys.executable, "-m", "wikigr", "pack", "create", "tea", *(f"--url={s}" for s in sources)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300  # importing the heavy stacks on a loaded machine
+        while not started() and build.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert build.poll() is None and started(), "the build never reached its slow part"
+        build.send_signal(signal.SIGINT)
+        _, err = build.communicate(timeout=60)  # minutes before (a parse, a 20 s timeout x 4)
+    finally:
+        if build.poll() is None:
+            build.kill()
+            build.wait()
+    return build.returncode, err
+
+
+@pytest.mark.parametrize("slow", ["fetch", "parse"])
+def test_ctrl_c_stops_a_build_whatever_it_does(
+    capsys: pytest.CaptureFixture[str], server: LocalServer, wikigr_home: Path, slow: str
+) -> None:
+    good = server.add("/tea.html", f"<title>Tea</title><h1>Tea</h1><p>{TEA}</p>")
+    code, _, err = cli(capsys, "pack", "create", "tea", "--url", good)
+    assert code == 0, err
+    pack = wikigr_home / "packs" / "tea"
+    before = _snapshot(pack)
+    if slow == "fetch":
+        with trickling_headers() as (trickle, asked):
+            code, err = _interrupt_build([trickle, good], asked.is_set)
+    else:  # ten pages nested 100,000 deep: each one held the parser for minutes
+        pages = [server.add(f"/deep{i}.html", _nested(closed=i % 2 == 0) + f"<p>{i}</p>") for i in range(10)]
+        code, err = _interrupt_build(pages, lambda: all(server.hits(urlsplit(p).path) for p in pages))
+    assert code == 130, err
+    assert_one_error(err, "interrupted")
+    assert _snapshot(pack) == before  # the build's cache stays beside it, to resume from

@@ -64,7 +64,7 @@ class FetchOptions:
     """How to fetch. Defaults suit real sites; tests shrink timeouts and backoff."""
 
     workers: int = 8
-    timeout: float = 20.0  # seconds, per attempt (connect, each read, and the whole body)
+    timeout: float = 20.0  # seconds, for each whole attempt: connect, headers and body
     max_bytes: int = 10 * MIB
     retries: int = 3  # extra attempts after the first, on 429, 5xx, timeouts, connection errors
     backoff_base: float = 0.5  # seconds; attempt n waits backoff_base * 2**n
