@@ -6,6 +6,8 @@ one-line error within a bound far below the hang it used to cause.
 - 2: a FIFO as a source (a usage error) or in a source folder (a failed source, skipped);
 - 3: a server trickling its headers a byte at a time: ``--timeout`` bounds the whole request;
 - 4: Ctrl-C during a build stops it at once: "interrupted", exit 130, the previous pack kept;
+- 5: ``~nobody/x.html`` (a user that does not exist) is kept as the shell keeps it: a source
+  that does not exist (a usage error), an ``--out`` folder of that name;
 """
 
 from __future__ import annotations
@@ -235,3 +237,21 @@ def test_ctrl_c_stops_a_build_whatever_it_does(
     assert code == 130, err
     assert_one_error(err, "interrupted")
     assert _snapshot(pack) == before  # the build's cache stays beside it, to resume from
+
+
+# -- 5. ~user of no user ----------------------------------------------------------------------
+
+
+def test_a_tilde_path_of_no_user_is_kept_as_the_shell_keeps_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = cli(capsys, "pack", "create", "tilde", "--url", "~nonexistent-wikigr-user/x.html")
+    assert code == 2
+    assert_one_error(err, "not a URL or an existing path: '~nonexistent-wikigr-user/x.html'")
+    monkeypatch.chdir(tmp_path)
+    Path("tea.html").write_text(f"<title>Tea</title><h1>Tea</h1><p>{TEA}</p>", encoding="utf-8")
+    code, _, err = cli(
+        capsys, "pack", "create", "tilde", "--url", "tea.html", "--out", "~nonexistent-wikigr-user/tilde"
+    )
+    assert code == 0, err
+    assert (tmp_path / "~nonexistent-wikigr-user" / "tilde" / "manifest.json").is_file()

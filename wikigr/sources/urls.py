@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from wikigr.errors import UsageError, shown
+from wikigr.home import expand_user
 
 __all__ = [
     "UrlList",
@@ -164,7 +165,7 @@ def _resolve_source(s: str, base: Path | None) -> tuple[str, bool]:
         return _check_url(text), False
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise UsageError(f"path contains control characters: {_short(text)}")
-    path = Path(text).expanduser()
+    path = expand_user(Path(text))
     if base is not None and not path.is_absolute():
         path = base / path
     try:
