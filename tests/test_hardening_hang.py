@@ -8,10 +8,14 @@ one-line error within a bound far below the hang it used to cause.
 - 4: Ctrl-C during a build stops it at once: "interrupted", exit 130, the previous pack kept;
 - 5: ``~nobody/x.html`` (a user that does not exist) is kept as the shell keeps it: a source
   that does not exist (a usage error), an ``--out`` folder of that name;
+- 6: a ``--corpus`` file with a UTF-8 byte-order mark is read; a lone surrogate in a passage is a
+  usage error naming the passage.
 """
 
 from __future__ import annotations
 
+import codecs
+import json
 import os
 import signal
 import socket
@@ -255,3 +259,33 @@ def test_a_tilde_path_of_no_user_is_kept_as_the_shell_keeps_it(
     )
     assert code == 0, err
     assert (tmp_path / "~nonexistent-wikigr-user" / "tilde" / "manifest.json").is_file()
+
+
+# -- 6. a corpus with a BOM, a corpus with a lone surrogate -----------------------------------
+
+
+@pytest.mark.parametrize("name", ["corpus.json", "corpus.jsonl"])
+def test_a_corpus_with_a_byte_order_mark_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path, name: str
+) -> None:
+    passage = {"id": "tea", "title": "Tea", "text": TEA}
+    body = json.dumps(passage) if name.endswith("l") else json.dumps([passage])
+    corpus = tmp_path / name
+    corpus.write_bytes(codecs.BOM_UTF8 + body.encode("utf-8"))
+    code, _, err = cli(capsys, "pack", "create", "tea", "--corpus", str(corpus))
+    assert code == 0, err
+    assert open_pack(wikigr_home / "packs" / "tea").manifest.stats.articles == 1
+
+
+@pytest.mark.parametrize("field", ["text", "title", "id"])
+def test_a_lone_surrogate_in_a_corpus_is_a_usage_error_naming_the_passage(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, field: str
+) -> None:
+    passages = [{"id": "tea", "title": "Tea", "text": TEA}, {"id": "bad", "title": "Bad", "text": "x"}]
+    passages[1][field] = "odd \udcff"
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps(passages), encoding="ascii")  # json.dumps escapes it: "\udcff"
+    code, _, err = cli(capsys, "pack", "create", "tea", "--corpus", str(corpus))
+    assert code == 2
+    bad = "odd \\udcff" if field == "id" else "bad"
+    assert_one_error(err, f"item 1 (passage {bad}) holds a lone surrogate, not text")
