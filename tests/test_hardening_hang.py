@@ -2,7 +2,8 @@
 on 127.0.0.1, real subprocesses of the CLI) and must end in a document, a failed source or a
 one-line error within a bound far below the hang it used to cause.
 
-- 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http;
+- 1: HTML nested 100,000 deep (closed or unclosed tags), from a file or over http; a Markdown
+  list nested 3,000 deep;
 - 2: a FIFO as a source (a usage error) or in a source folder (a failed source, skipped);
 - 3: a server trickling its headers a byte at a time: ``--timeout`` bounds the whole request;
 - 4: Ctrl-C during a build stops it at once: "interrupted", exit 130, the previous pack kept;
@@ -82,6 +83,16 @@ def test_deeply_nested_html_is_parsed_up_to_the_cap(closed: bool) -> None:
 def test_a_page_nesting_within_the_cap_is_left_alone() -> None:
     html = "<p>one<p>two" * 2000 + "<ul><li>" * 200 + "deep" + "</li></ul>" * 200
     assert cap_nesting(html) is html
+
+
+def test_a_markdown_list_nested_3000_deep_is_parsed() -> None:
+    from wikigr.sources.markdown_parser import parse_markdown
+
+    text = "".join("  " * depth + f"- item {depth}\n" for depth in range(3000))  # 9 MB
+    started = time.monotonic()
+    document = parse_markdown(text, "file:///deep.md")
+    assert time.monotonic() - started < 60  # the table-rule pattern backtracked for hours
+    assert "item 2999" in document.sections[-1].text
 
 
 @pytest.mark.parametrize("served", [True, False], ids=["http", "file"])
