@@ -31,6 +31,16 @@ def wikigr_home() -> Path:
     return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
 
 
+def expand_user(path: Path) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded; kept as it is when there is no such
+    user (or no home), as the shell leaves ``~nobody/x`` alone: the path then simply does not
+    exist, instead of ``Path.expanduser`` raising RuntimeError."""
+    try:
+        return path.expanduser()
+    except RuntimeError:
+        return path
+
+
 def cache_dir(*parts: str) -> Path:
     """``$WIKIGR_HOME/cache/PARTS...`` (not created)."""
     return wikigr_home().joinpath("cache", *parts)

@@ -63,9 +63,10 @@ def _not_utf8(exc: UnicodeDecodeError) -> JSONError:
 def decode_utf8(data: bytes) -> str:
     """``data`` as text: bytes that are not UTF-8 are a :class:`JSONError`, "not UTF-8 (invalid
     start byte at byte 0)", as :func:`parse_json` says it (for a file read in lines,
-    :func:`json_lines`)."""
+    :func:`json_lines`). A leading byte-order mark is dropped, as ``json.loads`` of bytes and
+    pip's reading of a requirements file drop it (a Windows editor writes one)."""
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _not_utf8(exc) from exc
 

@@ -32,6 +32,7 @@ from wikigr.build.write import classify_sources, describe_documents, write_docum
 from wikigr.embed import get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.graph.build import GraphReport
+from wikigr.home import expand_user
 from wikigr.pack import pack as layout
 from wikigr.pack.shards import check_count
 from wikigr.pack.transaction import check_target, pack_transaction
@@ -68,7 +69,7 @@ def build_pack(
     passages = read_corpus(corpus) if corpus is not None else []
     # Folders are walked now, before anything is written: one without documents is a usage error.
     expanded = expand_sources(list(sources), strict=True)
-    target = (out or layout.packs_home() / name).expanduser().absolute()
+    target = expand_user(out or layout.packs_home() / name).absolute()
     check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -159,7 +160,7 @@ def build_pack(
             url_list = "".join(f"{s}\n" for s in sources)
             if corpus is not None:
                 url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
-        in_home = target == (layout.packs_home() / name).expanduser().absolute()
+        in_home = target == expand_user(layout.packs_home() / name).absolute()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
         txn.commit()
         progress(ProgressEvent("write", 1, 1))

@@ -16,7 +16,7 @@ from wikigr import schema
 from wikigr.build.options import BuildOptions
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder
-from wikigr.errors import UsageError, WikigrError
+from wikigr.errors import UsageError, WikigrError, shown
 from wikigr.pack.manifest import now_iso
 from wikigr.progress import ProgressCallback, ProgressEvent
 from wikigr.sources.chunk import chunk_sections
@@ -147,6 +147,11 @@ def read_corpus(path: Path) -> list[tuple[str, str, str]]:
         raise UsageError(f"corpus {path}: expected a JSON list of passages or an object of title -> text")
     if not passages:
         raise UsageError(f"corpus {path} has no passages")
+    for number, passage in enumerate(passages):
+        if not schema.is_unicode(passage):  # JSON spells a lone surrogate, "\udcff"; UTF-8 cannot
+            place = places[number] if places else f"item {number}" if isinstance(data, list) else "entry"
+            name = shown(passage[0].encode("utf-8", "backslashreplace").decode("utf-8"))
+            raise UsageError(f"corpus {path}: {place} (passage {name}) holds a lone surrogate, not text")
     ids = [p[0] for p in passages]
     if len(set(ids)) != len(ids):
         raise UsageError(f"corpus {path}: passage ids are not unique")

@@ -280,7 +280,7 @@ def update_pack(
     refusal = pack_kind(old.source_kind).update_refusal(old)
     if refusal is not None:
         raise UsageError(refusal)
-    if urls_file is not None and not urls_file.is_file():
+    if urls_file is not None and not urls_file.exists():
         raise UsageError(f"no such file: {urls_file}")
     listed = load_url_list(urls_file if urls_file is not None else pack.path / layout.URLS_FILE)
     sources, url_list = listed.sources, listed.text

@@ -177,7 +177,7 @@ def create(
     sources: list[str] = []
     url_list: str | None = None
     if urls is not None:
-        if not urls.is_file():
+        if not urls.exists():
             raise UsageError(f"no such file: {urls}")
         listed = load_url_list(urls)
         sources.extend(listed.sources)

@@ -6,17 +6,21 @@ short one-line reason.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import errno
 import mimetypes
 import os
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -33,7 +37,7 @@ from wikigr.sources.formats import (
     type_over_plain_text,
 )
 from wikigr.sources.parsing import one_line
-from wikigr.sources.urls import file_url_to_path, normalize_url
+from wikigr.sources.urls import file_url_to_path, normalize_url, special_file
 
 __all__ = [
     "FetchOptions",
@@ -60,7 +64,7 @@ class FetchOptions:
     """How to fetch. Defaults suit real sites; tests shrink timeouts and backoff."""
 
     workers: int = 8
-    timeout: float = 20.0  # seconds, per attempt (connect, each read, and the whole body)
+    timeout: float = 20.0  # seconds, for each whole attempt: connect, headers and body
     max_bytes: int = 10 * MIB
     retries: int = 3  # extra attempts after the first, on 429, 5xx, timeouts, connection errors
     backoff_base: float = 0.5  # seconds; attempt n waits backoff_base * 2**n
@@ -216,12 +220,53 @@ class _Failure:
 _Outcome = _Body | _Redirect | _Failure
 
 
+def _timed_out(options: FetchOptions) -> _Failure:
+    return _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
+
+
 def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
-    """One GET of ``url``; never raises."""
+    """One GET of ``url`` within ``options.timeout`` in all: connecting, the headers and the body,
+    like curl's ``--max-time`` and install's deadline (a server trickling its headers a byte at a
+    time never trips a per-read timeout). The request runs in a worker thread that this one
+    gives up on at the deadline; its socket is shut down, so the worker ends at once and the
+    connection is not reused. Never raises."""
+    outcome: list[_Outcome] = []
+    sockets: list[socket.socket] = []
+    stop = threading.Event()
+
+    def trace(event: str, info: dict[str, Any]) -> None:
+        if event == "connection.connect_tcp.complete" and info.get("return_value") is not None:
+            sock = info["return_value"].get_extra_info("socket")
+            if isinstance(sock, socket.socket):
+                sockets.append(sock)
+
+    def work() -> None:
+        outcome.append(_attempt_until(client, url, options, stop, trace))
+
+    worker = threading.Thread(target=work, name="wikigr-fetch-attempt", daemon=True)
+    worker.start()
+    worker.join(options.timeout)
+    if outcome:
+        return outcome[0]
+    stop.set()
+    for sock in sockets:  # a reused connection's socket is not known: that worker reads on
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+    return _timed_out(options)
+
+
+def _attempt_until(
+    client: httpx.Client,
+    url: str,
+    options: FetchOptions,
+    stop: threading.Event,
+    trace: Callable[[str, dict[str, Any]], None],
+) -> _Outcome:
+    """One GET of ``url`` (see :func:`_attempt`), given up when ``stop`` is set."""
     started = time.monotonic()
-    timed_out = _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
+    timed_out = _timed_out(options)
     try:
-        with client.stream("GET", url) as response:
+        with client.stream("GET", url, extensions={"trace": trace}) as response:
             status = response.status_code
             if status in _REDIRECT_STATUSES:
                 location = response.headers.get("location")
@@ -246,7 +291,7 @@ def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
                 buffer += chunk
                 if len(buffer) > options.max_bytes:
                     return _Failure(_too_large(options), False)
-                if time.monotonic() - started > options.timeout:
+                if stop.is_set() or time.monotonic() - started > options.timeout:
                     return timed_out
             content = bytes(buffer)
     except httpx.TimeoutException:
@@ -340,6 +385,36 @@ def _failed(url: str, final_url: str, reason: str) -> FetchResult:
 # Files
 
 
+class _Refused(Exception):
+    """A local file that is not read: a folder, a special file, one over the size cap."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _read_regular_file(path: Path, options: FetchOptions) -> bytes:
+    """The bytes of the regular file at ``path``, at most the cap and one byte. A folder, FIFO,
+    device or socket raises _Refused without being read: the file is opened without blocking (a
+    FIFO nobody writes to) and checked again on the open descriptor (no swap between the check
+    and the open)."""
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode):
+        raise _Refused("is a directory")
+    special = special_file(mode)
+    if special is not None:
+        raise _Refused(f"not a regular file ({special})")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        status = os.fstat(fd)
+        special = special_file(status.st_mode) or ("a folder" if stat.S_ISDIR(status.st_mode) else None)
+        if special is not None:
+            raise _Refused(f"not a regular file ({special})")
+        if status.st_size > options.max_bytes:
+            raise _Refused(_too_large(options))
+        return handle.read(options.max_bytes + 1)
+
+
 def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
     url = normalize_url(source)  # the file's address with its "." and ".." resolved
     try:
@@ -347,13 +422,9 @@ def _fetch_file(source: str, options: FetchOptions) -> FetchResult:
     except UsageError as exc:
         return _failed(source, url, exc.message)
     try:
-        if path.is_dir():
-            return _failed(source, url, "is a directory")
-        size = path.stat().st_size
-        if size > options.max_bytes:
-            return _failed(source, url, _too_large(options))
-        with path.open("rb") as handle:
-            content = handle.read(options.max_bytes + 1)
+        content = _read_regular_file(path, options)
+    except _Refused as exc:
+        return _failed(source, url, exc.reason)
     except FileNotFoundError:
         return _failed(source, url, "file not found")
     except PermissionError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -82,6 +83,23 @@ _CONTENT_SELECTORS = ("main", "article", "[role=main]", "div.body", "div[role=ma
 
 _BR = "\x1e"  # stands for <br> in the inline buffer until the buffer is flushed
 _MAX_DEPTH = 250  # element nesting walked recursively; deeper subtrees become flat text
+
+# Elements nested deeper than this are dropped (their text is kept, in their parent) before the
+# page reaches the parser, as Chromium's HTML parser caps its tree at 512 levels: lexbor takes
+# quadratic time on 100,000 nested tags, and no real page nests this deep.
+MAX_NESTING = 512
+# Elements that never nest: void ones, and those whose end tag is optional (a new <p>, <li>, <td>
+# closes the open one), so a page of unclosed <p>s is not taken for a deep one.
+_VOID_TAGS = "area base br col embed hr img input link meta param source track wbr keygen"
+_OPTIONAL_END_TAGS = "p li dt dd option optgroup tr td th thead tbody tfoot caption colgroup rb rt rp"
+_OPTIONAL_END_TAGS += " html head body"
+_FLAT_TAGS = frozenset(_VOID_TAGS.split() + _OPTIONAL_END_TAGS.split())
+_MARKUP = re.compile(
+    r"<!--.*?(?:-->|\Z)"  # a comment
+    r"|<(?:script|style|textarea|title|xmp|noscript|iframe|noembed|noframes)\b.*?(?:</[a-z]+\s*>|\Z)"
+    r"|<(/?)([a-z][^\s/>]*)[^>]*?(/?)>",
+    re.IGNORECASE | re.DOTALL,
+)
 
 # Consecutive blocks of one list ("li:<n>") or table rows are joined line by line.
 _TIGHT_KINDS = ("li:", "row")
@@ -355,10 +373,40 @@ def _anchor(heading: LexborNode) -> str:
     return ""
 
 
+def cap_nesting(html: str, limit: int = MAX_NESTING) -> str:
+    """``html`` with the tags nested deeper than ``limit`` taken out (their text stays): one pass
+    over the tags, counting the elements that nest. The page comes back as it is when it nests
+    no deeper than ``limit``."""
+    depth = 0
+    drops: list[tuple[int, int]] = []
+    for match in _MARKUP.finditer(html):
+        name = match.group(2)
+        if name is None or match.group(3) or name.lower() in _FLAT_TAGS:
+            continue  # a comment, raw text (a script), a self-closed or a non-nesting element
+        if match.group(1):  # an end tag
+            if depth > limit:
+                drops.append(match.span())
+            depth = max(0, depth - 1)
+        else:
+            depth += 1
+            if depth > limit:
+                drops.append(match.span())
+    if not drops:
+        return html
+    parts: list[str] = []
+    start = 0
+    for begin, end in drops:
+        parts.append(html[start:begin])
+        start = end
+    parts.append(html[start:])
+    return " ".join(parts)
+
+
 def parse_html(text: str, url: str) -> Document:
     """Parse decoded HTML fetched from ``url`` (the final URL). Raises SourceError when the page
-    has no text content."""
-    tree = LexborHTMLParser(text)
+    has no text content. Elements nested deeper than :data:`MAX_NESTING` are flattened into
+    their parent (:func:`cap_nesting`)."""
+    tree = LexborHTMLParser(cap_nesting(text))
     base = url
     base_node = tree.css_first("base[href]")
     if base_node is not None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from wikigr.errors import UsageError, shown
+from wikigr.home import expand_user
 
 __all__ = [
     "UrlList",
@@ -19,6 +21,7 @@ __all__ = [
     "normalize_source",
     "normalize_url",
     "read_url_list",
+    "special_file",
     "validate_url",
 ]
 
@@ -126,6 +129,22 @@ def _check_url(s: str) -> str:
     return str(urlunsplit((scheme, netloc, parts.path or "/", parts.query, "")))
 
 
+def special_file(mode: int) -> str | None:
+    """What a file of ``mode`` (``st_mode``) is when it is neither a regular file nor a folder:
+    "a FIFO", "a device", "a socket"; None for a regular file or a folder. Reading such a file
+    may block forever (a FIFO nobody writes to) or never end (/dev/zero): it is never a source,
+    as rsync skips a non-regular file."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
 def validate_url(url: str) -> str:
     """Validate an http(s) or file URL and return it normalised.
 
@@ -146,7 +165,7 @@ def _resolve_source(s: str, base: Path | None) -> tuple[str, bool]:
         return _check_url(text), False
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise UsageError(f"path contains control characters: {_short(text)}")
-    path = Path(text).expanduser()
+    path = expand_user(Path(text))
     if base is not None and not path.is_absolute():
         path = base / path
     try:
@@ -158,6 +177,12 @@ def _resolve_source(s: str, base: Path | None) -> tuple[str, bool]:
         if _DOMAIN_LIKE_RE.match(text) and not text.startswith(("./", "../")):
             hint = f" (did you mean https://{text}?)"
         raise UsageError(f"not a URL or an existing path: {_short(text)}{hint}")
+    try:
+        special = special_file(path.stat().st_mode)
+    except (OSError, ValueError):
+        special = None  # a broken link, no permission: the fetcher reports it
+    if special is not None:
+        raise UsageError(f"not a regular file ({special}): {_short(text)}")
     return path.resolve().as_uri(), True
 
 
@@ -196,6 +221,9 @@ def load_url_list(path: Path) -> UrlList:
     or holds no source.
     """
     try:
+        special = special_file(path.stat().st_mode)
+        if special is not None:
+            raise UsageError(f"cannot read {path}: not a regular file ({special})")
         raw = path.read_bytes()
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
