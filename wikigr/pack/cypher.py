@@ -80,13 +80,15 @@ def bounded_query(
     max_rows: int = 1000,
     timeout_ms: int = 10_000,
     memory_mib: int = MEMORY_MIB,
+    max_bytes: int = MAX_RESULT_BYTES,
 ) -> tuple[list[str], list[list[Any]], bool]:
     """User Cypher on the store at ``path`` in a child process, under a memory cap of
-    ``memory_mib`` MiB and a time cap of ``timeout_ms``: ``(columns, rows, truncated)``."""
+    ``memory_mib`` MiB and a time cap of ``timeout_ms``: ``(columns, rows, truncated)``, at most
+    ``max_rows`` rows and ``max_bytes`` bytes of them (pickled)."""
     check_read_only(query)
     request = {
         "path": str(path), "kind": kind, "query": query, "params": params or {}, "max_rows": max_rows,
-        "max_bytes": MAX_RESULT_BYTES, "timeout_ms": timeout_ms, "memory": memory_mib << 20,
+        "max_bytes": max(0, max_bytes), "timeout_ms": timeout_ms, "memory": memory_mib << 20,
         "pool": (memory_mib << 20) // POOL_SHARE,
     }  # fmt: skip
     try:
@@ -197,8 +199,8 @@ def read_pack_query(pack: Pack, query: str, max_rows: int = 1000, shard: int | N
     A pack in one store answers as its store does (:meth:`Store.read_query`). A pack in shards has
     no one database: the query runs on each shard in turn (or on shard number ``shard`` only), and
     every row starts with a ``shard`` column naming the shard's folder (``shards/00``): what a query
-    counts, orders or limits is counted, ordered or limited per shard. At most ``max_rows`` rows in
-    all."""
+    counts, orders or limits is counted, ordered or limited per shard. At most ``max_rows`` rows and
+    :data:`MAX_RESULT_BYTES` in all."""
     check_read_only(query)
     records = pack.manifest.shards
     if not records:
@@ -212,12 +214,20 @@ def read_pack_query(pack: Pack, query: str, max_rows: int = 1000, shard: int | N
     picked = list(range(len(records))) if shard is None else [shard]
     shards = pack.shards()
     result = QueryRows(["shard"], [], False, [records[i].path for i in picked])
+    used = 0  # bytes of rows in: MAX_RESULT_BYTES for the whole pack, not per shard
     for i in picked:
-        one = shards[i]  # with max_rows rows in: only whether there are more
+        one = shards[i]  # with max_rows rows (or bytes) in: only whether there are more
         columns, rows, truncated = bounded_query(
-            one.store_path, one.manifest.source_kind, query, max_rows=max_rows - len(result.rows)
+            one.store_path,
+            one.manifest.source_kind,
+            query,
+            max_rows=max_rows - len(result.rows),
+            max_bytes=MAX_RESULT_BYTES - used,
         )
+        used += len(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
         result.columns[1:] = columns
         result.rows += [[records[i].path, *row] for row in rows]
-        result.truncated = result.truncated or truncated
+        if truncated:  # a cut shard: the rows stop there, as they would in one store
+            result.truncated = True
+            break
     return result
