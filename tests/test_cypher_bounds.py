@@ -96,3 +96,19 @@ def test_the_bounded_child_still_answers_and_refuses_as_before(built_pack: Path)
         bounded_query(built_pack / "pack.db", None, "MATCH (c:Nope) RETURN c")
     with pytest.raises(UsageError, match="read-only"):
         bounded_query(built_pack / "pack.db", None, "MATCH (c:Chunk) DELETE c")
+
+
+def test_the_childs_reply_keeps_ladybugs_value_types(built_pack: Path) -> None:
+    import datetime
+    import decimal
+    import uuid
+
+    query = (
+        "RETURN date('2020-01-02'), timestamp('2020-01-02 03:04:05'), interval('3 days'), "
+        "gen_random_uuid(), BLOB('ab'), CAST(1.5 AS DECIMAL(5,2)), "
+        "CAST('2020-01-02 03:04:05+02' AS TIMESTAMP_TZ), map([1], ['a'])"
+    )
+    [row] = bounded_query(built_pack / "pack.db", None, query)[1]
+    kinds = [datetime.date, datetime.datetime, datetime.timedelta, uuid.UUID, bytes, decimal.Decimal]
+    assert [type(v) for v in row[:6]] == kinds
+    assert row[6].tzinfo == datetime.UTC and row[7] == {1: "a"}
