@@ -128,3 +128,19 @@ def test_a_sound_keyword_index_passes(capsys: pytest.CaptureFixture[str], built_
     assert code == 0, err
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["keyword_index"]["ok"] and "all in the store" in checks["keyword_index"]["detail"]
+
+
+def test_a_query_refuses_keyword_hits_the_store_does_not_hold(
+    capsys: pytest.CaptureFixture[str], built_pack: Path, tmp_path: Path
+) -> None:
+    from wikigr.pack.store import open_store
+
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    first = json.loads((pack / "bm25" / "chunk_ids.json").read_text("utf-8"))[0]
+    with open_store(pack / "pack.db") as store:
+        words = store.chunk_texts([first])[first].split()[:12]
+    _json("chunk_ids.json", _unknown_chunk)(pack / "bm25")  # the first chunk's words now point nowhere
+    code, out, err = cli(capsys, "query", str(pack), " ".join(words), "--profile", "balanced")
+    assert code == 1, out
+    assert_one_error(err, "bm25/chunk_ids.json names chunks the store does not hold, e.g. 'no-such-chunk'")
