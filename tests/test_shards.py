@@ -538,3 +538,21 @@ def test_a_pack_in_shards_has_the_one_stores_entity_graph(sharded: Path, one_sto
             shard_ids, _, shard_vectors = shard.chunk_matrix()
             apart |= {shard_ids[i] for i in skeleton(shard_vectors, 0.25, 10).tolist()}
         assert apart != whole
+
+
+def test_cypher_caps_the_bytes_of_all_the_shards_together(
+    sharded: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pickle
+
+    from wikigr.pack import cypher
+
+    titles = "MATCH (a:Article) RETURN a.title, a.url ORDER BY a.title"
+    whole = cypher.read_pack_query(open_pack(str(sharded)), titles)
+    size = sum(len(pickle.dumps(row[1:], protocol=pickle.HIGHEST_PROTOCOL)) for row in whole.rows)
+    assert not whole.truncated and size > 300
+    monkeypatch.setattr(cypher, "MAX_RESULT_BYTES", 150)  # less than one shard's rows
+    capped = cypher.read_pack_query(open_pack(str(sharded)), titles)
+    assert capped.truncated and 0 < len(capped.rows) < len(whole.rows)
+    assert sum(len(pickle.dumps(row[1:], protocol=pickle.HIGHEST_PROTOCOL)) for row in capped.rows) <= 150
+    assert capped.rows == whole.rows[: len(capped.rows)]

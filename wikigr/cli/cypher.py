@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from wikigr.openml.tool_specs import to_json
-        from wikigr.pack.cypher import check_read_only, read_pack_query
+        from wikigr.pack.cypher import MAX_RESULT_BYTES, check_read_only, read_pack_query
         from wikigr.pack.pack import open_pack
 
         check_read_only(query)  # refuse before opening anything
@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
         for row in data:
             table.add_row(*("" if v is None else printable(v) for v in row))
         out.print(table)
-        more = f" (truncated at {max_rows}; use --max-rows)" if result.truncated else ""
+        cut = f"{max_rows} rows or {MAX_RESULT_BYTES >> 20} MiB"
+        more = f" (truncated at {cut}; use --max-rows or a narrower query)" if result.truncated else ""
         where = ""
         if len(result.shards) > 1:
             where = f" from {len(result.shards)} shards (the query ran on each)"

@@ -419,9 +419,9 @@ class KeywordIndex:
         chunk_ids = _read_json(ids_path, MAX_CHUNK_IDS_BYTES)
         if not isinstance(chunk_ids, list) or not all(isinstance(c, str) for c in chunk_ids):
             raise InvalidPackError(f"corrupt keyword index {ids_path}: not a list of strings")
-        if len(chunk_ids) != num_docs:
+        if len(chunk_ids) != num_docs or len(set(chunk_ids)) != num_docs:
             raise InvalidPackError(
-                f"corrupt keyword index {ids_path}: {len(chunk_ids)} ids for {num_docs} documents"
+                f"corrupt keyword index {ids_path}: {len(set(chunk_ids))} distinct ids for {num_docs} rows"
             )
 
         vocab_path = folder / VOCAB_FILE
@@ -454,6 +454,27 @@ class KeywordIndex:
     def __len__(self) -> int:
         """The number of indexed chunks."""
         return len(self._chunk_ids)
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        """The indexed chunks' ids, in indexing order."""
+        return list(self._chunk_ids)
+
+    def verify(self) -> None:
+        """Check every vocabulary entry (a query checks only its own tokens, to load fast): each is a
+        column of the arrays, and no two tokens share one. ``pack validate`` calls it."""
+        columns, seen = len(self._indptr) - 1, set()
+        for token, column in self._vocab.items():
+            if (
+                isinstance(column, bool)
+                or not isinstance(column, int)
+                or not 0 <= column < columns
+                or column in seen
+            ):
+                raise InvalidPackError(
+                    f"corrupt keyword index: {VOCAB_FILE} has a bad entry for {token[:80]!r}"
+                )
+            seen.add(column)
 
     def tokens(self, text: str) -> list[str]:
         """The tokens of ``text`` as this index reads them (its own stopwords)."""

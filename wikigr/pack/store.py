@@ -25,6 +25,7 @@ what readers are typed against is wikigr.pack.reader's :class:`~wikigr.pack.read
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import threading
 import time
@@ -39,7 +40,7 @@ import numpy as np
 
 from wikigr.errors import StoreError, UsageError
 from wikigr.home import files_state
-from wikigr.pack.cypher import check_read_only
+from wikigr.pack.cypher import MEMORY_REFUSAL, QueryLimitError, bounded_query, check_read_only
 from wikigr.pack.kind import pack_kind, store_kind
 from wikigr.pack.manifest import GraphStats
 from wikigr.pack.queries import CHUNK_INDEX, StoreQueries
@@ -60,7 +61,8 @@ def query_buffer_pool_size(path: Path) -> int:
 
     Opening a database with the default pool (~80% of the machine's memory) costs ~20 ms more,
     spent setting up a pool that the retrieval stages' queries (bounded by the store's size) never
-    fill. User Cypher (``wikigr cypher``, OpenML tools) keeps the default."""
+    fill. User Cypher (``wikigr cypher``, OpenML tools) runs in a child process with its own
+    bounded pool (:func:`wikigr.pack.cypher.bounded_query`)."""
     try:
         size = sum(p.stat().st_size for p in (path, path.with_name(path.name + ".wal")) if p.exists())
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -74,14 +76,19 @@ _FIRST_OPEN = threading.Lock()
 _native_loaded = False
 
 
-def _open_database(path: Path, read_only: bool, buffer_pool_size: int) -> Any:
+def _open_database(path: Path, read_only: bool, buffer_pool_size: int, max_db_size: int | None = None) -> Any:
     """``ladybug.Database``. LadybugDB loads its native module on the first open, and two threads
-    doing that at once make one of them fail: the first open in a process is serialised."""
+    doing that at once make one of them fail: the first open in a process is serialised.
+    ``max_db_size``: the address space LadybugDB reserves (None: its default, 8 TiB)."""
     global _native_loaded
     if _native_loaded:
-        return ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
+        return ladybug.Database(
+            str(path), read_only=read_only, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size
+        )
     with _FIRST_OPEN:
-        db = ladybug.Database(str(path), read_only=read_only, buffer_pool_size=buffer_pool_size)
+        db = ladybug.Database(
+            str(path), read_only=read_only, buffer_pool_size=buffer_pool_size, max_db_size=max_db_size
+        )
         _native_loaded = True
         return db
 
@@ -159,16 +166,22 @@ class Store(StoreQueries):
 
     @classmethod
     def open(
-        cls, path: Path, read_only: bool = True, kind: StoreKind | None = None, buffer_pool_size: int = 0
+        cls,
+        path: Path,
+        read_only: bool = True,
+        kind: StoreKind | None = None,
+        buffer_pool_size: int = 0,
+        max_db_size: int | None = None,
     ) -> Store:
         """Open an existing store; read-only unless asked otherwise. ``kind`` is the schema it
         must have (None: whichever it has). ``buffer_pool_size``: bytes of memory the database
-        may use (0: LadybugDB's default, ~80% of the machine's; see :func:`query_buffer_pool_size`)."""
+        may use (0: LadybugDB's default, ~80% of the machine's; see :func:`query_buffer_pool_size`).
+        ``max_db_size``: the address space it reserves (None: 8 TiB; user Cypher's child sets it)."""
         if not path.is_file():
             raise StoreError(f"store not found: {path}")
         state = files_state(path)
         try:
-            db = _open_database(path, read_only, buffer_pool_size)
+            db = _open_database(path, read_only, buffer_pool_size, max_db_size)
         except (RuntimeError, ValueError, MemoryError) as exc:  # a damaged file raises any
             raise StoreError(_cannot_open(path, state, exc)) from exc
         store = cls(path, db, read_only=read_only)
@@ -327,11 +340,19 @@ class Store(StoreQueries):
     def read_query(
         self, query: str, params: dict[str, Any] | None = None, max_rows: int = 1000, timeout_ms: int = 10_000
     ) -> tuple[list[str], list[list[Any]], bool]:
-        """Run user Cypher behind :func:`check_read_only`: ``(columns, rows, truncated)``.
+        """Run user Cypher behind :func:`check_read_only`: ``(columns, rows, truncated)``, in a child
+        process under a memory cap (:func:`wikigr.pack.cypher.bounded_query`).
 
-        At most ``max_rows`` rows are returned (``truncated`` says there were more); the query is
-        interrupted after ``timeout_ms``.
+        At most ``max_rows`` rows and :data:`~wikigr.pack.cypher.MAX_RESULT_BYTES` are returned
+        (``truncated`` says there were more); the query is interrupted after ``timeout_ms``.
         """
+        return bounded_query(self.path, self.kind, query, params, max_rows=max_rows, timeout_ms=timeout_ms)
+
+    def read_query_here(
+        self, query: str, params: dict[str, Any] | None, max_rows: int, max_bytes: int, timeout_ms: int
+    ) -> tuple[list[str], list[list[Any]], bool]:
+        """:meth:`read_query` in this process, without a memory cap: what the child runs. Rows are
+        read until ``max_rows`` rows or ``max_bytes`` bytes (pickled) are in."""
         check_read_only(query)
         self._conn.set_query_timeout(int(timeout_ms))
         try:
@@ -342,21 +363,38 @@ class Store(StoreQueries):
                 if message.startswith(("Parser exception", "Binder exception", "Catalog exception")):
                     raise UsageError(f"bad Cypher: {message}") from exc
                 if message == "Interrupted.":
-                    raise StoreError(f"the query was interrupted after {timeout_ms / 1000:g}s") from exc
-                raise StoreError(f"store query failed: {message}") from exc
+                    raise QueryLimitError(f"the query was stopped after {timeout_ms / 1000:g} s") from exc
+                raise _user_query_error(message) from exc
             columns = [str(c) for c in result.get_column_names()]
             rows: list[list[Any]] = []
-            truncated = False
+            size, truncated = 0, False
             while result.has_next():
-                if len(rows) >= max_rows:
+                if len(rows) >= max_rows or size > max_bytes:
                     truncated = True
                     break
-                rows.append(result.get_next())
+                row = result.get_next()
+                size += len(pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL))
+                rows.append(row)
+            if size > max_bytes:
+                truncated = True
+                while rows and size > max_bytes:
+                    size -= len(pickle.dumps(rows.pop(), protocol=pickle.HIGHEST_PROTOCOL))
+        except MemoryError as exc:
+            raise QueryLimitError(MEMORY_REFUSAL) from exc
         except (RuntimeError, UnicodeDecodeError) as exc:
-            raise StoreError(f"store query failed: {_one_line(exc)}") from exc
+            raise _user_query_error(_one_line(exc)) from exc
         finally:
             self._conn.set_query_timeout(0)
         return columns, rows, truncated
+
+
+def _user_query_error(message: str) -> StoreError:
+    """A failed user query's error: the memory cap's when LadybugDB ran out of memory."""
+    if "bad_alloc" in message or "Unable to allocate memory" in message or "Mmap for size" in message:
+        return QueryLimitError(MEMORY_REFUSAL)
+    if message == "Interrupted.":
+        return QueryLimitError("the query was stopped: interrupted")
+    return StoreError(f"store query failed: {message}")
 
 
 @contextmanager

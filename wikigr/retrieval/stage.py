@@ -103,6 +103,7 @@ class Context:
     loaded_embedder: Embedder | None = None  # the pack's embedder, once loaded (see ``embedder``)
     _keyword: KeywordIndex | None = None
     _keyword_error: str | None = None
+    _keyword_damage: InvalidPackError | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -122,8 +123,9 @@ class Context:
         return bool(self.cache["has_entities"])
 
     def keyword_index(self) -> KeywordIndex:
-        """The pack's BM25 index, loaded on first use; raises Skip when the pack has none."""
-        if self._keyword is None and self._keyword_error is None:
+        """The pack's BM25 index, loaded on first use; raises Skip when the pack has none, and the
+        :class:`InvalidPackError` when its files are damaged (a wrong answer is worse than none)."""
+        if self._keyword is None and self._keyword_error is None and self._keyword_damage is None:
             from wikigr.pack.keyword import KeywordIndex, KeywordUnion
 
             folders = [pack.path / "bm25" for pack in self.pack.shards()]  # a pack in shards: theirs
@@ -135,7 +137,10 @@ class Context:
                         KeywordIndex.load(folders[0]) if len(folders) == 1 else KeywordUnion.load_all(folders)
                     )
                 except InvalidPackError as exc:
-                    self._keyword_error = str(exc)
+                    self._keyword_damage = exc  # damaged, not absent: every query says so
+                    raise
+        if self._keyword_damage is not None:
+            raise self._keyword_damage
         if self._keyword is None:
             raise Skip(self._keyword_error or "no keyword index")
         return self._keyword

@@ -27,6 +27,7 @@ from wikigr import schema
 from wikigr.embed import embedder_info
 from wikigr.errors import InvalidPackError, WikigrError, one_line
 from wikigr.pack import pack as layout
+from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR, KeywordIndex
 from wikigr.pack.manifest import Manifest, load_manifest
 from wikigr.pack.shards import SHARDS_DIR, shard_folder, store_digest, summed_stats
 from wikigr.pack.store import Store
@@ -121,10 +122,40 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
                 dim = store.rows("MATCH (c:Chunk) RETURN size(c.embedding) LIMIT 1")
                 ok = bool(dim) and dim[0][0] == manifest.embedder.dimension
                 report.add("embeddings", ok, "" if ok else "dimension differs from the manifest")
+        _check_keyword(path, store, report)
     except WikigrError as exc:
         report.add("store", False, exc.message)
     finally:
         store.close()
+
+
+def _check_keyword(path: Path, store: Store, report: ValidationReport) -> None:
+    """The BM25 index, loaded by the code queries load it with (never unpickling), every vocabulary
+    entry checked, and every chunk it names held by the store."""
+    folder = path / KEYWORD_DIR
+    if not folder.exists() and not folder.is_symlink():
+        report.add("keyword_index", True, f"absent ({KEYWORD_DIR}/): queries skip keyword search")
+        return
+    if folder.is_symlink() or not folder.is_dir():
+        report.add("keyword_index", False, f"{KEYWORD_DIR} is a symbolic link or not a folder")
+        return
+    odd = [p.name for p in folder.iterdir() if p.is_symlink() or not p.is_file()]
+    if odd:
+        report.add("keyword_index", False, f"{KEYWORD_DIR}/{odd[0]} is a symbolic link or not a file")
+        return
+    try:
+        index = KeywordIndex.load(folder)
+        index.verify()
+    except InvalidPackError as exc:
+        report.add("keyword_index", False, exc.message)
+        return
+    held = set(store.chunk_ids())
+    unknown = [chunk for chunk in index.chunk_ids if chunk not in held]
+    if unknown:
+        detail = f"{KEYWORD_DIR}/{CHUNK_IDS_FILE} names {len(unknown)} chunks the store does not hold"
+        report.add("keyword_index", False, f"{detail}, e.g. {unknown[0][:80]!r}")
+    else:
+        report.add("keyword_index", True, f"{len(index)} chunks indexed, all in the store")
 
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from wikigr.errors import InvalidPackError
+from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 from wikigr.retrieval.stages.fusion import minmax, rrf
 
@@ -37,6 +39,12 @@ class KeywordStage(Stage):
         missing = {cid: s for cid, s in keyword.items() if cid not in by_id}
         for hit in state.ctx.store.chunk_details(missing):
             by_id[hit.chunk_id] = Candidate.from_hit(hit, "keyword")
+        uncited = [cid for cid in missing if cid not in by_id]
+        if uncited and len(state.ctx.store.chunk_texts(uncited)) < len(uncited):  # not in the store at all
+            raise InvalidPackError(
+                f"corrupt keyword index: {KEYWORD_DIR}/{CHUNK_IDS_FILE} names chunks the store does not "
+                f"hold, e.g. {uncited[0][:80]!r} (run `wikigr pack validate`)"
+            )
         for chunk_id, score in keyword.items():
             if chunk_id in by_id:
                 by_id[chunk_id].scores["keyword"] = score
