@@ -303,3 +303,24 @@ def test_ctrl_c_at_any_moment_of_an_update_leaves_the_pack_as_it_was_or_updated(
             assert _snapshot(pack) != before
         assert validate_pack(pack).ok
         assert sorted(p.name for p in pack.parent.iterdir() if p.name != ".tea.partial") == ["tea"]
+
+
+def test_progress_is_plain_lines_on_a_pipe_and_quiet_silences_it(
+    site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """stderr a pipe (a log, CI): `pack create` says what it is doing in plain lines, at most one
+    every 2 s (none for a command that takes less), and `--quiet` says nothing."""
+    urls = _urls(tmp_path, site, list(PAGES))
+    create = [sys.executable, "-m", "wikigr", "pack", "create", "tea", "--urls", str(urls), "--no-graph"]
+    done = subprocess.run(create, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines, "no progress at all on a pipe"  # the embedding model's load alone takes seconds
+    assert all(line.startswith("wikigr: ") and line.endswith("s)") for line in lines), done.stderr
+    assert "\x1b" not in done.stderr and "\r" not in done.stderr  # no bar drawn into a log
+    site.add("/site/sugar.html", PAGES["/site/sugar.html"].replace("gently", "gently, slowly"))
+    for command in (["pack", "update", "tea", "--quiet"], ["pack", "graph", "tea", "-q"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "wikigr", *command], capture_output=True, text=True, timeout=600
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
