@@ -310,12 +310,13 @@ def test_progress_is_plain_lines_on_a_pipe_and_quiet_silences_it(
 ) -> None:
     """stderr a pipe (a log, CI): `pack create` says what it is doing in plain lines, at most one
     every 2 s (none for a command that takes less), and `--quiet` says nothing."""
-    urls = _urls(tmp_path, site, list(PAGES))
+    site.slow("/site/oolong.html", delay=3, body=OOLONG)  # the fetch takes 3 s at least: a line
+    urls = _urls(tmp_path, site, [*PAGES, "/site/oolong.html"])
     create = [sys.executable, "-m", "wikigr", "pack", "create", "tea", "--urls", str(urls), "--no-graph"]
     done = subprocess.run(create, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines, "no progress at all on a pipe"  # the embedding model's load alone takes seconds
+    assert any(line.startswith("wikigr: fetch 4/4 ") for line in lines), done.stderr
     assert all(line.startswith("wikigr: ") and line.endswith("s)") for line in lines), done.stderr
     assert "\x1b" not in done.stderr and "\r" not in done.stderr  # no bar drawn into a log
     site.add("/site/sugar.html", PAGES["/site/sugar.html"].replace("gently", "gently, slowly"))

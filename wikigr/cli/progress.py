@@ -49,7 +49,8 @@ class ProgressLines:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop.set()
+        with self.lock:  # a line being printed is finished first; none after this
+            self.stop.set()
 
     def _line(self, event: ProgressEvent, now: float) -> None:
         label = self.labels.get(event.stage, event.stage)
@@ -76,7 +77,7 @@ class ProgressLines:
             now = time.monotonic()
             with self.lock:
                 event = self.current
-                if event is None or now - self.last_line < self.heartbeat:
+                if self.stop.is_set() or event is None or now - self.last_line < self.heartbeat:
                     continue
                 if event.total > 0 and event.done >= event.total:
                     continue  # a phase that ended: the next one says when it starts
