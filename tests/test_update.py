@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,7 +16,7 @@ import pytest
 from tests.cli.test_cli import assert_one_error, cli
 from tests.conftest import DOCS
 from tests.httpserver import LocalServer
-from wikigr.build import build_pack, update_pack
+from wikigr.build import BuildOptions, build_pack, update_pack
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.manifest import load_manifest
 from wikigr.pack.store import Store
@@ -219,3 +224,104 @@ def test_an_update_of_a_pack_built_without_a_graph_builds_none(
     assert report["stats"]["entities"] == report["stats"]["facts"] == report["stats"]["relations"] == 0
     with Store.open(pack / "pack.db") as store:
         assert store.stats()["entities"] == 0
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` with its sha256."""
+    return {str(p.relative_to(folder)): _sha(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _written_since(path: Path, since: float) -> bool:
+    """``path`` was written after ``since`` (not what an interrupted update left)."""
+    try:
+        return path.stat().st_mtime >= since
+    except FileNotFoundError:
+        return False
+
+
+def _update(*args: str) -> subprocess.Popen[str]:
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # a background job: let the child get it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return subprocess.Popen(
+        [sys.executable, "-m", "wikigr", "pack", "update", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_ctrl_c_at_any_moment_of_an_update_leaves_the_pack_as_it_was_or_updated(
+    site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """SIGINT into `pack update` (a real process, a page changed each time) at increasing shares of
+    how long an update takes here, then once the new store is being written and once the new pack
+    is swapped in (the skill, the report and the process's exit are left): it says "interrupted"
+    and exits 130 with every file of the pack as it was, or it finished (exit 0)."""
+    urls = _urls(tmp_path, site, list(PAGES))
+    build_pack(
+        "tea", [site.url(p) for p in PAGES], url_list=urls.read_text(), options=BuildOptions(graph=False)
+    )
+    pack = wikigr_home / "packs" / "tea"
+    partial = pack.parent / ".tea.partial"
+    edits = iter(range(100))
+
+    def edit() -> None:  # a changed page: the update embeds and writes a new store
+        site.add(
+            "/site/sugar.html", PAGES["/site/sugar.html"].replace("gently", f"gently {next(edits)} times")
+        )
+
+    edit()
+    started = time.monotonic()
+    proc = _update("tea")
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    took = time.monotonic() - started
+    manifest = pack / "manifest.json"
+    launched, before = time.time(), _snapshot(pack)  # of each run, below
+    moments: list[float | Callable[[], bool]] = [took * share for share in (0.1, 0.4, 0.7, 0.95)]
+    moments += [
+        lambda: _written_since(partial / "pack.db", launched),
+        lambda: _sha(manifest) != before["manifest.json"],
+    ]
+    for moment in moments:
+        edit()
+        before = _snapshot(pack)
+        launched = time.time()
+        proc = _update("tea")
+        if isinstance(moment, float):
+            time.sleep(moment)
+        else:
+            while not moment() and proc.poll() is None:
+                time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=600)
+        if proc.returncode == 130:
+            assert err.splitlines()[-1:] == ["Error: interrupted"] and "Traceback" not in err, err
+            assert _snapshot(pack) == before, f"changed by an update interrupted ({moment})"
+        else:
+            assert proc.returncode == 0, f"exit {proc.returncode} ({moment}): {err}"
+            assert _snapshot(pack) != before
+        assert validate_pack(pack).ok
+        assert sorted(p.name for p in pack.parent.iterdir() if p.name != ".tea.partial") == ["tea"]
+
+
+def test_progress_is_plain_lines_on_a_pipe_and_quiet_silences_it(
+    site: LocalServer, tmp_path: Path, wikigr_home: Path
+) -> None:
+    """stderr a pipe (a log, CI): `pack create` says what it is doing in plain lines, at most one
+    every 2 s (none for a command that takes less), and `--quiet` says nothing."""
+    site.slow("/site/oolong.html", delay=3, body=OOLONG)  # the fetch takes 3 s at least: a line
+    urls = _urls(tmp_path, site, [*PAGES, "/site/oolong.html"])
+    create = [sys.executable, "-m", "wikigr", "pack", "create", "tea", "--urls", str(urls), "--no-graph"]
+    done = subprocess.run(create, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("wikigr: fetch 4/4 ") for line in lines), done.stderr
+    assert all(line.startswith("wikigr: ") and line.endswith("s)") for line in lines), done.stderr
+    assert "\x1b" not in done.stderr and "\r" not in done.stderr  # no bar drawn into a log
+    site.add("/site/sugar.html", PAGES["/site/sugar.html"].replace("gently", "gently, slowly"))
+    for command in (["pack", "update", "tea", "--quiet"], ["pack", "graph", "tea", "-q"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "wikigr", *command], capture_output=True, text=True, timeout=600
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr

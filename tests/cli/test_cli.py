@@ -25,7 +25,9 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def assert_one_error(err: str, expected: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
+    """One ``Error:`` line on stderr, and nothing else but progress lines (``wikigr: ...``, which a
+    command that runs a few seconds prints when stderr is not a terminal)."""
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("wikigr: ")]
     assert len(lines) == 1, err
     assert lines[0].startswith("Error: "), err
     assert expected in lines[0], err
@@ -408,3 +410,37 @@ def test_http_build_with_redirects_charsets_and_links(
     cafe = next(s for s in manifest["sources"] if s["url"] == server.url("/old-cafe"))
     assert cafe["final_url"] == server.url("/cafe.html") and cafe["status"] == "ok"
     assert all(r.headers["user-agent"].startswith("wikigr/") for r in server.requests)
+
+
+PYDOCS = Path(__file__).resolve().parents[2] / "packs" / "pydocs"
+
+
+def test_trace_of_the_auto_profile_shows_the_stages_its_router_ran() -> None:
+    """`--trace` on `auto` (a real process on packs/pydocs): after the router's row, one row per
+    stage its strategy ran, with its time; `--json` has them in the router's attempts (added: the
+    keys the trace had are all still there)."""
+    question = "how do I read a file line by line"
+    query = [sys.executable, "-m", "wikigr", "query", str(PYDOCS), question]
+    done = subprocess.run([*query, "--trace"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    table = [line for line in done.stderr.splitlines() if "│" in line and line.split("│")[1].strip()]
+    names = [line.split("│")[1].strip() for line in table]
+    router = names.index("router")
+    inner = names[router + 1 : router + 6]
+    assert inner == [
+        f"└ {name} (pages)" for name in ("literals", "vector", "keyword", "title_match", "page_score")
+    ]
+    assert all(float(table[router + 1 + i].split("│")[2]) >= 0 for i in range(5))  # each one's ms
+    assert names[router + 6] == "quality"  # then the profile's own stages, as before
+
+    done = subprocess.run([*query, "--json"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    entry = next(e for e in json.loads(done.stdout)["trace"]["stages"] if e["stage"] == "router")
+    attempt = entry["detail"]["attempts"][0]
+    assert {"strategy", "score", "ms", "candidates", "skipped"} <= set(attempt)  # as it was
+    assert entry["detail"]["chosen"] == attempt["strategy"] == "pages"
+    ran = attempt["stages"]
+    assert [s["stage"] for s in ran] == ["literals", "vector", "keyword", "title_match", "page_score"]
+    assert all({"ms", "in", "out", "top_scores"} <= set(s) for s in ran)
+    assert ran[0]["skipped"] and ran[1]["detail"]["queries"] == 1
+    assert ran[-1]["out"] == attempt["candidates"]

@@ -29,6 +29,7 @@ Passage-corpus and OpenML packs cannot be updated this way (they have no URLs to
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -58,7 +59,7 @@ from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import AUTO_DESCRIPTION, FORMAT_VERSION, Manifest, SourceRecord, now_iso
 from wikigr.pack.shards import SHARDS_DIR, refuse_shard
 from wikigr.pack.store import Store
-from wikigr.pack.transaction import pack_transaction
+from wikigr.pack.transaction import interrupts_held, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.share.skills import refresh_pack_skill
 from wikigr.sources.folders import expand_sources
@@ -292,7 +293,7 @@ def update_pack(
     seconds: dict[str, float] = {}
     report = UpdateReport(path=target, manifest=old)
 
-    with pack_transaction(target) as txn:
+    with contextlib.ExitStack() as finishing, pack_transaction(target) as txn:
         t0 = time.perf_counter()
         with pack.open_store() as store:
             if not options.public_urls:
@@ -381,10 +382,13 @@ def update_pack(
         manifest.dump(partial / layout.MANIFEST_FILE)
         in_home = target == (layout.packs_home() / old.name).resolve()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
+        # Swapped in, the update is done: a Ctrl-C from here on is dropped, not reported as the
+        # interruption of an update that happened (what is left: the skill, a small file).
+        finishing.enter_context(interrupts_held(deliver=False))
         txn.commit()
         progress(ProgressEvent("write", 1, 1))
         seconds["write"] = time.perf_counter() - t0
-    report.skill = refresh_pack_skill(target, skills_dir)
+        report.skill = refresh_pack_skill(target, skills_dir)
     seconds["total"] = time.perf_counter() - started
     report.manifest = manifest
     report.seconds = seconds

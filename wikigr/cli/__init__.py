@@ -58,12 +58,8 @@ def _check_text(args: list[str]) -> None:
             raise UsageError(f"argument '{shown}' is not valid UTF-8 text") from None
 
 
-_answered_without_typer = False
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; every failure is one ``Error: ...`` line."""
-    global _answered_without_typer
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         _check_text(args)
@@ -72,7 +68,6 @@ def run(argv: list[str] | None = None) -> int:
         query = fast_query(args)
         if query is None:
             return _run_app(args)
-        _answered_without_typer = True
         query()
     except WikigrError as exc:
         return _fail(exc.message, exc.exit_code)
@@ -141,23 +136,37 @@ def _run_app(args: list[str]) -> int:
 
 def main() -> None:
     code = run()
-    if code == INTERRUPTED:
-        _exit_now(code, wait_for_threads=False)
-    if _answered_without_typer:
-        _exit_now(code)
-    sys.exit(code)
+    _exit_now(code, wait_for_threads=code != INTERRUPTED)
+
+
+def _exit_at_once(code: int) -> None:
+    """From here a Ctrl-C ends the process at once with ``code``: the command is done."""
+    import signal
+
+    def done(signum: int, frame: object) -> None:
+        os._exit(code)
+
+    with contextlib.suppress(ValueError):  # not the main thread (run() called from a thread)
+        signal.signal(signal.SIGINT, done)
 
 
 def _exit_now(code: int, wait_for_threads: bool = True) -> None:
     """End the process without tearing down the interpreter: the output is flushed, other threads
     are waited for and exit handlers run, as at a normal exit, but the objects still alive (the
-    model's session, the tokenizer, the modules) are not freed one by one (~0.08 s); the OS takes
-    the memory back. After a query, whose store is closed by then; and after an interruption,
-    without waiting for the other threads: a worker blocked in a network read (a fetch waiting on
-    a slow server) would otherwise hold the exit until its timeout. By then the command has
-    unwound (staging folders removed, the previous pack untouched); the workers only read."""
+    model's session, the tokenizer, the modules) are not freed one by one (~0.08 s; seconds with
+    torch and a build's tables); the OS takes the memory back. Every command has closed its stores
+    and swapped its pack in by then. After an interruption, without waiting for the other threads:
+    a worker blocked in a network read (a fetch waiting on a slow server) would otherwise hold the
+    exit until its timeout. By then the command has unwound (staging folders removed, the previous
+    pack untouched); the workers only read.
+
+    A Ctrl-C while exiting ends the process with ``code`` at once. (An interpreter's teardown runs
+    with SIGINT's default action restored: a Ctrl-C then killed a finished ``pack update`` by the
+    signal, with no word.)"""
     import atexit
     import threading
+
+    _exit_at_once(code)
 
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # e.g. a closed pipe: nothing more can be said

@@ -84,7 +84,7 @@ def answer(
         from rich.table import Table
 
         table = Table("stage", "ms", "in", "out", "top scores", "note", title=f"profile {result.profile}")
-        for entry in result.trace["stages"]:
+        for entry, name in _trace_rows(result.trace["stages"]):
             skipped = entry.get("skipped")
             detail = entry.get("detail") or {}
             note = (
@@ -94,7 +94,7 @@ def answer(
             )
             scores = ", ".join(f"{s:.3f}" for s in entry["top_scores"])
             table.add_row(
-                entry["stage"],
+                name,
                 f"{entry['ms']:.1f}",
                 str(entry["in"]),
                 str(entry["out"]),
@@ -109,6 +109,24 @@ def answer(
                 f"{usage['output_tokens']} out tokens, ~${usage['cost_usd']:.4f}",
                 markup=False,
             )
+
+
+def _trace_rows(stages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The rows of the trace table: each stage, and after a router's row the stages each of its
+    attempts ran (``└ vector (hybrid)``); the router's note lists its attempts without them."""
+    rows: list[tuple[dict[str, Any], str]] = []
+    for entry in stages:
+        detail = entry.get("detail") or {}
+        attempts = detail.get("attempts") if isinstance(detail, dict) else None
+        if not isinstance(attempts, list) or not any(isinstance(a, dict) and "stages" in a for a in attempts):
+            rows.append((entry, entry["stage"]))
+            continue
+        short = [{k: v for k, v in a.items() if k != "stages"} for a in attempts]
+        rows.append(({**entry, "detail": {**detail, "attempts": short}}, entry["stage"]))
+        for attempt in attempts:
+            for inner in attempt.get("stages", []):
+                rows.append((inner, f"  └ {inner['stage']} ({attempt.get('strategy', '')})"))
+    return rows
 
 
 def _why_no_answer(disable: list[str] | None) -> str:

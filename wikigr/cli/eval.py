@@ -103,7 +103,7 @@ def run(
     from wikigr.cli.progress import ProgressBars
 
     bars = ProgressBars(enabled=err.is_terminal and not json_out)
-    with bars.progress:
+    with bars:
         reports = evaluate(pack, options, on_progress=bars)
     if json_out:
         print_json(

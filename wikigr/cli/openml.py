@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wikigr.cli.output import err, out, print_json, styled
+from wikigr.cli.output import out, print_json, styled
 
 
 def create_openml_pack(
@@ -19,6 +19,7 @@ def create_openml_pack(
     licence: str = "",
     fresh: bool = False,
     json_out: bool = False,
+    quiet: bool = False,
     api: Any = None,
     embedder: str | None = None,
 ) -> None:
@@ -29,8 +30,8 @@ def create_openml_pack(
     options = OpenMLBuildOptions(description=description, measure=measure, licence=licence, fresh=fresh)
     if embedder is not None:
         options.embedder = embedder
-    bars = ProgressBars(enabled=err.is_terminal and not json_out)
-    with bars.progress:
+    bars = ProgressBars(enabled=not json_out, quiet=quiet)
+    with bars:
         report = build_openml_pack(
             name,
             exports=exports,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import err, out, print_json, printable, styled
+from wikigr.cli.output import out, print_json, printable, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
@@ -17,6 +17,12 @@ app = typer.Typer(
 )
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+QuietOpt = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress on stderr (bars on a terminal, else a line every few seconds)."
+    ),
+]
 
 
 @app.command("create")
@@ -123,6 +129,7 @@ def create(
         typer.Option("--shards", min=1, max=1024, help="Write the pack in N stores, queried as one pack."),
     ] = 1,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Build a pack from document URLs (http(s), file URLs, local folders), or from OpenML results
     (--openml-export FILE: offline exports; see docs/openml.md)."""
@@ -164,6 +171,7 @@ def create(
             licence=licence,
             fresh=fresh,
             json_out=json_out,
+            quiet=quiet,
             embedder=embedder,
         )
         return
@@ -216,9 +224,9 @@ def create(
 
         llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
         options.llm = llm
-    bars = ProgressBars(enabled=err.is_terminal and not json_out)
+    bars = ProgressBars(enabled=not json_out, quiet=quiet)
     try:
-        with bars.progress:
+        with bars:
             report = build_pack(
                 name,
                 sources,
@@ -375,8 +383,10 @@ def graph(
         float, typer.Option("--beta", min=0.0, max=1.0, help="Share of chunks that get the full extraction.")
     ] = 0.25,
     json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """(Re)build a pack's entity graph from the chunks it holds (nothing fetched or re-embedded)."""
+    from wikigr.cli.progress import ProgressBars
     from wikigr.graph.build import GraphOptions
     from wikigr.graph.pack import rebuild_graph
     from wikigr.llm import AnthropicLLM
@@ -385,7 +395,8 @@ def graph(
     open_pack(path)  # a pack, or a one-line error
     llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
     try:
-        report = rebuild_graph(path, GraphOptions(beta=beta), llm)
+        with ProgressBars(enabled=not json_out, quiet=quiet) as bars:
+            report = rebuild_graph(path, GraphOptions(beta=beta), llm, on_progress=bars)
     finally:
         if llm is not None:
             llm.close()

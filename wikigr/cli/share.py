@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from wikigr.cli.output import err, out, print_json
+from wikigr.cli.pack import QuietOpt
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 SkillsDirOpt = Annotated[
@@ -63,17 +64,25 @@ def register(app: typer.Typer) -> None:
             float, typer.Option(min=0.1, help="Deadline of a URL install's whole download, s.")
         ] = 600.0,
         json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Install a pack into the packs home, checking it first; register its Claude Code skill."""
+        from wikigr.cli.progress import ProgressBars
         from wikigr.share import InstallLimits, install_pack
 
         cap = int(max_mb * 1024 * 1024)
         limits = InstallLimits(
             max_member_bytes=cap, max_total_bytes=cap, max_download_bytes=cap, timeout=timeout
         )
-        report = install_pack(
-            source, force=force, skills_dir=skills_dir, register_skill=not no_skill, limits=limits
-        )
+        with ProgressBars(enabled=not json_out, quiet=quiet) as bars:
+            report = install_pack(
+                source,
+                force=force,
+                skills_dir=skills_dir,
+                register_skill=not no_skill,
+                limits=limits,
+                on_progress=bars,
+            )
         for warning in report.warnings:
             err.print(f"Warning: {warning}", markup=False, highlight=False)
         if json_out:
@@ -149,6 +158,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--ray", help="Fetch, parse and embed on Ray (needs the ray extra; docs/scale.md)."),
         ] = False,
         json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Re-fetch a pack's sources and embed only new and changed documents (atomic swap)."""
         from wikigr.build import BuildOptions, update_pack
@@ -165,8 +175,8 @@ def register(app: typer.Typer) -> None:
 
             require_ray()
             options.ray = RayOptions()
-        bars = ProgressBars(enabled=err.is_terminal and not json_out)
-        with bars.progress:
+        bars = ProgressBars(enabled=not json_out, quiet=quiet)
+        with bars:
             report = update_pack(
                 pack, urls_file=urls, options=options, on_progress=bars, skills_dir=skills_dir
             )

@@ -17,6 +17,7 @@ from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import GraphStats, load_manifest
 from wikigr.pack.shards import refuse_shard
 from wikigr.pack.store import Store
+from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 
 RELATION_SCHEMA = pa.schema(
     [("from", pa.string()), ("to", pa.string()), ("type", pa.string()), ("weight", pa.float64())]
@@ -40,9 +41,16 @@ def copy_graph(store: Store, graph: GraphTables, dim: int) -> None:
     store.copy("ENTITY_RELATION", pa.table(graph.relation, schema=RELATION_SCHEMA))
 
 
-def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = None) -> GraphReport:
+def rebuild_graph(
+    path: Path,
+    options: GraphOptions | None = None,
+    llm: Any = None,
+    on_progress: ProgressCallback | None = None,
+) -> GraphReport:
     """Replace the entity graph of the pack folder ``path``; return the build's report. Only a
-    document pack has one: another kind (openml) is refused before its store is opened."""
+    document pack has one: another kind (openml) is refused before its store is opened.
+    ``on_progress`` hears of its phases: ``read``, ``graph`` (the extraction) and ``write``."""
+    progress = on_progress or no_progress
     manifest = load_manifest(path / layout.MANIFEST_FILE)
     if not pack_kind(manifest.source_kind).entity_graph:
         raise UsageError(
@@ -62,6 +70,7 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
 
         extractor = ClaudeExtractor(llm)
     with Store.open(path / layout.STORE_FILE, read_only=False) as store:
+        progress(ProgressEvent("read", 0, 1))
         rows = store.graph_inputs()
         records = [ChunkRecord(r[0], r[1], r[2]) for r in rows]
         vectors = (
@@ -70,12 +79,17 @@ def rebuild_graph(path: Path, options: GraphOptions | None = None, llm: Any = No
             else np.zeros((0, embedder.dimension), np.float32)
         )
         links = anchor_links(store.chunk_places(), store.link_anchors())
+        progress(ProgressEvent("read", 1, 1))
+        progress(ProgressEvent("graph", 0, 1, f"{len(records)} chunks"))
         graph, report = build_graph(
             records, vectors, lambda names: embedder.embed(names), options, extractor, links
         )
+        progress(ProgressEvent("graph", 1, 1, f"{len(records)} chunks"))
+        progress(ProgressEvent("write", 0, 1))
         store.clear_graph(embedder.dimension)
         copy_graph(store, graph, embedder.dimension)
         stats = store.stats()
+        progress(ProgressEvent("write", 1, 1))
     manifest.stats = GraphStats(**stats)
     manifest.dump(path / layout.MANIFEST_FILE)
     return report

@@ -12,6 +12,10 @@ rebuild keeps what the user wrote in the pack it replaces (its ``kg_config.json`
 evaluation results). ``commit(staged=FOLDER)`` swaps in a folder staged elsewhere instead (an
 install's validated folder), as it is.
 
+The two renames are one step for Ctrl-C: a SIGINT that arrives while they run waits for the
+second (:func:`interrupts_held`), so an interruption leaves the previous pack or the new one, never
+a pack folder moved aside.
+
 One build of a pack runs at a time: the transaction holds an exclusive ``flock`` on
 ``.NAME.lock`` beside the target, and removes that file when it ends.
 """
@@ -22,6 +26,8 @@ import contextlib
 import fcntl
 import os
 import shutil
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,6 +86,36 @@ def pack_lock(target: Path) -> Iterator[None]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # while still holding it: a waiter retries on the new file
         os.close(fd)
+
+
+@contextlib.contextmanager
+def interrupts_held(deliver: bool = True) -> Iterator[list[int]]:
+    """Hold SIGINT off while the block runs (it records the signal instead), and yield the list of
+    the signals that arrived. At the end, a held signal goes to the handler that was in place
+    (Python's raises KeyboardInterrupt) when ``deliver``; without it, the signal is dropped: the
+    work it would have interrupted is done (dpkg finishes its critical section likewise).
+
+    Outside the main thread, or when SIGINT is ignored or not Python's to handle, this does
+    nothing: there is nothing to hold."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # SIG_IGN, SIG_DFL or a handler not installed from Python
+        yield got
+        return
+
+    def hold(signum: int, frame: object) -> None:
+        got.append(signum)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if got and deliver:
+        previous(signal.SIGINT, None)
 
 
 def recover(target: Path) -> None:
@@ -142,8 +178,9 @@ class PackTransaction:
             for folder in self._scratch:
                 shutil.rmtree(folder, ignore_errors=True)
             staged = self.partial
-        swap_in(staged, self.target)
-        self.committed = True
+        with interrupts_held():  # the two renames are one step: Ctrl-C waits for the second
+            swap_in(staged, self.target)
+            self.committed = True
 
 
 @contextlib.contextmanager

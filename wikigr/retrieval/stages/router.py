@@ -40,8 +40,9 @@ after other retrieval stages (``--enable router``), their ranking is the first a
 is scored by the share of the question's content words its top passages cover (or, with
 ``score="similarity"``, by their mean cosine similarity to the question); below ``threshold`` the
 router tries the next strategy, and keeps the best attempt seen. The trace records the kind,
-why, and every attempt. Global and aggregate questions get an enumeration-style answer (one item
-per source) and at least ``enumerate_k`` passages.
+why, and every attempt with the stages it ran (each one's ms, candidates and detail, as the
+profile's own stages are traced). Global and aggregate questions get an enumeration-style answer
+(one item per source) and at least ``enumerate_k`` passages.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ import numpy as np
 
 from wikigr.pack.kind import DEFAULT_KIND, KindStrategy, pack_kind
 from wikigr.question import KINDS, content_words
+from wikigr.retrieval.pipeline import run_stage
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register, stage_class
 
 CLASSIFY_SHARE = 1 / 3  # of the answer's Claude time budget, at most, for the classification
@@ -252,12 +254,8 @@ class RouterStage(Stage):
             _nearest=state._nearest,
         )
         start = time.perf_counter()
-        skipped = []
-        for stage in self._strategy(strategy, state.ctx):
-            try:
-                stage.run(trial)
-            except Skip as skip:
-                skipped.append(f"{stage.name}: {skip}")
+        stages = [run_stage(stage, trial) for stage in self._strategy(strategy, state.ctx)]
+        skipped = [f"{s['stage']}: {s['skipped']}" for s in stages if "skipped" in s]
         state.confidence = max(state.confidence, trial.confidence)
         state.facts.extend(f for f in trial.facts if f not in state.facts)
         score = self._score(state, trial.candidates)
@@ -269,6 +267,7 @@ class RouterStage(Stage):
         }
         if skipped:
             entry["skipped"] = skipped
+        entry["stages"] = stages  # each stage the strategy ran, traced as the profile's own are
         return trial.candidates, entry
 
     def _own(self, state: QueryState, strategy: KindStrategy) -> None:
