@@ -182,7 +182,7 @@ def _resolve_source(s: str, base: Path | None) -> tuple[str, bool]:
     except (OSError, ValueError):
         special = None  # a broken link, no permission: the fetcher reports it
     if special is not None:
-        raise UsageError(f"not a regular file ({special}): {_short(text)}")
+        raise UsageError(f"not a regular file ({special}): {text!r}")
     return path.resolve().as_uri(), True
 
 
