@@ -282,8 +282,17 @@ def test_a_line_the_interruption_cut_is_left_out_when_resuming(pack: Path) -> No
 
 
 def test_offline_judge(pack: Path) -> None:
-    (report,) = evaluate(pack, EvalOptions(profiles=["baseline"], judge="offline"))
+    (plain,) = evaluate(pack, EvalOptions(profiles=["baseline"], fresh=True))
+    (report,) = evaluate(pack, EvalOptions(profiles=["baseline"], judge="offline", fresh=True))
     rows = {r["id"]: r for r in json.loads(report.results_file.read_text())["questions"]}
+    plain_rows = {r["id"]: r for r in json.loads(plain.results_file.read_text())["questions"]}
+    # The answers' F1 is one metric: the judge's signals do not replace it (its best sentence's
+    # F1 is its own `sentence_f1`), so --judge offline and --judge none give the same F1.
+    assert {i: r["metrics"]["f1"] for i, r in rows.items()} == {
+        i: r["metrics"]["f1"] for i, r in plain_rows.items()
+    }
+    assert report.summary["f1"] == plain.summary["f1"]
+    assert all("sentence_f1" in r["metrics"] for r in rows.values() if "judge_correct" in r["metrics"])
     assert rows["q5"]["metrics"]["judge_correct"] is True  # the extractive answer contains "Seine"
     assert rows["q4"]["metrics"]["judge_correct"] is False  # nothing about Berlin in the pack
     from wikigr.embed import get_embedder

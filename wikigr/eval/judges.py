@@ -70,7 +70,8 @@ class OfflineJudge:
 
     def scores(self, answer: str, truths: list[str]) -> dict[str, float]:
         """The signals of a verdict: ``contains`` (the ground truth is in the answer), ``words``,
-        and the best sentence's ``f1`` and ``similarity`` to the ground truth."""
+        and the best sentence's F1 (``sentence_f1``: the answer's own ``f1`` is the runner's metric,
+        the same whatever the judge) and ``similarity`` to the ground truth."""
         text, spans = answer_spans(answer)
         spans = spans[:MAX_SPANS]
         words = len(text.split())
@@ -82,7 +83,7 @@ class OfflineJudge:
         return {
             "contains": float(contains),
             "words": float(words),
-            "f1": round(f1, 4),
+            "sentence_f1": round(f1, 4),
             "similarity": round(similarity, 4),
         }
 
@@ -94,7 +95,7 @@ class OfflineJudge:
         factor = self.length_factor(scores["words"])
         return bool(
             (scores["contains"] and scores["words"] <= self.max_words)
-            or scores["f1"] * factor >= self.f1_threshold
+            or scores["sentence_f1"] * factor >= self.f1_threshold
             or scores["similarity"] * factor >= self.similarity_threshold
         )
 
