@@ -278,11 +278,15 @@ def test_ctrl_c_at_any_moment_of_an_update_leaves_the_pack_as_it_was_or_updated(
     took = time.monotonic() - started
     manifest = pack / "manifest.json"
     launched, before = time.time(), _snapshot(pack)  # of each run, below
-    moments: list[float | Callable[[], bool]] = [took * share for share in (0.1, 0.4, 0.7, 0.95)]
+    moments: list[float | Callable[[], bool] | tuple[Callable[[], bool], float]] = [
+        took * share for share in (0.1, 0.4, 0.7, 0.95)
+    ]
     moments += [
         lambda: _written_since(partial / "pack.db", launched),
         lambda: _sha(manifest) != before["manifest.json"],
     ]
+    # Swapped in, then while the command reports what it did (a window of a few milliseconds).
+    moments += [(lambda: _sha(manifest) != before["manifest.json"], delay) for delay in (0.002, 0.01, 0.03)]
     for moment in moments:
         edit()
         before = _snapshot(pack)
@@ -291,8 +295,10 @@ def test_ctrl_c_at_any_moment_of_an_update_leaves_the_pack_as_it_was_or_updated(
         if isinstance(moment, float):
             time.sleep(moment)
         else:
-            while not moment() and proc.poll() is None:
-                time.sleep(0.005)
+            condition, delay = moment if isinstance(moment, tuple) else (moment, 0.0)
+            while not condition() and proc.poll() is None:
+                time.sleep(0.002)
+            time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=600)
         if proc.returncode == 130:

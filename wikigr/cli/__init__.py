@@ -35,8 +35,14 @@ def _fail(message: str, code: int) -> int:
 
 
 def _exit_code(code: int) -> int:
-    """The one place an exit code leaves the CLI: an interruption says so (one line on stderr)."""
-    return _fail("interrupted", INTERRUPTED) if code == INTERRUPTED else code
+    """The one place an exit code leaves the CLI: an interruption says so (one line on stderr).
+    A Ctrl-C once the command's pack is swapped in (while it reports what it did) ends it with 0,
+    quietly: the write it would have stopped is done."""
+    if code != INTERRUPTED:
+        return code
+    from wikigr.pack.transaction import last_write_swapped
+
+    return 0 if last_write_swapped() else _fail("interrupted", INTERRUPTED)
 
 
 def _check_text(args: list[str]) -> None:
@@ -61,6 +67,8 @@ def _check_text(args: list[str]) -> None:
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; every failure is one ``Error: ...`` line."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if (transaction := sys.modules.get("wikigr.pack.transaction")) is not None:
+        transaction.forget_last_write()  # of a command run before in this process
     try:
         _check_text(args)
         from wikigr.cli.answer import fast_query

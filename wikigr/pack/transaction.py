@@ -37,6 +37,23 @@ from wikigr.pack import pack as layout
 #: What a rebuild keeps from the pack it replaces: what the user wrote there.
 USER_FILES = (layout.CONFIG_FILE, layout.QUESTIONS_FILE, layout.RESULTS_DIR)
 
+#: Whether the last pack write this process began is swapped in (see :func:`last_write_swapped`).
+_last_write = {"swapped": False}
+
+
+def last_write_swapped() -> bool:
+    """True once the last pack write this process began is swapped in, until another begins. A
+    Ctrl-C from then on (while the command reports what it did) is not the interruption of a write
+    that happened: the CLI ends with 0, not "interrupted", as the pack did change. The flag is set
+    while interrupts are held for the swap, so no moment is left where the pack is swapped in and
+    a Ctrl-C would still be reported as having stopped the write."""
+    return _last_write["swapped"]
+
+
+def forget_last_write() -> None:
+    """Start afresh (a new command in the same process): no write is swapped in yet."""
+    _last_write["swapped"] = False
+
 
 def lock_path(target: Path) -> Path:
     """The lock file of the pack folder ``target``: ``.NAME.lock`` beside it."""
@@ -181,6 +198,7 @@ class PackTransaction:
         with interrupts_held():  # the two renames are one step: Ctrl-C waits for the second
             swap_in(staged, self.target)
             self.committed = True
+            _last_write["swapped"] = True
 
 
 @contextlib.contextmanager
@@ -193,6 +211,7 @@ def pack_transaction(target: Path, *, fresh: bool = False, check: bool = True) -
     if check:
         check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _last_write["swapped"] = False
     with pack_lock(target):
         recover(target)
         txn = PackTransaction(target)
