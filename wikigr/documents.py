@@ -18,6 +18,11 @@ class FetchResult:
     charset: str | None  # declared charset (HTTP header), None when not declared
     fetched_at: str  # ISO 8601, UTC
     error: str | None = None
+    status: int = 0  # the HTTP status of the last response (0: a file, or no response)
+    etag: str | None = None  # validators for a conditional request next time
+    last_modified: str | None = None
+    not_modified: bool = False  # a conditional request answered 304: no content, the source is as it was
+    retry_after: float | None = None  # seconds a 429 or 503 asked to wait (capped), when it said
 
     @property
     def ok(self) -> bool:

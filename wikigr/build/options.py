@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from wikigr.embed import default_embedder_name
 from wikigr.graph.build import GraphOptions, GraphReport
 from wikigr.pack.manifest import Manifest
+from wikigr.sources.crawl import CrawlOptions, CrawlReport
 from wikigr.sources.fetch import FetchOptions
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class BuildOptions:
     # Run the per-document work (fetch, parse, chunk, embed, names) and the graph's extraction on
     # Ray (wikigr.build.ray); None: in this process.
     ray: RayOptions | None = None
+    # Crawl from seed URLs (wikigr.sources.crawl), besides the sources listed; None: no crawl.
+    crawl: CrawlOptions | None = None
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -49,3 +52,4 @@ class BuildReport:
     chunks_embedded: int  # chunks embedded in this run
     seconds: dict[str, float]  # fetch, embed, write, total
     graph: GraphReport | None = None  # what the entity graph build did (None: skipped)
+    crawl: CrawlReport | None = None  # what the crawl did (None: no crawl)

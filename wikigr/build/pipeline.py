@@ -9,9 +9,11 @@ instead of fetching and embedding those documents again.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from wikigr.build.cache import BuildCache
@@ -37,6 +39,7 @@ from wikigr.pack import pack as layout
 from wikigr.pack.shards import check_count
 from wikigr.pack.transaction import check_target, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.sources.crawl import Crawler, CrawlFile, CrawlOptions, CrawlReport, kept_pages
 from wikigr.sources.folders import expand_sources
 
 
@@ -62,10 +65,13 @@ def build_pack(
     progress = on_progress or no_progress
     if shards != 1:
         check_count(shards)
-    if not sources and corpus is None:
+    crawl = options.crawl
+    if not sources and corpus is None and crawl is None:
         raise UsageError("no sources given")
-    if sources and corpus is not None:
+    if (sources or crawl is not None) and corpus is not None:
         raise UsageError(CORPUS_ALONE)
+    if crawl is not None and options.ray is not None:
+        raise UsageError("--crawl does not run on Ray yet: crawl without --ray")
     passages = read_corpus(corpus) if corpus is not None else []
     # Folders are walked now, before anything is written: one without documents is a usage error.
     expanded = expand_sources(list(sources), strict=True)
@@ -76,6 +82,7 @@ def build_pack(
     embedder = get_embedder(options.embedder)
     seconds: dict[str, float] = {}
 
+    crawled: CrawlReport | None = None
     with pack_transaction(target, fresh=options.fresh) as txn:
         partial = txn.partial
         cache = BuildCache.for_build(txn.scratch(BuildCache.FOLDER), embedder, options)
@@ -111,6 +118,24 @@ def build_pack(
                 prepared[result.url] = item
                 if item.error is None:
                     pending.append(item)
+            if crawl is not None:
+                crawler = Crawler(crawl, options.fetch, folder=txn.scratch("crawl"), on_progress=progress)
+                with contextlib.closing(crawler.run()) as pages:
+                    for result in pages:
+                        if result.url in prepared:
+                            continue  # listed too, or taken from the cache
+                        expanded.append(result.url)
+                        cached = cache.load(result.url)
+                        if cached is not None:
+                            prepared[result.url] = cached
+                            resumed += 1
+                            continue
+                        item = prepare_fetched(result, options)
+                        prepared[result.url] = item
+                        to_fetch.append(result.url)
+                        if item.error is None:
+                            pending.append(item)
+                crawled = crawler.report
             seconds["fetch"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -123,6 +148,9 @@ def build_pack(
         ]
         if not docs:
             first = f" (first: {failed[0][0]}: {failed[0][1]})" if failed else ""
+            if not failed and crawled is not None and crawled.skipped:
+                url, why = next(iter(crawled.skipped.items()))
+                first = f" (the crawl skipped {url}: {why})"
             raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
 
         t0 = time.perf_counter()
@@ -155,11 +183,16 @@ def build_pack(
                 graph_reports,
                 aliases,
             )
+        if crawl is not None and crawled is not None:
+            manifest = replace(manifest, crawl=crawl.to_json())
+            CrawlFile(list(sources), kept_pages(crawled)).dump(partial / layout.CRAWL_FILE, crawled)
         manifest.dump(partial / layout.MANIFEST_FILE)
         if url_list is None:
             url_list = "".join(f"{s}\n" for s in sources)
             if corpus is not None:
                 url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
+        if crawl is not None:
+            url_list += crawled_list(crawl, [u for u in crawled.pages if u in prepared] if crawled else [])
         in_home = target == expand_user(layout.packs_home() / name).absolute()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
         txn.commit()
@@ -176,4 +209,12 @@ def build_pack(
         chunks_embedded=embedded,
         seconds=seconds,
         graph=graph_reports[0] if graph_reports else None,
+        crawl=crawled,
     )
+
+
+def crawled_list(crawl: CrawlOptions, pages: list[str]) -> str:
+    """What a crawled pack's ``urls.txt`` says of its crawl: the seeds, then the pages found."""
+    seeds = " ".join(crawl.seeds)
+    head = f"# crawled from {seeds}: `wikigr pack update` crawls again (manifest.json has its options)\n"
+    return head + "".join(f"{u}\n" for u in pages)

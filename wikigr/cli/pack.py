@@ -46,6 +46,40 @@ def create(
         Path | None,
         typer.Option("--corpus", help="A JSON passage corpus: [{title, text}] or {title: text}."),
     ] = None,
+    crawl: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--crawl",
+            metavar="URL",
+            help="Crawl from this page (repeatable): its links within its folder, and the site's "
+            "sitemaps, breadth first; robots.txt honoured (docs/crawl.md).",
+        ),
+    ] = None,
+    max_pages: Annotated[
+        int, typer.Option("--max-pages", min=1, help="At most this many pages crawled.")
+    ] = 1000,
+    depth: Annotated[
+        int, typer.Option("--depth", min=0, help="Links followed at most this deep from a seed.")
+    ] = 5,
+    include: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--include",
+            metavar="PATTERN",
+            help="Crawl these URLs too: a URL prefix, or a pattern with * (repeatable).",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            metavar="PATTERN",
+            help="Never crawl these URLs: a prefix or a pattern with * (repeatable).",
+        ),
+    ] = None,
+    delay: Annotated[
+        float, typer.Option("--delay", min=0.0, max=3600.0, help="Seconds between two requests to one site.")
+    ] = 0.0,
     output: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Where to write the pack (default: the packs home)."),
@@ -139,8 +173,10 @@ def create(
     if openml or openml_export or openml_qualities:
         if openml and (openml_export or openml_qualities):
             raise UsageError("give --openml (the REST API) or --openml-export (files), not both")
-        if urls is not None or url or corpus is not None:
-            raise UsageError("OpenML packs are built from OpenML only, not with --urls/--url/--corpus")
+        if urls is not None or url or corpus is not None or crawl:
+            raise UsageError(
+                "OpenML packs are built from OpenML only, not with --urls/--url/--crawl/--corpus"
+            )
         if ray or shards != 1:
             raise UsageError("--ray and --shards are for document packs, not OpenML packs")
         from wikigr.cli.openml import create_openml_pack
@@ -191,8 +227,10 @@ def create(
         sources.extend(listed.sources)
         url_list = listed.text
     sources.extend(normalize_source(u) for u in url or [])
-    if not sources and corpus is None:
-        raise UsageError("give --urls FILE, --url URL or --corpus FILE")
+    if not sources and corpus is None and not crawl:
+        raise UsageError("give --urls FILE, --url URL, --crawl URL or --corpus FILE")
+    if not crawl and (include or exclude):
+        raise UsageError("--include and --exclude go with --crawl")
     if url and urls is not None:
         url_list = None  # the pack's urls.txt then lists every source
     rewrites: list[tuple[str, str]] = []
@@ -210,6 +248,12 @@ def create(
         fresh=fresh,
         graph=not no_graph,
     )
+    if crawl:
+        from wikigr.sources.crawl import CrawlOptions
+
+        options.crawl = CrawlOptions(
+            tuple(crawl), max_pages, depth, tuple(include or ()), tuple(exclude or ()), delay
+        )
     if embedder is not None:
         options.embedder = embedder
     options.graph_options.beta = graph_beta
@@ -254,6 +298,7 @@ def create(
                 "chunks_embedded": report.chunks_embedded,
                 "seconds": {k: round(v, 3) for k, v in report.seconds.items()},
                 "graph": report.graph.to_json() if report.graph else None,
+                "crawl": report.crawl.to_json() if report.crawl else None,
             }
         )
         return
@@ -272,6 +317,14 @@ def create(
             f"Entity graph: {g.entities} entities, {g.facts} facts, {g.relations} relations; "
             f"skeleton {g.skeleton_chunks} chunks by {g.extractor}; "
             f"LLM calls {g.llm_calls} ({g.input_tokens} in / {g.output_tokens} out tokens)",
+            markup=False,
+        )
+    if report.crawl is not None:
+        counts = report.crawl.counts()
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(report.crawl.skipped_counts.items()))
+        out.print(
+            f"Crawl: {counts['fetched']} pages fetched ({counts['restored']} from the interrupted crawl), "
+            f"{counts['failed']} failed, {counts['skipped']} skipped" + (f": {why}" if why else ""),
             markup=False,
         )
     if report.failed:

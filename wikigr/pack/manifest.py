@@ -180,6 +180,9 @@ class Manifest:
     openml: OpenMLRecord | None = None
     # A pack in shards: its stores, each in a pack folder of its own (empty: the pack's pack.db).
     shards: list[ShardRecord] = field(default_factory=list)
+    # A pack crawled from seed URLs: the crawl's seeds and options (wikigr.sources.crawl), which
+    # `pack update` repeats; its pages' states are in crawl.json.
+    crawl: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         check_name(self.name)
@@ -195,6 +198,8 @@ class Manifest:
             data.pop("sizes", None)  # only an exported archive's manifest lists sizes
         if not data.get("shards"):
             data.pop("shards", None)  # a pack in one store lists no shards
+        if data.get("crawl") is None:
+            data.pop("crawl", None)  # a pack built from listed sources only
         return data
 
     def dump(self, path: Path) -> None:

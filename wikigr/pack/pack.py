@@ -12,6 +12,7 @@ from wikigr.home import wikigr_home
 
 # The file names, re-exported: they are read as layout.STORE_FILE and so on.
 from wikigr.pack.files import CONFIG_FILE as CONFIG_FILE
+from wikigr.pack.files import CRAWL_FILE as CRAWL_FILE
 from wikigr.pack.files import MANIFEST_FILE as MANIFEST_FILE
 from wikigr.pack.files import QUESTIONS_FILE as QUESTIONS_FILE
 from wikigr.pack.files import RESULTS_DIR as RESULTS_DIR

@@ -41,9 +41,11 @@ from wikigr.sources.urls import file_url_to_path, normalize_url, special_file
 
 __all__ = [
     "FetchOptions",
+    "Request",
     "default_user_agent",
     "fetch_all",
     "fetch_one",
+    "make_client",
 ]
 
 MIB = 1024 * 1024
@@ -203,6 +205,13 @@ class _Body:
     content: bytes
     content_type: str
     charset: str | None
+    etag: str | None = None
+    last_modified: str | None = None
+
+
+@dataclass(frozen=True)
+class _NotModified:
+    pass
 
 
 @dataclass(frozen=True)
@@ -215,16 +224,35 @@ class _Failure:
     reason: str
     retryable: bool
     retry_after: float | None = None
+    status: int = 0
 
 
-_Outcome = _Body | _Redirect | _Failure
+_Outcome = _Body | _NotModified | _Redirect | _Failure
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one fetch asks beyond the URL. ``validators``: the ETag and Last-Modified a previous
+    fetch gave (a conditional request: 304 is a result that says the source is as it was).
+    ``raw``: any content type is taken (a robots.txt, a sitemap), not only documents.
+    ``may_redirect``: whether to follow a redirect to this URL (e.g. only within a crawl's scope);
+    a refused redirect is a failure that names the target. ``retry``: whether to retry a 429 or
+    503 here (a crawler retries them itself, later, slowing down)."""
+
+    validators: tuple[str | None, str | None] = (None, None)
+    raw: bool = False
+    may_redirect: Callable[[str], bool] | None = None
+    retry_busy: bool = True
+
+
+PLAIN = Request()
 
 
 def _timed_out(options: FetchOptions) -> _Failure:
     return _Failure(f"timed out after {_format_seconds(options.timeout)}", True)
 
 
-def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
+def _attempt(client: httpx.Client, url: str, options: FetchOptions, request: Request = PLAIN) -> _Outcome:
     """One GET of ``url`` within ``options.timeout`` in all: connecting, the headers and the body,
     like curl's ``--max-time`` and install's deadline (a server trickling its headers a byte at a
     time never trips a per-read timeout). The request runs in a worker thread that this one
@@ -241,7 +269,7 @@ def _attempt(client: httpx.Client, url: str, options: FetchOptions) -> _Outcome:
                 sockets.append(sock)
 
     def work() -> None:
-        outcome.append(_attempt_until(client, url, options, stop, trace))
+        outcome.append(_attempt_until(client, url, options, stop, trace, request))
 
     worker = threading.Thread(target=work, name="wikigr-fetch-attempt", daemon=True)
     worker.start()
@@ -261,13 +289,22 @@ def _attempt_until(
     options: FetchOptions,
     stop: threading.Event,
     trace: Callable[[str, dict[str, Any]], None],
+    request: Request = PLAIN,
 ) -> _Outcome:
     """One GET of ``url`` (see :func:`_attempt`), given up when ``stop`` is set."""
     started = time.monotonic()
     timed_out = _timed_out(options)
+    etag, modified = request.validators
+    headers = {"If-None-Match": etag} if etag else {}
+    if modified:
+        headers["If-Modified-Since"] = modified
+    if request.raw:
+        headers["Accept"] = "*/*"
     try:
-        with client.stream("GET", url, extensions={"trace": trace}) as response:
+        with client.stream("GET", url, headers=headers, extensions={"trace": trace}) as response:
             status = response.status_code
+            if status == 304 and headers:
+                return _NotModified()
             if status in _REDIRECT_STATUSES:
                 location = response.headers.get("location")
                 if not location:
@@ -276,11 +313,12 @@ def _attempt_until(
             if status >= 400:
                 retryable = status == 429 or status >= 500
                 wait = _retry_after(response.headers.get("retry-after"), options.retry_after_cap)
-                return _Failure(f"HTTP {status}", retryable, wait)
+                return _Failure(f"HTTP {status}", retryable, wait, status)
             if not 200 <= status < 300:
-                return _Failure(f"HTTP {status}", False)
+                return _Failure(f"HTTP {status}", False, status=status)
             declared, charset = _split_content_type(response.headers.get("content-type"))
-            media = _resolve_type(declared, str(response.url))
+            raw = declared or "application/octet-stream"
+            media = raw if request.raw else _resolve_type(declared, str(response.url))
             if media is None:
                 return _Failure(f"unsupported content type {declared}", False)
             length = response.headers.get("content-length")
@@ -294,6 +332,7 @@ def _attempt_until(
                 if stop.is_set() or time.monotonic() - started > options.timeout:
                     return timed_out
             content = bytes(buffer)
+            validators = response.headers.get("etag"), response.headers.get("last-modified")
     except httpx.TimeoutException:
         return timed_out
     except httpx.ConnectError as exc:
@@ -314,7 +353,12 @@ def _attempt_until(
         media = sniff_content_type(content)
         if not media:
             return _Failure(f"unsupported content type {declared or '(none, binary data)'}", False)
-    return _Body(content, media, charset)
+    return _Body(content, media, charset, *validators)
+
+
+def _busy(outcome: _Outcome) -> bool:
+    """A server that says it is busy or rate-limits (429, 503)."""
+    return isinstance(outcome, _Failure) and outcome.status in (429, 503)
 
 
 def _attempt_with_retries(
@@ -322,16 +366,19 @@ def _attempt_with_retries(
     url: str,
     options: FetchOptions,
     sleep: Callable[[float], None],
+    request: Request = PLAIN,
 ) -> _Outcome:
-    outcome = _attempt(client, url, options)
+    outcome = _attempt(client, url, options, request)
     for attempt in range(options.retries):
         if not isinstance(outcome, _Failure) or not outcome.retryable:
+            break
+        if not request.retry_busy and _busy(outcome):
             break
         delay = outcome.retry_after
         if delay is None:
             delay = options.backoff_base * (2**attempt)
         sleep(delay)
-        outcome = _attempt(client, url, options)
+        outcome = _attempt(client, url, options, request)
     return outcome
 
 
@@ -340,12 +387,13 @@ def _fetch_http(
     url: str,
     options: FetchOptions,
     sleep: Callable[[float], None],
+    request: Request = PLAIN,
 ) -> FetchResult:
     current = normalize_url(url)
     seen = {current}
     redirects = 0
     while True:
-        outcome = _attempt_with_retries(client, current, options, sleep)
+        outcome = _attempt_with_retries(client, current, options, sleep, request)
         if isinstance(outcome, _Body):
             return FetchResult(
                 url=url,
@@ -354,12 +402,21 @@ def _fetch_http(
                 content_type=outcome.content_type,
                 charset=outcome.charset,
                 fetched_at=_now(),
+                status=200,
+                etag=outcome.etag,
+                last_modified=outcome.last_modified,
             )
+        if isinstance(outcome, _NotModified):  # no content: the source is as it was
+            etag, modified = request.validators
+            return FetchResult(url, current, b"", "", None, _now(), None, 304, etag, modified, True)
         if isinstance(outcome, _Failure):
-            return _failed(url, current, outcome.reason)
+            failed = _failed(url, current, outcome.reason)
+            return replace(failed, status=outcome.status, retry_after=outcome.retry_after)
         target = normalize_url(urljoin(current, outcome.location))
         if urlsplit(target).scheme.lower() not in ("http", "https"):
             return _failed(url, current, "redirect to a non-http URL")
+        if request.may_redirect is not None and not request.may_redirect(target):
+            return _failed(url, current, f"redirect out of scope to {target}")
         if target in seen:
             return _failed(url, current, "redirect loop")
         redirects += 1
@@ -461,6 +518,7 @@ def fetch_one(
     client: httpx.Client | None = None,
     *,
     sleep: Callable[[float], None] = time.sleep,
+    request: Request = PLAIN,
 ) -> FetchResult:
     """Fetch one URL. Never raises for a failure of the source: see ``FetchResult.error``."""
     scheme = urlsplit(url).scheme.lower()
@@ -470,14 +528,14 @@ def fetch_one(
         if scheme not in ("http", "https"):
             return _failed(url, url, f"unsupported URL scheme {scheme or '(none)'}")
         if client is None:
-            with _make_client(options) as own:
-                return _fetch_http(own, url, options, sleep)
-        return _fetch_http(client, url, options, sleep)
+            with make_client(options) as own:
+                return _fetch_http(own, url, options, sleep, request)
+        return _fetch_http(client, url, options, sleep, request)
     except Exception as exc:  # noqa: BLE001 - one odd source must not sink the whole build
         return _failed(url, url, one_line(f"{exc.__class__.__name__}: {exc}"))
 
 
-def _make_client(options: FetchOptions) -> httpx.Client:
+def make_client(options: FetchOptions) -> httpx.Client:
     return httpx.Client(
         follow_redirects=False,
         timeout=httpx.Timeout(options.timeout),
@@ -512,7 +570,7 @@ def fetch_all(
         spellings.setdefault(normalize_url(url), []).append(i)
     results: list[FetchResult | None] = [None] * len(urls)
     workers = min(options.workers, len(spellings))
-    client = _make_client(options)
+    client = make_client(options)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wikigr-fetch")
     futures: dict[Future[FetchResult], list[int]] = {
         pool.submit(fetch_one, urls[where[0]], options, client): where for where in spellings.values()
