@@ -30,7 +30,13 @@ from wikigr.build.prepare import (
 )
 from wikigr.build.ray import prepare_on_ray
 from wikigr.build.shards import write_shards
-from wikigr.build.write import classify_sources, describe_documents, write_documents_pack, write_support_files
+from wikigr.build.write import (
+    classify_sources,
+    crawled_list,
+    describe_documents,
+    write_documents_pack,
+    write_support_files,
+)
 from wikigr.embed import get_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.graph.build import GraphReport
@@ -39,7 +45,7 @@ from wikigr.pack import pack as layout
 from wikigr.pack.shards import check_count
 from wikigr.pack.transaction import check_target, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
-from wikigr.sources.crawl import Crawler, CrawlFile, CrawlOptions, CrawlReport, kept_pages
+from wikigr.sources.crawl import Crawler, CrawlFile, CrawlReport, kept_pages
 from wikigr.sources.folders import expand_sources
 
 
@@ -120,6 +126,7 @@ def build_pack(
                     pending.append(item)
             if crawl is not None:
                 crawler = Crawler(crawl, options.fetch, folder=txn.scratch("crawl"), on_progress=progress)
+                listed = len(expanded)  # the crawled pages come after the sources listed
                 with contextlib.closing(crawler.run()) as pages:
                     for result in pages:
                         if result.url in prepared:
@@ -136,6 +143,7 @@ def build_pack(
                         if item.error is None:
                             pending.append(item)
                 crawled = crawler.report
+                expanded[listed:] = crawled.in_order(expanded[listed:])
             seconds["fetch"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -211,10 +219,3 @@ def build_pack(
         graph=graph_reports[0] if graph_reports else None,
         crawl=crawled,
     )
-
-
-def crawled_list(crawl: CrawlOptions, pages: list[str]) -> str:
-    """What a crawled pack's ``urls.txt`` says of its crawl: the seeds, then the pages found."""
-    seeds = " ".join(crawl.seeds)
-    head = f"# crawled from {seeds}: `wikigr pack update` crawls again (manifest.json has its options)\n"
-    return head + "".join(f"{u}\n" for u in pages)

@@ -49,7 +49,13 @@ from wikigr.build.prepare import (
     prepare_fetched,
 )
 from wikigr.build.ray import RayEmbedder, fetch_on_ray
-from wikigr.build.write import classify_sources, describe_documents, write_documents_pack, write_support_files
+from wikigr.build.write import (
+    classify_sources,
+    crawled_list,
+    describe_documents,
+    write_documents_pack,
+    write_support_files,
+)
 from wikigr.documents_kind import SCHEMA_VERSION
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
@@ -62,6 +68,7 @@ from wikigr.pack.store import Store
 from wikigr.pack.transaction import interrupts_held, pack_transaction
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.share.skills import refresh_pack_skill
+from wikigr.sources.crawl import Crawler, CrawlFile, CrawlReport, crawl_of, kept_pages
 from wikigr.sources.folders import expand_sources
 from wikigr.sources.urls import load_url_list
 
@@ -80,6 +87,7 @@ class UpdateReport:
     chunks_reused: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
+    crawl: CrawlReport | None = None  # what the crawl did (a crawled pack)
     store_kept: bool = False  # nothing changed: the store was kept as it was, only the manifest rewritten
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +113,7 @@ class UpdateReport:
             "stats": vars(self.manifest.stats),
             "skill": str(self.skill) if self.skill else None,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "crawl": self.crawl.to_json() if self.crawl is not None else None,
         }
 
 
@@ -173,6 +182,37 @@ def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument |
         chunks=[{"section": index[c[0]], "ord": c[1], "text": c[2]} for c in chunks],
         embeddings=np.asarray([c[3] for c in chunks], dtype=np.float32),
     )
+
+
+def _crawl_again(
+    crawler: Crawler,
+    store: Store,
+    previous: dict[str, SourceRecord],
+    expanded: list[str],
+    options: BuildOptions,
+) -> list[PreparedDocument]:
+    """The pages of the crawl again, prepared (added to ``expanded``): a page the server says is
+    not modified (304) is taken from the store as it was; one that is gone (404, 410) is left
+    out, so the update removes it."""
+    items: list[PreparedDocument] = []
+    listed = set(expanded)
+    with contextlib.closing(crawler.run()) as pages:
+        for result in pages:
+            if result.url in listed or result.status in (404, 410):
+                continue
+            item: PreparedDocument | None = None
+            if result.not_modified and result.url in previous:
+                item = _previous_document(store, previous[result.url])
+            if item is None:
+                if result.not_modified:
+                    continue  # not in the store (cannot happen in a pack it wrote): crawled next time
+                item = prepare_fetched(result, options)
+            listed.add(result.url)
+            items.append(item)
+    order = crawler.report.in_order([item.source for item in items])
+    expanded += order
+    place = {url: i for i, url in enumerate(order)}
+    return sorted(items, key=lambda item: place[item.source])
 
 
 def has_graph(manifest: Manifest) -> bool:
@@ -283,8 +323,12 @@ def update_pack(
         raise UsageError(refusal)
     if urls_file is not None and not urls_file.exists():
         raise UsageError(f"no such file: {urls_file}")
-    listed = load_url_list(urls_file if urls_file is not None else pack.path / layout.URLS_FILE)
-    sources, url_list = listed.sources, listed.text
+    crawl, crawled = crawl_of(pack.path, old)
+    if crawl is not None and urls_file is None:  # the sources listed beside the seeds
+        sources, url_list = crawled.urls, "".join(f"{u}\n" for u in crawled.urls)
+    else:
+        listed = load_url_list(urls_file if urls_file is not None else pack.path / layout.URLS_FILE)
+        sources, url_list = listed.sources, listed.text
     options = options or BuildOptions()
     options.embedder = old.embedder.name
     options.graph = has_graph(old)  # the pack's choice (`pack create --no-graph`) is kept
@@ -307,6 +351,16 @@ def update_pack(
                 items = [
                     prepare_fetched(result, options) for result in fetch_sources(expanded, options, progress)
                 ]
+            if crawl is not None:
+                crawler = Crawler(
+                    crawl,
+                    options.fetch,
+                    folder=txn.scratch("crawl"),
+                    previous=crawled.pages,
+                    on_progress=progress,
+                )
+                items += _crawl_again(crawler, store, previous, expanded, options)
+                report.crawl = crawler.report
             seconds["fetch"] = time.perf_counter() - fetch_t0
             prepared: dict[str, PreparedDocument] = {}
             fresh: list[PreparedDocument] = []  # fetched and parsed now
@@ -379,6 +433,10 @@ def update_pack(
                 version=old.version,
                 eval_scores=old.eval_scores,  # the last evaluation (dated), as eval/results/ is kept
             )
+        if crawl is not None and report.crawl is not None:
+            manifest = replace(manifest, crawl=crawl.to_json())
+            CrawlFile(list(sources), kept_pages(report.crawl)).dump(partial / layout.CRAWL_FILE, report.crawl)
+            url_list += crawled_list(crawl, [u for u in report.crawl.pages if u in prepared])
         manifest.dump(partial / layout.MANIFEST_FILE)
         in_home = target == (layout.packs_home() / old.name).resolve()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))

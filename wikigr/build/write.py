@@ -27,6 +27,7 @@ from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import FORMAT_VERSION, EmbedderRecord, GraphStats, Manifest, SourceRecord, now_iso
 from wikigr.pack.store import Store, vectors_to_arrow
 from wikigr.skill import write_skill
+from wikigr.sources.crawl import CrawlOptions
 
 
 def corpus_graph(
@@ -244,3 +245,10 @@ def write_support_files(
     questions = folder / layout.QUESTIONS_FILE
     if not questions.exists():
         questions.write_text("", encoding="utf-8")
+
+
+def crawled_list(crawl: CrawlOptions, pages: list[str]) -> str:
+    """What a crawled pack's ``urls.txt`` says of its crawl: the seeds, then the pages found."""
+    seeds = " ".join(crawl.seeds)
+    head = f"# crawled from {seeds}: `wikigr pack update` crawls again (manifest.json has its options)\n"
+    return head + "".join(f"{u}\n" for u in pages)

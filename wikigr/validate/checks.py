@@ -33,6 +33,7 @@ from wikigr.pack.shards import SHARDS_DIR, shard_folder, store_digest, summed_st
 from wikigr.pack.store import Store
 from wikigr.packset import open_agent  # a pack in shards answers as a set of its shards
 from wikigr.retrieval.profiles import load_pack_config
+from wikigr.sources.crawl import crawl_of
 
 MAX_QUESTIONS_BYTES = 64 * 1024 * 1024
 CHECK_SECONDS = 120.0  # the child's time for the store checks and the question, at the least
@@ -266,6 +267,14 @@ def validate_pack(path: Path, timeout: float | None = None) -> ValidationReport:
 
     if (path / layout.CONFIG_FILE).is_file():
         _check_config(path, report)
+    if manifest is not None and manifest.crawl is not None:  # read as `pack update` reads it
+        try:
+            crawl, crawled = crawl_of(path, manifest)
+            report.add(
+                "crawl", True, f"{len(crawled.pages)} pages from {', '.join(crawl.seeds if crawl else ())}"
+            )
+        except WikigrError as exc:
+            report.add("crawl", False, exc.message)
 
     problem = _check_questions(path / layout.QUESTIONS_FILE)
     report.add("questions", problem is None, problem or "")

@@ -2,6 +2,6 @@
 
 from wikigr.sources.crawl.crawler import Crawler
 from wikigr.sources.crawl.options import CrawlOptions
-from wikigr.sources.crawl.state import CrawlFile, CrawlReport, Page, kept_pages
+from wikigr.sources.crawl.state import CrawlFile, CrawlReport, Page, crawl_of, kept_pages
 
-__all__ = ["CrawlFile", "CrawlOptions", "CrawlReport", "Crawler", "Page", "kept_pages"]
+__all__ = ["CrawlFile", "CrawlOptions", "CrawlReport", "Crawler", "Page", "crawl_of", "kept_pages"]

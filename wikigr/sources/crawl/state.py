@@ -8,6 +8,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from wikigr.errors import InvalidPackError
+from wikigr.pack import pack as layout
+from wikigr.pack.manifest import Manifest
+from wikigr.sources.crawl.options import CrawlOptions
+
 #: The skipped pages a report lists (the counts cover them all).
 MAX_SKIPPED_LISTED = 10_000
 
@@ -78,6 +83,11 @@ class CrawlReport:
             "restored": self.restored,
         }
 
+    def in_order(self, urls: list[str]) -> list[str]:
+        """``urls`` (pages of this crawl) in an order that does not depend on which fetch finished
+        first: by depth, then URL; a pack built or updated twice lists its sources alike."""
+        return sorted(urls, key=lambda u: (self.pages[u].depth if u in self.pages else 1 << 30, u))
+
     def to_json(self) -> dict[str, Any]:
         return {
             **self.counts(),
@@ -125,3 +135,16 @@ class CrawlFile:
 def kept_pages(report: CrawlReport) -> dict[str, Page]:
     """The pages a pack keeps a record of: those fetched (their links too) and those failed."""
     return {u: replace(p) for u, p in report.pages.items() if p.state in ("expanded", "fetched", "failed")}
+
+
+def crawl_of(folder: Path, manifest: Manifest) -> tuple[CrawlOptions | None, CrawlFile]:
+    """The crawl a pack records (None: not crawled) and its crawl.json (its listed sources and its
+    pages' states); a pack whose record is damaged is refused in one line."""
+    if manifest.crawl is None:
+        return None, CrawlFile([], {})
+    try:
+        crawl = CrawlOptions.from_json(manifest.crawl)
+        path = folder / layout.CRAWL_FILE
+        return crawl, CrawlFile.load(path) if path.is_file() else CrawlFile([], {})
+    except (ValueError, OSError) as exc:
+        raise InvalidPackError(f"pack {manifest.name}: its crawl cannot be read: {exc}") from None
