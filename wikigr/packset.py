@@ -50,6 +50,7 @@ import numpy as np
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import PackNotFoundError, UsageError
+from wikigr.home import expand_user
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.pack import Pack, is_folder, list_packs, open_pack
 from wikigr.retrieval.pipeline import run_stages
@@ -74,7 +75,7 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
             if not found:
                 raise PackNotFoundError("no pack is installed, so 'all' names none (see `wikigr pack list`)")
             return [str(pack.path) for pack in found]
-        refs: list[str] = [text] if "," not in text or is_folder(Path(text).expanduser()) else text.split(",")
+        refs: list[str] = [text] if "," not in text or is_folder(expand_user(Path(text))) else text.split(",")
     else:
         refs = [str(r) for r in ref]
     names = [r.strip() for r in refs]
