@@ -78,6 +78,14 @@ def test_a_name_the_pack_does_not_hold_is_said_so() -> None:
     some = plan("Compare TPOT and FooML on credit-g", VOCAB)
     assert some.intent == "aggregate" and some.notes == ["Nothing in the pack is called 'FooML'."]
     assert some.calls[0][1]["filters"] == {"Dataset.name": "credit-g", "Algorithm.name": ["TPOT"]}
+    # a family the pack holds no algorithm of is said so, not answered for every family
+    svm = plan("What is the mean accuracy of SVMs?", VOCAB)
+    assert svm.notes == ["The pack holds no algorithm of the svm family.", "Its algorithm families:"]
+    assert "MATCH (f:AlgorithmFamily)" in svm.calls[0][1]["query"]
+    assert plan("How do neural networks do on credit-g?", VOCAB).calls == svm.calls
+    both = plan("Which is better, boosting or random forest?", VOCAB)
+    assert both.notes == ["The pack holds no algorithm of the boosting family."]
+    assert both.calls[0][1]["filters"] == {"Algorithm.family": "random_forest"}
     # the rules' own words are no names
     for question in [
         "Which AutoML framework has the lowest median log-loss on Supervised Classification tasks?",

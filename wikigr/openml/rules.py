@@ -177,24 +177,34 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
     if asked.intent in ("count", "aggregate"):
         known += [(s, e) for _, s, e in families_at] + _rule_words(q)
         unknown = unknown_names(q, known, named)
+        lacking = [f for f in dict.fromkeys(f for f, _, _ in families_at) if f in found_families]
+        lacking = [f for f in lacking if f not in vocab.families]
+        notes: list[str] = []
+        unanswered: list[str] = []  # what the question asks about and the pack does not hold
         if unknown:
             reasons.append(f"names {unknown}: nothing of the pack")
-            note = _nothing_called(unknown, vocab)
-            if not algorithms and not datasets:  # an answer for all runs would answer another question
-                return _listing(asked.intent, q, unknown, reasons, [note])
+            notes.append(_nothing_called(unknown, vocab))
+            for name in unknown:
+                kind = "datasets" if _names_a_dataset(q, name) else "algorithms"
+                if not (datasets if kind == "datasets" else algorithms):
+                    unanswered.append(kind)
+        if lacking:
+            reasons.append(f"names families {lacking}: none in the pack")
+            plural = "family" if len(lacking) == 1 else "families"
+            notes.append(f"The pack holds no algorithm of the {' or '.join(lacking)} {plural}.")
+            if not families and not algorithms:
+                unanswered.append("families")
+        if unanswered:  # an answer for all runs would answer another question: list what it holds
+            return _listing(asked.intent, unanswered[0], reasons, notes)
+        chosen = _missing_value(asked.intent, filters, vocab)
+        if chosen is None and notes:
             reasons.append("answers for the names it does hold")
+        if chosen is None:
             chosen = _planned(asked, q, lower, vocab, top_k, filters, reasons, algorithms, families, datasets)
-            return _with_note(chosen, note)
-        missing = _missing_value(asked.intent, filters, vocab)
-        if missing is not None:
-            return missing
+        chosen.notes[:0] = notes
+        return chosen
 
     return _planned(asked, q, lower, vocab, top_k, filters, reasons, algorithms, families, datasets)
-
-
-def _with_note(chosen: Plan, note: str) -> Plan:
-    chosen.notes.insert(0, note)
-    return chosen
 
 
 def _rule_words(q: str) -> list[tuple[int, int]]:
@@ -215,22 +225,31 @@ def _nothing_called(unknown: list[str], vocab: Vocabulary) -> str:
     return f"Nothing in the pack is called {called}{hint}."
 
 
-def _listing(intent: str, q: str, unknown: list[str], reasons: list[str], notes: list[str]) -> Plan:
-    """The plan for a question whose names the pack does not hold: list what it holds instead."""
-    where = q.find(unknown[0])
-    after = q[where + len(unknown[0]) :]
-    datasets = bool(
-        re.search(r"\bon (the )?$", q[:where], re.IGNORECASE)
-        or re.match(r"\s*data ?sets?\b", after, re.IGNORECASE)
-    ) and not re.search(r"algorithm|framework|learner|classifier|famil|automl", q, re.IGNORECASE)
-    what, query = (
-        ("datasets", "MATCH (d:Dataset) RETURN d.name AS dataset ORDER BY dataset")
-        if datasets
-        else ("algorithms", "MATCH (a:Algorithm) RETURN DISTINCT a.name AS algorithm ORDER BY algorithm")
+def _names_a_dataset(q: str, name: str) -> bool:
+    """Whether a name the pack lacks is given as a dataset's ("on kc2", "the Foo dataset"), not an
+    algorithm's."""
+    where = q.find(name)
+    after = q[where + len(name) :]
+    on = re.search(r"\bon (the )?$", q[:where], re.IGNORECASE) or re.match(
+        r"\s*data ?sets?\b", after, re.IGNORECASE
     )
+    return bool(on) and not re.search(
+        r"algorithm|framework|learner|classifier|famil|automl", q, re.IGNORECASE
+    )
+
+
+LISTINGS = {
+    "datasets": "MATCH (d:Dataset) RETURN d.name AS dataset ORDER BY dataset",
+    "algorithms": "MATCH (a:Algorithm) RETURN DISTINCT a.name AS algorithm ORDER BY algorithm",
+    "families": "MATCH (f:AlgorithmFamily) RETURN f.name AS family ORDER BY family",
+}
+
+
+def _listing(intent: str, what: str, reasons: list[str], notes: list[str]) -> Plan:
+    """The plan for a question whose names the pack does not hold: list what it holds instead."""
     reasons.append(f"lists the pack's {what}")
-    calls: list[tuple[str, dict[str, Any]]] = [("graph_query", {"query": query, "max_rows": 200})]
-    return Plan(intent, calls, reasons, [*notes, f"Its {what}:"])
+    calls: list[tuple[str, dict[str, Any]]] = [("graph_query", {"query": LISTINGS[what], "max_rows": 200})]
+    return Plan(intent, calls, reasons, [*notes, f"Its {'algorithm ' * (what == 'families')}{what}:"])
 
 
 def _missing_value(intent: str, filters: dict[str, Any], vocab: Vocabulary) -> Plan | None:
