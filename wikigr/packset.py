@@ -27,8 +27,12 @@ How a question runs over a set of packs:
 5. **Answer once.** The most relevant pack's ``synthesize`` stage answers over the merged passages
    (Claude, or the extractive answer), citing across packs.
 
-OpenML packs answer with tools over their runs, not with passages: in a set they are left out
-(the trace says so); a set of only OpenML packs is refused.
+OpenML packs answer with tools over their runs, not with passages. In a set, one answers alone
+the questions it claims (:meth:`wikigr.pack.kind.PackKind.claim`: a measure, its runs, its
+algorithms or datasets: wikigr.openml.claim), the one that claims it most if several do, and the
+packs of passages are not searched; any other question leaves it out. The trace's ``packs`` says
+which packs were left out and why (``left_out``), and ``wikigr query`` prints it. A set of only
+OpenML packs is refused.
 
 A pack in shards (wikigr.pack.shards: ``pack create --shards N``) is one pack here: one agent over
 the union of its shards' stores (wikigr.pack.union), which runs the pack's profile once over the
@@ -50,6 +54,7 @@ import numpy as np
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import PackNotFoundError, UsageError
+from wikigr.home import expand_user
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.pack import Pack, is_folder, list_packs, open_pack
 from wikigr.retrieval.pipeline import run_stages
@@ -74,7 +79,7 @@ def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
             if not found:
                 raise PackNotFoundError("no pack is installed, so 'all' names none (see `wikigr pack list`)")
             return [str(pack.path) for pack in found]
-        refs: list[str] = [text] if "," not in text or is_folder(Path(text).expanduser()) else text.split(",")
+        refs: list[str] = [text] if "," not in text or is_folder(expand_user(Path(text))) else text.split(",")
     else:
         refs = [str(r) for r in ref]
     names = [r.strip() for r in refs]
@@ -122,21 +127,30 @@ def _probe_depth(agent: KnowledgeGraphAgent) -> int:
 def passage_packs(refs: Sequence[str | Path]) -> tuple[list[Pack], dict[str, str]]:
     """The packs ``refs`` name, opened (manifests only, duplicates dropped), and those left out of a
     set with why: a kind of pack without passages (OpenML's: tools over its runs) answers alone."""
+    chosen, alone = _split(refs)
+    return chosen, {pack.name: _left_out(pack) for pack in alone}
+
+
+def _split(refs: Sequence[str | Path]) -> tuple[list[Pack], list[Pack]]:
+    """The packs ``refs`` name, opened (duplicates dropped): those of passages, and the others."""
     opened: dict[Path, Pack] = {}
     for ref in refs:
         pack = open_pack(ref)
         opened.setdefault(pack.path, pack)
-    kinds = {pack.name: pack_kind(pack.manifest.source_kind) for pack in opened.values()}
-    left_out = {
-        name: f"{kind.label} answers with {kind.answers_with}, not passages: ask it alone"
-        for name, kind in kinds.items()
-        if not kind.passages
-    }
-    chosen = [pack for pack in opened.values() if pack.name not in left_out]
+    chosen = [p for p in opened.values() if pack_kind(p.manifest.source_kind).passages]
+    alone = [p for p in opened.values() if not pack_kind(p.manifest.source_kind).passages]
     if not chosen:
-        names = sorted(left_out)
-        raise UsageError(f"{kinds[names[0]].plural} answer one at a time: ask {', '.join(names)} separately")
-    return chosen, left_out
+        names = sorted(pack.name for pack in alone)
+        plural = pack_kind(alone[0].manifest.source_kind).plural
+        raise UsageError(f"{plural} answer one at a time: ask {', '.join(names)} separately")
+    return chosen, alone
+
+
+def _left_out(pack: Pack, asked: bool = False) -> str:
+    """Why a pack without passages is not searched (``asked``: it did not claim the question)."""
+    kind = pack_kind(pack.manifest.source_kind)
+    claimed = ", and did not claim the question" if asked else ""
+    return f"{kind.label} answers with {kind.answers_with}, not passages{claimed}: ask it alone"
 
 
 class PackSet:
@@ -154,7 +168,10 @@ class PackSet:
         step: float = STEP,
         max_packs: int = MAX_PACKS,
         owns: bool = False,
+        alone: Sequence[KnowledgeGraphAgent] = (),
     ) -> None:
+        """``alone``: agents of packs without passages, each answering alone the questions its
+        kind claims; ``left_out``: packs not opened, with why."""
         if not agents:
             raise UsageError("a pack set needs at least one pack")
         if top_k is not None and top_k < 1:
@@ -164,6 +181,7 @@ class PackSet:
         self.agents = list(agents)
         self.llm = llm
         self.left_out = dict(left_out or {})
+        self.alone = list(alone)
         self.top_k = top_k or 5
         self.profile = profile
         self.step = step
@@ -189,7 +207,7 @@ class PackSet:
         agents' (enable, disable, options, fallback)."""
         if timeout is not None and not 0 < timeout < float("inf"):
             raise UsageError("the timeout must be a positive number of seconds")
-        chosen, left_out = passage_packs(packs)
+        chosen, alone = _split(packs)
         if llm == "auto":
             from wikigr.llm import AnthropicLLM
 
@@ -200,27 +218,35 @@ class PackSet:
                 pack, profile=profile, llm=llm, model=model, top_k=top_k, timeout=timeout, **kwargs
             )
 
-        agents: list[KnowledgeGraphAgent] = []
+        opened: list[KnowledgeGraphAgent | None] = []
         errors: list[Exception] = []
-        with ThreadPoolExecutor(max_workers=min(len(chosen), 8)) as pool:
-            for future in [pool.submit(one, pack) for pack in chosen]:
+        left_out: dict[str, str] = {}
+        with ThreadPoolExecutor(max_workers=min(len(chosen) + len(alone), 8)) as pool:
+            for pack, future in [(pack, pool.submit(one, pack)) for pack in chosen + alone]:
                 try:
-                    agents.append(future.result())
+                    opened.append(future.result())
                 except Exception as exc:  # noqa: BLE001 - close what opened, then raise the first
-                    errors.append(exc)
+                    opened.append(None)
+                    if isinstance(exc, UsageError) and pack in alone:  # --profile baseline, --enable vector
+                        left_out[pack.name] = f"not opened: {exc}"
+                    else:
+                        errors.append(exc)
         if errors:
-            for agent in agents:
-                agent.close()
+            for agent in opened:
+                if agent is not None:
+                    agent.close()
             close_llm = getattr(llm, "close", None)
             if close_llm is not None:
                 close_llm()
             raise errors[0]
-        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True)
+        agents = [a for a in opened[: len(chosen)] if a is not None]
+        others = [a for a in opened[len(chosen) :] if a is not None]
+        return cls(agents, llm, left_out, top_k, profile, step, max_packs, owns=True, alone=others)
 
     def close(self) -> None:
         if not self._owns:
             return
-        for agent in self.agents:
+        for agent in self.agents + self.alone:
             agent.close()
         close_llm = getattr(self.llm, "close", None)
         if close_llm is not None:
@@ -286,6 +312,37 @@ class PackSet:
             return "too far below the most relevant pack to reach the top k"
         return f"only the {self.max_packs} most relevant packs are searched"
 
+    def _claimed(self, question: str) -> tuple[KnowledgeGraphAgent, str] | None:
+        """The pack without passages that claims ``question`` most, and why; None if none does."""
+        best: tuple[float, KnowledgeGraphAgent, str] | None = None
+        for agent in self.alone:
+            store = agent.context.store.one_store()  # a pack without passages is one store
+            found = pack_kind(agent.pack.manifest.source_kind).claim(question, store)
+            if found is not None and (best is None or found[0] > best[0]):
+                best = (found[0], agent, found[1])
+        return None if best is None else (best[1], best[2])
+
+    def _answer_alone(self, agent: KnowledgeGraphAgent, why: str, question: str, k: int) -> AgentResult:
+        """The answer of the pack that claimed the question, and why in the trace's ``packs``."""
+        result = agent.query(question, top_k=k)  # each source names its pack
+        result.trace["packs"] = (
+            [{"pack": agent.name, "searched": True, "why": f"the question {why}"}]
+            + [
+                {
+                    "pack": other.name,
+                    "searched": False,
+                    "left_out": True,
+                    "why": f"{agent.name} answers the question alone: it {why}",
+                }
+                for other in self.agents + [a for a in self.alone if a is not agent]
+            ]
+            + [
+                {"pack": name, "searched": False, "left_out": True, "why": w}
+                for name, w in self.left_out.items()
+            ]
+        )
+        return result
+
     def query(self, question: str, top_k: int | None = None) -> AgentResult:
         question = question.strip()
         if not question:
@@ -293,6 +350,9 @@ class PackSet:
         k = top_k or self.top_k
         if k < 1:
             raise UsageError("top_k must be at least 1")
+        claimed = self._claimed(question)
+        if claimed is not None:
+            return self._answer_alone(*claimed, question, k)
         start = time.perf_counter()
         probes = self._probe(question, k)
         probe_ms = (time.perf_counter() - start) * 1000
@@ -359,5 +419,9 @@ class PackSet:
             {"pack": p.agent.name, "relevance": round(p.relevance, 4), "searched": p in searched}
             | ({} if p in searched else {"why": self._why_not(p, reach)})
             for p in probes
-        ] + [{"pack": name, "searched": False, "why": why} for name, why in self.left_out.items()]
+        ]
+        left_out = {agent.name: _left_out(agent.pack, asked=True) for agent in self.alone} | self.left_out
+        result.trace["packs"] += [
+            {"pack": name, "searched": False, "left_out": True, "why": why} for name, why in left_out.items()
+        ]
         return result

@@ -29,7 +29,8 @@ def answer(
 ) -> None:
     """Answer a question from a pack, citing the passages it used (the body of ``wikigr query``):
     the answer, then the sources as ``[n] title › section  URL`` (with ``passages``, each followed
-    by its whole passage; when several packs answered, each source starts with its pack's name).
+    by its whole passage; when several packs answered, each source starts with its pack's name),
+    then the packs of a set that were left out, and why.
 
     ``top_k`` None: the pack's (kg_config.json), else 5. When no stage answers (``--disable
     synthesize``), the text output says so in place of the answer; the JSON has ``answer`` ""
@@ -80,6 +81,10 @@ def answer(
             out.print(line, markup=False, highlight=False)
             if passages:
                 out.print(printable(source.text.strip()) + "\n", markup=False, highlight=False)
+        for entry in result.trace.get("packs", []):  # packs of the set left out, and why
+            if entry.get("left_out"):
+                line = printable(f"Not searched: {entry['pack']} ({entry['why']})")
+                out.print(line, markup=False, highlight=False)
     if trace:
         from rich.table import Table
 

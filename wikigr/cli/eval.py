@@ -84,15 +84,14 @@ def run(
 ) -> None:
     """Run the pack's questions through a profile (or all) and score retrieval and answers."""
     from wikigr.eval.runner import EvalOptions, evaluate
-    from wikigr.retrieval.profiles import PROFILES
 
     if judge not in ("none", "offline", "claude"):
         raise UsageError(f"--judge must be none, offline or claude, not {judge!r}")
     if all_profiles and profile:
         raise UsageError("give --profile or --all-profiles, not both")
-    profiles = list(PROFILES) if all_profiles else [profile] if profile else []
     options = EvalOptions(
-        profiles=profiles,
+        profiles=[profile] if profile else [],
+        all_profiles=all_profiles,
         ks=_ks(k),
         judge=judge,  # type: ignore[arg-type]  # checked above
         limit=limit,
@@ -106,6 +105,8 @@ def run(
     with bars:
         reports = evaluate(pack, options, on_progress=bars)
     if json_out:
+        for note in reports.notes:
+            err.print(f"Note: {note}", markup=False, highlight=False)
         print_json(
             [
                 {
@@ -149,6 +150,8 @@ def run(
             notes.append(f"resumed {report.resumed} question(s) from an interrupted run")
         suffix = f" ({'; '.join(notes)})" if notes else ""
         out.print(f"{report.profile}: {report.results_file}{suffix}", markup=False)
+    for note in reports.notes:
+        out.print(f"Note: {note}", markup=False, highlight=False)
 
 
 @app.command("import")

@@ -33,6 +33,7 @@ from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import EvalScores, now_iso
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
+from wikigr.retrieval.profiles import PROFILES, profile_applies
 
 JudgeName = Literal["none", "offline", "claude"]
 DEFAULT_KS = (1, 2, 5, 10)
@@ -41,6 +42,7 @@ DEFAULT_KS = (1, 2, 5, 10)
 @dataclass
 class EvalOptions:
     profiles: list[str] = field(default_factory=list)  # empty: the pack's default profile
+    all_profiles: bool = False  # every profile that applies to the pack's kind (the others are noted)
     ks: tuple[int, ...] = DEFAULT_KS
     judge: JudgeName = "none"
     limit: int | None = None
@@ -55,6 +57,15 @@ class ProfileReport:
     summary: dict[str, Any]
     results_file: Path
     resumed: int
+
+
+class Evaluation(list[ProfileReport]):
+    """The report of each profile evaluated, in order, and ``notes``: what was not evaluated, and
+    why (one line each)."""
+
+    def __init__(self, reports: list[ProfileReport], notes: list[str]) -> None:
+        super().__init__(reports)
+        self.notes = notes
 
 
 class GoldIndex:
@@ -191,9 +202,20 @@ class Evaluator:
             raise UsageError(f"no questions in {path}{hint}")
         self.questions = questions
 
-    def run(self) -> list[ProfileReport]:
-        profiles = self.options.profiles or [""]
-        return [self._run_profile(p or None) for p in profiles]
+    def run(self) -> Evaluation:
+        profiles: list[str] = self.options.profiles or [""]
+        notes = []
+        if self.options.all_profiles:
+            if self.options.profiles:
+                raise UsageError("give profiles or all profiles, not both")
+            kind = self.pack.manifest.source_kind
+            profiles = [p for p in PROFILES if profile_applies(p, kind)]
+            skipped = [p for p in PROFILES if p not in profiles]
+            if skipped:
+                notes.append(
+                    f"skipped profiles {', '.join(skipped)}: no stage of them applies to {kind} packs"
+                )
+        return Evaluation([self._run_profile(p or None) for p in profiles], notes)
 
     def _judge(self, agent: KnowledgeGraphAgent) -> OfflineJudge | ClaudeJudge | None:
         if self.options.judge == "offline":
@@ -370,7 +392,8 @@ def _tokens(result: AgentResult) -> dict[str, int]:
 
 def evaluate(
     pack: str | Path | Pack, options: EvalOptions | None = None, on_progress: ProgressCallback | None = None
-) -> list[ProfileReport]:
-    """Evaluate ``pack`` on its questions (or ``options.questions``) for each profile asked."""
+) -> Evaluation:
+    """Evaluate ``pack`` on its questions (or ``options.questions``) for each profile asked (with
+    ``options.all_profiles``: each profile that applies to the pack's kind)."""
     opened = pack if isinstance(pack, Pack) else open_pack(pack)
     return Evaluator(opened, options or EvalOptions(), on_progress).run()

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wikigr.openml.compose import Citation, compose, ungrounded_numbers
 from wikigr.openml.model import measure_name
-from wikigr.openml.rules import Citation, Vocabulary, compose, plan, ungrounded_numbers
+from wikigr.openml.names import Vocabulary, load_vocabulary
+from wikigr.openml.rules import plan
 from wikigr.openml.tool_specs import TOOL_SPECS, ToolResult
 from wikigr.openml.tools import OpenMLTools
 from wikigr.retrieval.stage import Candidate, Context, QueryState
@@ -78,7 +80,6 @@ def openml_pack(ctx: Context) -> OpenMLPack:
     loaded = ctx.cache.get("openml")
     if loaded is None:
         store = ctx.store.one_store()  # an OpenML pack is one store (never in shards)
-        rows = store.rows
         manifest = ctx.pack.manifest
         record = manifest.openml
         measure = "accuracy"
@@ -87,13 +88,7 @@ def openml_pack(ctx: Context) -> OpenMLPack:
                 measure = measure_name(record.measure)
             except ValueError:
                 measure = "accuracy"
-        vocab = Vocabulary(
-            datasets=[r[0] for r in rows("MATCH (d:Dataset) RETURN d.name")],
-            algorithms=[r[0] for r in rows("MATCH (a:Algorithm) RETURN a.name")],
-            families=[r[0] for r in rows("MATCH (f:AlgorithmFamily) RETURN f.name")],
-            years=[int(r[0]) for r in rows("MATCH (d:Date) RETURN DISTINCT d.year")],
-            measure=measure,
-        )
+        vocab = load_vocabulary(store.rows, measure)
         site = record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
         loaded = OpenMLPack(OpenMLTools(store, lambda: ctx.embedder), vocab, site)
         ctx.cache["openml"] = loaded
@@ -152,7 +147,7 @@ def _rules(
     state.trace["plan"] = chosen.to_json()
     results = [om.tools.call(name, arguments) for name, arguments in chosen.calls[:max_tool_calls]]
     text, citations, facts = compose(state.question, results, om.url)
-    return results, text, citations, facts
+    return results, "\n".join([*chosen.notes, text]), citations, facts
 
 
 def _claude(

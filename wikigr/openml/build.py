@@ -23,7 +23,7 @@ from wikigr import __version__
 from wikigr.build.write import write_support_files
 from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
 from wikigr.errors import BuildError, UsageError
-from wikigr.home import wikigr_home
+from wikigr.home import expand_user, wikigr_home
 from wikigr.openml.exports import ImportReport, import_exports
 from wikigr.openml.families import FAMILIES
 from wikigr.openml.kind import OPENML_SCHEMA_VERSION
@@ -273,7 +273,7 @@ def _describe(star: StarData, origin: str) -> str:
 
 def _target(name: str, out: Path | None) -> Path:
     layout.check_new_name(name)
-    target = (out or layout.packs_home() / name).expanduser().absolute()
+    target = expand_user(out or layout.packs_home() / name).absolute()
     check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     return target
@@ -329,8 +329,8 @@ def build_openml_pack(
                 SourceRecord(url=api.base_url, status="ok", final_url=api.base_url, fetched_at=now_iso())
             )
         else:
-            paths = [Path(p).expanduser() for p in exports]
-            extra = [Path(p).expanduser() for p in qualities]
+            paths = [expand_user(Path(p)) for p in exports]
+            extra = [expand_user(Path(p)) for p in qualities]
             progress(ProgressEvent("read", 0, len(paths) + len(extra)))
             star, imported = import_exports(paths, extra, measure=options.measure)
             progress(ProgressEvent("read", len(paths) + len(extra), len(paths) + len(extra)))

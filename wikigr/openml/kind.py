@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from collections.abc import Mapping
 from typing import ClassVar
 
 from wikigr import __version__
+from wikigr.openml.names import Vocabulary, load_vocabulary
 from wikigr.pack.kind import KindStrategy, PackKind, register_kind
 from wikigr.pack.manifest import Manifest
 from wikigr.pack.store import Store
@@ -113,6 +115,10 @@ star schema (Run facts; Algorithm, Dataset, Task, Date dimensions; AlgorithmFami
 class OpenMLKind(PackKind):
     """OpenML packs: no passages; their tools answer from the runs."""
 
+    def __init__(self) -> None:
+        # The names each open store holds, read on its first claim (and dropped with the store).
+        self._vocabularies: weakref.WeakKeyDictionary[Store, Vocabulary] = weakref.WeakKeyDictionary()
+
     name = "openml"
     schema_version = OPENML_SCHEMA_VERSION
     node_tables = OPENML_NODE_TABLES
@@ -151,6 +157,16 @@ class OpenMLKind(PackKind):
 
     def skill(self, manifest: Manifest, store: Store, query_ref: str | None = None) -> str:
         return render_openml_skill(manifest, query_ref)
+
+    def claim(self, question: str, store: Store) -> tuple[float, str] | None:
+        """A question of measures, runs, or the pack's algorithms and datasets
+        (:mod:`wikigr.openml.claim`)."""
+        from wikigr.openml.claim import claim  # the question's analysis: only when a set asks
+
+        vocab = self._vocabularies.get(store)
+        if vocab is None:
+            vocab = self._vocabularies[store] = load_vocabulary(store.rows)
+        return claim(question, vocab)
 
 
 KIND = register_kind(OpenMLKind())

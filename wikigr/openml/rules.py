@@ -1,5 +1,5 @@
 """The rules of the OpenML strategy (the router's strategy for OpenML packs): which tools answer a
-question offline, and the answer they compose from the tool results, every number cited.
+question offline.
 
 The rules read the question's analysis (:class:`wikigr.question.Question`: its ``intent`` and
 the measure it names) and the names of the pack it mentions, for
@@ -19,21 +19,39 @@ the measure it names) and the names of the pack it mentions, for
   over the descriptions of the tables it names (datasets, algorithms and families, tasks), plus
   the facts of a dataset or algorithm it names.
 
-:func:`compose` writes the answer from the results: each number comes from a tool result and is
-followed by the citation ``[n]`` of its source. :func:`ungrounded_numbers` checks that of any
-answer (Claude's too).
+Names are matched however they are spelt, and past tenses read as the present
+(:mod:`wikigr.openml.names`). A count or ranking that names something the pack does not hold
+("Xyz AutoML", "kc2"), with no name the pack does hold, lists the pack's algorithms (or datasets)
+under a note that nothing is called so, rather than answer for all runs; a filter no dataset or
+task passes ("imbalanced" in a pack without dataset qualities) shows what the pack has instead.
+:mod:`wikigr.openml.compose` writes the answer from the results, every number cited.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from wikigr.openml.compose import Citation, compose, describe_filters, ungrounded_numbers
 from wikigr.openml.model import LOWER_IS_BETTER
-from wikigr.openml.tool_specs import DIMENSIONS, ToolResult, attribute
-from wikigr.question import Question
+from wikigr.openml.names import (
+    KNOWN_ATTRIBUTES,
+    Vocabulary,
+    aliases,
+    family_spans,
+    key,
+    mentions,
+    present,
+    satisfiable,
+    unknown_names,
+)
+from wikigr.openml.tool_specs import DIMENSIONS, attribute
+from wikigr.question import COUNT_WORDS, MEASURE_WORDS, Question
+
+__all__ = ["Citation", "Plan", "Vocabulary", "compose", "count_query", "plan", "ungrounded_numbers"]
 
 GROUP_WORDS: tuple[tuple[str, str], ...] = (
     (
@@ -75,22 +93,6 @@ FILTER_WORDS: tuple[tuple[str, str, Any], ...] = (
     (r"\bbinary\b|two[- ]class", "Dataset.classes", 2),
     (r"multi[- ]?class", "Dataset.classes", {"gte": 3}),
 )
-FAMILY_WORDS: dict[str, str] = {
-    "automl": r"\bauto-?ml\b",
-    "baseline": r"\bbaselines?\b|constant predictors?",
-    "boosting": r"\bboost(ing|ed)?\b|gradient boost",
-    "random_forest": r"random forests?|\bforests?\b",
-    "bagging": r"\bbagging\b|\bbagged\b",
-    "stacking": r"\bstacking\b|\bstacked\b|\bvoting\b",
-    "decision_tree": r"decision trees?|\btrees?\b",
-    "rule_based": r"rule[- ]based|rule learners?|\brules\b",
-    "bayesian": r"naive bayes|bayesian",
-    "discriminant_analysis": r"discriminant",
-    "svm": r"\bsvms?\b|support vector|kernel methods?",
-    "linear": r"linear models?|logistic regression|\blinear\b",
-    "neural_network": r"neural (net|network)s?|\bmlps?\b|deep learning",
-    "nearest_neighbors": r"nearest neighbou?rs?|\bknn\b|k-nn",
-}
 
 COUNT_TABLES = {
     "run": "Run",
@@ -120,63 +122,51 @@ WORST = re.compile(r"\bworst\b|hardest|most difficult|\bleast\b|\bweakest\b|lowe
 
 
 @dataclass
-class Vocabulary:
-    """The names in a pack that a question may mention."""
-
-    datasets: list[str] = field(default_factory=list)
-    algorithms: list[str] = field(default_factory=list)
-    families: list[str] = field(default_factory=list)
-    years: list[int] = field(default_factory=list)
-    measure: str = "accuracy"  # the pack's primary measure
-
-
-@dataclass
 class Plan:
-    intent: str  # "cypher", "count", "aggregate", "describe"
+    intent: str  # "cypher", "count", "aggregate", "describe": the question's (whatever the calls)
     calls: list[tuple[str, dict[str, Any]]]
     reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # the answer's first lines, before the composed ones
 
     def to_json(self) -> dict[str, Any]:
         return {
             "intent": self.intent,
             "calls": [{"tool": t, "input": a} for t, a in self.calls],
             "reasons": self.reasons,
+            "notes": self.notes,
         }
-
-
-def _mentions(question: str, names: list[str]) -> list[str]:
-    """The names (case-insensitive, whole words) a question mentions, longest first."""
-    text = question.lower()
-    found: list[str] = []
-    for name in sorted(set(names), key=len, reverse=True):
-        key = name.lower()
-        if len(key) < 3 or any(key in f.lower() for f in found):
-            continue
-        short = key.split(".")[-1] if key.startswith("weka.") else None
-        for candidate in filter(None, (key, short)):
-            if len(candidate) >= 3 and re.search(rf"(?<![\w-]){re.escape(candidate)}(?![\w-])", text):
-                found.append(name)
-                break
-    return found
 
 
 def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
     """The tool calls that answer ``question`` (see the module docstring)."""
-    asked = Question.of(question)
-    q, lower = asked.stripped, asked.lower
-    if asked.intent == "cypher":
+    if Question.of(question).intent == "cypher":
+        q = question.strip()
         return Plan("cypher", [("graph_query", {"query": q})], ["the question is Cypher"])
+    asked = Question.of(present(question))  # "How did X do?" asks what "How does X do?" asks
+    q, lower = asked.stripped, asked.lower
 
     reasons: list[str] = []
     filters: dict[str, Any] = {}
+    known: list[tuple[int, int]] = []  # where the rules' own words are
     for pattern, attr, value in FILTER_WORDS:
-        if attr not in filters and re.search(pattern, lower):
-            filters[attr] = value
-            reasons.append(f"'{re.search(pattern, lower).group(0)}' -> {attr} = {value}")  # type: ignore[union-attr]
-    datasets = _mentions(q, vocab.datasets)
-    algorithms = _mentions(q, vocab.algorithms)
-    families = [f for f in vocab.families if f in FAMILY_WORDS and re.search(FAMILY_WORDS[f], lower)]
-    families = [f for f in families if not any(f.replace("_", " ") in a.lower() for a in algorithms)]
+        found = re.search(pattern, q, re.IGNORECASE)
+        if found:
+            known.append(found.span())
+            if attr not in filters:
+                filters[attr] = value
+                reasons.append(f"'{found.group(0)}' -> {attr} = {value}")
+    families_at = family_spans(q)
+    algorithms_at = mentions(
+        q, vocab.algorithms, skip=lambda s, e: any(fs <= s and e <= fe for _, fs, fe in families_at)
+    )
+    datasets_at = mentions(
+        q, vocab.datasets, skip=lambda s, e: any(m.start < e and s < m.end for m in algorithms_at)
+    )
+    named = [(m.start, m.end) for m in algorithms_at + datasets_at]
+    algorithms = sorted({m.name for m in algorithms_at}, key=lambda n: (-len(n), n))
+    datasets = sorted({m.name for m in datasets_at}, key=lambda n: (-len(n), n))
+    found_families = {f for f, s, e in families_at if not any(ns < e and s < ne for ns, ne in named)}
+    families = [f for f in vocab.families if f in found_families]
     years = [y for y in vocab.years if re.search(rf"\b{y}\b", q)]
     if datasets:
         filters["Dataset.name"] = datasets if len(datasets) > 1 else datasets[0]
@@ -184,7 +174,122 @@ def plan(question: str, vocab: Vocabulary, top_k: int = 5) -> Plan:
     if years:
         filters["Date.year"] = years if len(years) > 1 else years[0]
         reasons.append(f"names years {years}")
+    if asked.intent in ("count", "aggregate"):
+        known += [(s, e) for _, s, e in families_at] + _rule_words(q)
+        unknown = unknown_names(q, known, named)
+        lacking = [f for f in dict.fromkeys(f for f, _, _ in families_at) if f in found_families]
+        lacking = [f for f in lacking if f not in vocab.families]
+        notes: list[str] = []
+        unanswered: list[str] = []  # what the question asks about and the pack does not hold
+        if unknown:
+            reasons.append(f"names {unknown}: nothing of the pack")
+            notes.append(_nothing_called(unknown, vocab))
+            for name in unknown:
+                kind = "datasets" if _names_a_dataset(q, name) else "algorithms"
+                if not (datasets if kind == "datasets" else algorithms):
+                    unanswered.append(kind)
+        if lacking:
+            reasons.append(f"names families {lacking}: none in the pack")
+            plural = "family" if len(lacking) == 1 else "families"
+            notes.append(f"The pack holds no algorithm of the {' or '.join(lacking)} {plural}.")
+            if not families and not algorithms:
+                unanswered.append("families")
+        if unanswered:  # an answer for all runs would answer another question: list what it holds
+            return _listing(asked.intent, unanswered[0], reasons, notes)
+        chosen = _missing_value(asked.intent, filters, vocab)
+        if chosen is None and notes:
+            reasons.append("answers for the names it does hold")
+        if chosen is None:
+            chosen = _planned(asked, q, lower, vocab, top_k, filters, reasons, algorithms, families, datasets)
+        chosen.notes[:0] = notes
+        return chosen
 
+    return _planned(asked, q, lower, vocab, top_k, filters, reasons, algorithms, families, datasets)
+
+
+def _rule_words(q: str) -> list[tuple[int, int]]:
+    """Where the question has the words the rules read: measures, groups, statistics, counts."""
+    patterns = [p for p, _ in MEASURE_WORDS] + [p for p, _ in GROUP_WORDS]
+    patterns += [WORST.pattern, COUNT_WORDS.pattern, r"\bmedian\b|\bmean\b|average|maximum|\bmax\b"]
+    return [m.span() for p in patterns for m in re.finditer(p, q, re.IGNORECASE)]
+
+
+def _nothing_called(unknown: list[str], vocab: Vocabulary) -> str:
+    """The note that the pack holds nothing called so, with its closest names."""
+    names = {k: n for n in [*vocab.algorithms, *vocab.datasets, *vocab.families] for k in aliases(n)}
+    close = [
+        names[k] for u in unknown for k in difflib.get_close_matches(key(u), list(names), n=2, cutoff=0.6)
+    ]
+    called = " or ".join(f"'{u}'" for u in unknown)
+    hint = f" (closest: {', '.join(dict.fromkeys(close))})" if close else ""
+    return f"Nothing in the pack is called {called}{hint}."
+
+
+def _names_a_dataset(q: str, name: str) -> bool:
+    """Whether a name the pack lacks is given as a dataset's ("on kc2", "the Foo dataset"), not an
+    algorithm's."""
+    where = q.find(name)
+    after = q[where + len(name) :]
+    on = re.search(r"\bon (the )?$", q[:where], re.IGNORECASE) or re.match(
+        r"\s*data ?sets?\b", after, re.IGNORECASE
+    )
+    return bool(on) and not re.search(
+        r"algorithm|framework|learner|classifier|famil|automl", q, re.IGNORECASE
+    )
+
+
+LISTINGS = {
+    "datasets": "MATCH (d:Dataset) RETURN d.name AS dataset ORDER BY dataset",
+    "algorithms": "MATCH (a:Algorithm) RETURN DISTINCT a.name AS algorithm ORDER BY algorithm",
+    "families": "MATCH (f:AlgorithmFamily) RETURN f.name AS family ORDER BY family",
+}
+
+
+def _listing(intent: str, what: str, reasons: list[str], notes: list[str]) -> Plan:
+    """The plan for a question whose names the pack does not hold: list what it holds instead."""
+    reasons.append(f"lists the pack's {what}")
+    calls: list[tuple[str, dict[str, Any]]] = [("graph_query", {"query": LISTINGS[what], "max_rows": 200})]
+    return Plan(intent, calls, reasons, [*notes, f"Its {'algorithm ' * (what == 'families')}{what}:"])
+
+
+def _missing_value(intent: str, filters: dict[str, Any], vocab: Vocabulary) -> Plan | None:
+    """The plan for a filter no dataset or task of the pack passes ("imbalanced" in a pack that
+    knows no class balance): say so and show what the pack has, rather than rank nothing."""
+    for name, value in filters.items():
+        held = None if vocab.values is None else vocab.values.get(name)
+        if held is None or satisfiable(value, held):
+            continue
+        table, attr, expr = attribute(name)
+        var, plural = DIMENSIONS[table][0], f"{table.lower()}s"
+        wanted = describe_filters({name: value})
+        if held:
+            note = f"No {table.lower()} of the pack has {wanted}."
+        else:
+            note = (
+                f"None of the pack's {plural} has a known {KNOWN_ATTRIBUTES[name]} (it was built without "
+                f"dataset qualities), so it cannot answer for {wanted}."
+            )
+        query = (
+            f"MATCH ({var}:{table}) RETURN {expr} AS {attr}, count({var}) AS {plural} ORDER BY {plural} DESC"
+        )
+        reasons = [f"{wanted}: no {table.lower()} of the pack", f"lists its {plural} by {attr}"]
+        return Plan(intent, [("graph_query", {"query": query})], reasons, [note, f"Its {plural} by {attr}:"])
+    return None
+
+
+def _planned(
+    asked: Question,
+    q: str,
+    lower: str,
+    vocab: Vocabulary,
+    top_k: int,
+    filters: dict[str, Any],
+    reasons: list[str],
+    algorithms: list[str],
+    families: list[str],
+    datasets: list[str],
+) -> Plan:
+    """The count, description or aggregate that answers the question, its names found."""
     count = asked.counted
     if count:
         word = count.group(1).lower()
@@ -298,228 +403,3 @@ def count_query(table: str, filters: dict[str, Any]) -> str:
     var = DIMENSIONS[table][0]
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return f"MATCH ({var}:{table}){where} RETURN count({var}) AS count"
-
-
-# -- composing the answer -------------------------------------------------------------------------
-
-
-def fmt(value: Any, measure: str = "") -> str:
-    """A number as the answer prints it (3 decimals for measures, thousands for counts)."""
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        if measure == "runtime_s" or abs(value) >= 100:
-            return f"{value:,.1f}"
-        return f"{value:.3f}"
-    return str(value)
-
-
-@dataclass
-class Citation:
-    """A source of the answer: what a ``[n]`` points to."""
-
-    title: str
-    section: str
-    url: str
-    score: float
-    text: str
-    origin: str
-
-
-def _describe_filters(filters: dict[str, Any]) -> str:
-    if not filters:
-        return "all runs"
-    parts = []
-    for name, value in filters.items():
-        if isinstance(value, dict):
-            value = " and ".join(f"{k} {v}" for k, v in value.items())
-        elif isinstance(value, list):
-            value = " or ".join(str(v) for v in value)
-        parts.append(f"{name} = {value}")
-    return ", ".join(parts)
-
-
-def compose(
-    question: str, results: list[ToolResult], urls: Any = None
-) -> tuple[str, list[Citation], list[str]]:
-    """The answer, its citations and its facts from tool results; numbers only from the results.
-
-    ``urls(kind, record) -> str`` maps a run or an entity to a URL (see the agent)."""
-    link = urls or (lambda kind, record: "")
-    lines: list[str] = []
-    citations: list[Citation] = []
-    facts: list[str] = []
-
-    def cite(c: Citation) -> str:
-        citations.append(c)
-        return f"[{len(citations)}]"
-
-    for result in results:
-        if result.error is not None:
-            lines.append(f"The {result.tool} call failed: {result.error}")
-            continue
-        out = result.output
-        if result.tool == "aggregate_measures":
-            groups = out["groups"]
-            measure, statistic = out["measure"], out["statistic"]
-            attr = out["group_by"][0] if len(out["group_by"]) == 1 else " × ".join(out["group_by"])
-            where = _describe_filters(out["filters"])
-            if not groups:
-                lines.append(f"No run has a {measure} value for {where}, so there is nothing to rank.")
-                continue
-            low = (out["better"] == "lower" and statistic != "count") != (out.get("order") == "worst")
-            better = "lowest" if low else "highest"
-            first = groups[0]
-            name = " / ".join(str(v) for v in first["group"].values())
-            mark = cite(_group_citation(first, out, link))
-            lines.append(
-                f"For {where}, the {attr} with the {better} {statistic} {measure} is {name}: "
-                f"{statistic} {fmt(first[statistic], measure)} over {_count(first['count'], 'run')} on "
-                f"{_count(first['datasets'], 'dataset')} ("
-                + ", ".join(
-                    f"{s} {fmt(first[s], measure)}"
-                    for s in ("median", "mean", "p25", "p75")
-                    if s != statistic
-                )
-                + f") {mark}."
-            )
-            facts.append(
-                f"{name}: {statistic} {measure} {fmt(first[statistic], measure)}, {first['count']} runs"
-            )
-            rest = []
-            for g in groups[1:]:
-                label = " / ".join(str(v) for v in g["group"].values())
-                m = cite(_group_citation(g, out, link))
-                rest.append(f"{label} {fmt(g[statistic], measure)} ({_count(g['count'], 'run')}) {m}")
-                facts.append(
-                    f"{label}: {statistic} {measure} {fmt(g[statistic], measure)}, {g['count']} runs"
-                )
-            if rest:
-                lines.append("Next: " + "; ".join(rest) + ".")
-            best_run = first.get("best_run")
-            if best_run:
-                lines.append(
-                    f"The best single run of {name} is {best_run['id']} with {measure} "
-                    f"{fmt(best_run[measure], measure)} {mark}."
-                )
-            if out["group_count"] > len(groups):
-                lines.append(f"({fmt(out['group_count'])} groups in all; {fmt(out['runs'])} runs.)")
-        elif result.tool == "graph_query":
-            rows, columns = out["rows"], out["columns"]
-            query = result.input.get("query", "")
-            mark = cite(
-                Citation(
-                    title="graph_query",
-                    section=query[:200],
-                    url="",
-                    score=1.0,
-                    text=json.dumps(out, default=str)[:2000],
-                    origin="graph_query",
-                )
-            )
-            if not rows:
-                lines.append(f"The query returned no rows {mark}.")
-            elif columns == ["count"] and len(rows) == 1:
-                lines.append(f"Count: {fmt(rows[0][0])} {mark}.")
-                facts.append(f"count {rows[0][0]}")
-            else:
-                shown = [", ".join(_cell(v) for v in row) for row in rows[:10]]
-                lines.append(
-                    f"{len(rows)} row(s) {mark}: " + "; ".join(shown) + ("; ..." if len(rows) > 10 else "")
-                )
-        elif result.tool == "semantic_search":
-            hits = out["hits"]
-            if not hits:
-                lines.append("Nothing in the pack is described like that.")
-                continue
-            shown = []
-            for hit in hits:
-                mark = cite(
-                    Citation(
-                        title=f"{hit['table']} {hit['name']}",
-                        section=hit["table"],
-                        url=link(hit["table"], hit),
-                        score=float(hit["score"]),
-                        text=hit["description"] or "",
-                        origin="semantic_search",
-                    )
-                )
-                name, description = str(hit["name"] or ""), str(hit["description"] or "")
-                label = description if name in description else f"{name}: {description}"
-                shown.append(f"{label.rstrip(': ') or hit['id']} {mark}")
-            lines.append("Closest in the pack: " + "; ".join(shown) + ".")
-    return "\n".join(lines), citations, facts
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{fmt(n)} {noun}" + ("" if n == 1 else "s")
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, dict):
-        keep = {k: v for k, v in value.items() if k not in ("label", "description", "key")}
-        return "{" + ", ".join(f"{k}: {_cell(v)}" for k, v in keep.items() if v is not None) + "}"
-    if isinstance(value, float | int) and not isinstance(value, bool):
-        return fmt(value)
-    return str(value)
-
-
-def _group_citation(group: dict[str, Any], out: dict[str, Any], link: Any) -> Citation:
-    label = " / ".join(str(v) for v in group["group"].values())
-    best = group.get("best_run") or {}
-    return Citation(
-        title=f"{' × '.join(out['group_by'])} = {label}",
-        section=(
-            f"aggregate_measures: {out['statistic']} {out['measure']} over {group['count']} runs "
-            f"({_describe_filters(out['filters'])})"
-        ),
-        url=link("Run", best) if best else "",
-        score=float(group[out["statistic"]]),
-        text=json.dumps(group, default=str),
-        origin="aggregate_measures",
-    )
-
-
-# -- grounding ------------------------------------------------------------------------------------
-
-_NUMBER = re.compile(r"(?<![\w:/.\-])-?\d[\d,]*(?:\.\d+)?(?![\w:/\-]|\.\d)(%?)")
-
-
-def _numbers_in(value: Any, out: list[float]) -> None:
-    if isinstance(value, bool) or value is None:
-        return
-    if isinstance(value, int | float):
-        out.append(float(value))
-    elif isinstance(value, dict):
-        for v in value.values():
-            _numbers_in(v, out)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _numbers_in(v, out)
-    elif isinstance(value, str):
-        out.extend(float(m.group(0).replace(",", "")) for m in re.finditer(r"-?\d+(?:\.\d+)?", value))
-
-
-def ungrounded_numbers(answer: str, results: list[ToolResult]) -> list[str]:
-    """The numbers of ``answer`` that no tool result holds (rounding allowed; ``[n]`` ignored)."""
-    known: list[float] = []
-    for result in results:
-        _numbers_in(result.output, known)
-        _numbers_in(result.input, known)
-    text = re.sub(r"\[\d{1,3}\]", " ", answer)
-    missing = []
-    for match in _NUMBER.finditer(text):
-        token = match.group(0)
-        raw = token.rstrip("%").replace(",", "")
-        try:
-            number = float(raw)
-        except ValueError:
-            continue
-        decimals = len(raw.split(".", 1)[1]) if "." in raw else 0
-        tolerance = 0.5 * 10 ** (-decimals) + 1e-9
-        scale = 100 if token.endswith("%") else 1
-        if not any(abs(v * scale - number) <= tolerance for v in known):
-            missing.append(token)
-    return missing

@@ -98,6 +98,13 @@ class PackKind:
         """The pack's ``SKILL.md`` text (see :mod:`wikigr.skill`)."""
         raise NotImplementedError
 
+    def claim(self, question: str, store: Store) -> tuple[float, str] | None:
+        """Whether ``question``, asked of a set of packs, is meant for this kind's pack (its
+        ``store``): how strongly and why ("names the algorithm TPOT"), or None. A kind without
+        passages answers, alone, the questions it claims in a set (wikigr.packset); the others it
+        leaves to the packs of passages. None by default."""
+        return None
+
     def update_refusal(self, manifest: Manifest) -> str | None:
         """Why ``pack update`` cannot update the pack (the whole message), or None when it can.
         A kind cannot be updated unless it says so."""

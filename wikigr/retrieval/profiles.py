@@ -141,6 +141,12 @@ def profile_options(
     return merged
 
 
+def profile_applies(profile: str, pack_kind: str) -> bool:
+    """Whether a stage of ``profile`` applies to packs of ``pack_kind`` (on an OpenML pack only
+    the router's profiles do: ``auto`` and ``routed``)."""
+    return any(pack_kind in stage_class(name).pack_kinds for name in PROFILES[profile])
+
+
 def resolve_stages(
     profile: str,
     enable: list[str] | None = None,
@@ -163,7 +169,7 @@ def resolve_stages(
         stage_class(name)
         names = [n for n in names if n != name]
     names = [n for n in names if pack_kind in stage_class(n).pack_kinds]
-    if not names:
+    if not names:  # profile_applies() is false, or every stage that applies was disabled
         left = " left" if disable else ""
         raise UsageError(
             f"no stage{left} of profile {profile} applies to {pack_kind} packs "

@@ -271,13 +271,27 @@ class RouterStage(Stage):
         return trial.candidates, entry
 
     def _own(self, state: QueryState, strategy: KindStrategy) -> None:
-        """A pack answered by its kind's strategy: its stages answer on the query state itself."""
+        """A pack answered by its kind's strategy: its stages answer on the query state itself,
+        traced as one attempt (each stage with its ms, candidates and detail, as a profile's)."""
         shape = pack_shape(state, self.options.passage_chunks)
-        for stage in self._strategy(strategy.name, state.ctx, strategy.stages):
-            stage.run(state)
+        start = time.perf_counter()
+        stages = [
+            run_stage(stage, state) for stage in self._strategy(strategy.name, state.ctx, strategy.stages)
+        ]
+        attempt = {
+            "strategy": strategy.name,
+            "ms": round((time.perf_counter() - start) * 1000, 2),
+            "candidates": len(state.candidates),
+            "stages": stages,
+        }
         detail = {k: v for name in strategy.stages for k, v in state.notes.get(name, {}).items()}
         state.note(
-            self.name, pack=shape.describe(), strategy=strategy.name, strategy_why=strategy.why, **detail
+            self.name,
+            pack=shape.describe(),
+            strategy=strategy.name,
+            strategy_why=strategy.why,
+            **detail,
+            attempts=[attempt],
         )
 
     def run(self, state: QueryState) -> None:
