@@ -274,6 +274,31 @@ def test_a_busy_server_slows_the_crawl_and_the_page_is_fetched_later(site: Site)
     assert report.crawl is not None and report.crawl.pages[site.url("/docs/busy.html")].retries == 1
 
 
+def test_a_seed_that_redirects_moves_the_scope_to_its_target(site: Site, elsewhere: Site) -> None:
+    """A seed redirected elsewhere (http to https, a docs host's /en/latest/): the target's
+    folder is the crawl's, as if it had been the seed."""
+    site.redirect("/docs/", f"{elsewhere.base_url}/manual/index.html", status=301)
+    elsewhere.add(
+        "/manual/index.html", page("Manual", "The tea manual starts here.", "part.html", "/blog.html")
+    )
+    elsewhere.add("/manual/part.html", page("Part", "Water at 95 degrees suits black tea."))
+
+    report = crawl(site.url("/docs/"))
+
+    assert sorted(in_pack(report)) == [
+        elsewhere.url("/manual/index.html"),
+        elsewhere.url("/manual/part.html"),
+    ]
+    assert report.crawl is not None and report.crawl.skipped == {elsewhere.url("/blog.html"): "out of scope"}
+    assert report.crawl.pages[site.url("/docs/")].state == "redirected"
+    assert sorted(elsewhere.asked()) == [
+        "/manual/index.html",
+        "/manual/part.html",
+        "/robots.txt",
+        "/sitemap.xml",
+    ]
+
+
 def test_a_crawl_closed_early_resumes_from_its_folder(site: Site, tmp_path: Path) -> None:
     """A crawl stopped after three pages (the generator closed, as an interruption closes it)
     and run again with the same folder: no page is asked twice, the answers in flight at the

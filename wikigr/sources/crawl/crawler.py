@@ -19,7 +19,8 @@ cannot fill the budget).
 Redirects are links: a page that redirects is not followed there by its request; its target
 joins the frontier at the same depth (as Scrapy schedules a redirect), where the scope,
 robots.txt and what was fetched already decide (a redirect out of scope is skipped, one to a
-page fetched already asks nothing more).
+page fetched already asks nothing more). A seed's redirect moves the seed: the target's folder
+joins the scope (``http://`` to ``https://``, ``/docs/`` to ``/docs/en/latest/``).
 
 State: with a ``folder``, every page's state (discovered, fetched, expanded, failed, duplicate,
 redirected; depth, retries, error, validators, links) is appended to ``folder/log.jsonl``, and
@@ -43,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -60,6 +61,7 @@ from wikigr.sources.crawl.site import (
     PageLinks,
     Robots,
     Scope,
+    folder_of,
     page_links,
     robots_text,
     site_of,
@@ -347,6 +349,8 @@ class Crawler:
                 self._skip(page.url, page.error or "skipped")
                 continue
             self.report.pages[page.url] = page
+            if page.state == "redirected" and page.depth == 0 and page.final_url:
+                self._widen(page.final_url)
             if urlsplit(page.url).query:  # the query strings of a path it followed count
                 path = _without_query(page.url)
                 self._variants[path] = self._variants.get(path, 0) + 1
@@ -447,13 +451,23 @@ class Crawler:
         return None
 
     def _redirected(self, page: Page, target: str) -> None:
-        """``page`` redirects to ``target``: the target is a page of the crawl, if it may be."""
-        if self.scope.why_not(target) is not None:
+        """``page`` redirects to ``target``: the target is a page of the crawl, if it may be. A
+        seed's target is the seed (http to https, ``/docs/`` to ``/docs/en/latest/``): its
+        folder joins the scope, and its site's sitemaps are read."""
+        if page.depth == 0:
+            self._widen(target)
+        elif self.scope.why_not(target) is not None:
             self._drop(page, "redirect out of scope")
             return
-        page.state, page.error = "redirected", f"redirect to {target}"
+        page.state, page.error, page.final_url = "redirected", f"redirect to {target}", target
         self._write(page)
         self._admit(target, page.depth)
+        if page.depth == 0 and self.options.sitemaps:
+            self._sitemaps(target)
+
+    def _widen(self, seed: str) -> None:
+        if folder_of(seed) not in self.scope.prefixes:
+            self.scope = replace(self.scope, prefixes=(*self.scope.prefixes, folder_of(seed)))
 
     def _follow(self, page: Page, links: list[str]) -> None:
         """Admit the page's links (those out of scope are skipped, and said so)."""
