@@ -25,8 +25,9 @@ from tests.httpserver import Reply, Request
 from wikigr.build import BuildOptions, BuildReport, build_pack
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack
+from wikigr.progress import ProgressCallback, ProgressEvent
 from wikigr.sources.crawl import Crawler, CrawlFile, CrawlOptions
-from wikigr.sources.crawl.site import check_seed
+from wikigr.sources.crawl.site import Scope, check_seed
 from wikigr.sources.fetch import FetchOptions
 
 FAST = FetchOptions(timeout=20.0, retries=1, backoff_base=0.05)
@@ -45,9 +46,10 @@ def elsewhere() -> Iterator[Site]:
         yield other
 
 
-def crawl(seed: str, **options: object) -> BuildReport:
+def crawl(seed: str, on_progress: ProgressCallback | None = None, **options: object) -> BuildReport:
     crawl_options = CrawlOptions((seed,), **options)  # type: ignore[arg-type]
-    return build_pack("site", [], options=BuildOptions(graph=False, fetch=FAST, crawl=crawl_options))
+    build = BuildOptions(graph=False, fetch=FAST, crawl=crawl_options)
+    return build_pack("site", [], options=build, on_progress=on_progress)
 
 
 def in_pack(report: BuildReport) -> dict[str, str]:
@@ -231,12 +233,16 @@ def test_depth_bounds_the_links_followed(site: Site) -> None:
     site.add("/docs/one.html", page("One", "Oolong is rolled and partly oxidised.", "two.html"))
     site.add("/docs/two.html", page("Two", "Pu-erh is aged for years in cakes."))
 
-    report = crawl(site.url("/docs/"), depth=1)
+    events: list[ProgressEvent] = []
+
+    report = crawl(site.url("/docs/"), depth=1, on_progress=events.append)
 
     assert sorted(in_pack(report)) == [site.url("/docs/"), site.url("/docs/one.html")]
     assert report.crawl is not None
     assert report.crawl.skipped == {site.url("/docs/two.html"): "deeper than --depth 1"}
     assert site.hits("/docs/two.html") == 0
+    told = [event for event in events if event.stage == "crawl"]
+    assert told[-1] == ProgressEvent("crawl", 2, 2, "fetched, 0 queued, 1 skipped")
 
 
 def test_crawl_delay_spaces_every_request_by_a_second(site: Site) -> None:
@@ -359,3 +365,21 @@ def test_a_seed_that_is_not_an_http_or_file_url_is_a_usage_error(seed: str, expe
 
 def test_seeds_are_normalised() -> None:
     assert check_seed(" HTTP://Example.ORG:80/a/./b/../c.html#top ") == "http://example.org/a/c.html"
+
+
+def test_scope_is_the_seed_folder_widened_by_include_and_narrowed_by_exclude() -> None:
+    """A pattern with * or ? is matched against the whole URL (brackets are literal: an IPv6
+    host); one without is a prefix."""
+    scope = Scope.of(
+        ("http://[::1]:8000/docs/index.html", "https://example.org/guide/"),
+        include=("http://[::1]:8000/shared/*.html", "https://example.org/api/"),
+        exclude=("*/drafts/*", "https://example.org/guide/old"),
+    )
+    assert scope.why_not("http://[::1]:8000/docs/a/b.html") is None
+    assert scope.why_not("http://[::1]:8000/shared/glossary.html") is None
+    assert scope.why_not("http://[::1]:8000/shared/logo.png") == "out of scope"
+    assert scope.why_not("http://[::1]:8000/index.html") == "out of scope"
+    assert scope.why_not("https://example.org/api/v1.html") is None
+    assert scope.why_not("http://example.org/guide/") == "out of scope"  # another scheme
+    assert scope.why_not("http://[::1]:8000/docs/drafts/wip.html") == "excluded"
+    assert scope.why_not("https://example.org/guide/older.html") == "excluded"

@@ -93,8 +93,8 @@ class Scope:
 
 
 def _matches(pattern: str, url: str) -> bool:
-    if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatchcase(url, pattern)
+    if "*" in pattern or "?" in pattern:  # "[" is no wildcard: an IPv6 host has brackets
+        return fnmatch.fnmatchcase(url, pattern.replace("[", "[[]"))
     return url.startswith(pattern)
 
 
