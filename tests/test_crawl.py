@@ -329,6 +329,24 @@ def test_a_crawl_closed_early_resumes_from_its_folder(site: Site, tmp_path: Path
     assert second.report.requests == 10 - second.report.restored
 
 
+def test_a_crawl_run_again_on_its_folder_asks_nothing_and_reports_the_same(
+    site: Site, tmp_path: Path
+) -> None:
+    site.add("/docs/index.html", page("Home", "Tea notes.", "a.html", "../about.html", "logo.png"))
+    site.add("/docs/a.html", page("A", "Assam is malty.", "index.html", "/blog/"))
+    options = CrawlOptions((site.url("/docs/index.html"),))
+    first = Crawler(options, FAST, folder=tmp_path / "crawl")
+    got = [result.url for result in first.run()]
+    asked = site.asked()
+
+    again = Crawler(options, FAST, folder=tmp_path / "crawl")
+
+    assert [result.url for result in again.run()] == got
+    assert site.asked() == asked and again.report.requests == 0 and again.report.restored == 2
+    assert again.report.skipped == first.report.skipped and len(first.report.skipped) == 3
+    assert again.report.counts() == {**first.report.counts(), "requests": 0, "restored": 2}
+
+
 def test_a_crawl_of_file_urls_stays_in_its_folder(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)

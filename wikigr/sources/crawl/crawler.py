@@ -360,7 +360,8 @@ class Crawler:
                 self._recovered.append((page, saved))
             elif page.state in ("fetched", "expanded") and saved is not None:
                 self._restored.append(saved)
-                for link in page.links:
+                found = self._links(saved)  # its links out of scope too: the report counts them
+                for link in found.links if found is not None else page.links:
                     self._admit(link, page.depth + 1)
             elif page.state in ("discovered", "fetched", "expanded"):
                 page.state = "discovered"
