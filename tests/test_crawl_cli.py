@@ -141,17 +141,23 @@ def test_a_seed_robots_txt_forbids_is_one_line_and_nothing_is_fetched(
     assert site.hits("/docs/index.html") == 1
 
 
+@pytest.mark.parametrize("served", ["nothing", "an image"])
 def test_a_crawl_that_finds_no_document_fails_as_a_build_whose_sources_all_failed(
-    capsys: pytest.CaptureFixture[str], site: Site, wikigr_home: Path
+    capsys: pytest.CaptureFixture[str], site: Site, wikigr_home: Path, served: str
 ) -> None:
-    seed = site.url("/docs/index.html")  # 404: nothing served
+    """The seed is gone (404), or is no document: the error is the one of a build from that URL
+    listed (a link that is no document is skipped; a seed, asked for by name, failed)."""
+    site.add("/outside.html", page("Elsewhere", "Out of the seed's folder."))
+    site.add("/sitemap.xml", f"<urlset><url><loc>{site.url('/outside.html')}</loc></url></urlset>")
+    if served == "an image":
+        site.binary("/docs/index.html")
+    seed = site.url("/docs/index.html")
     code, _, listed_err = create(capsys, "--url", seed)
     assert code == 1
     code, _, crawled_err = create(capsys, "--crawl", seed)
     assert code == 1
-    assert_one_error(
-        crawled_err, f"no document could be fetched and parsed: 1 failed (first: {seed}: HTTP 404)"
-    )
+    why = "HTTP 404" if served == "nothing" else "unsupported content type image/png"
+    assert_one_error(crawled_err, f"no document could be fetched and parsed: 1 failed (first: {seed}: {why})")
     assert crawled_err.splitlines()[-1] == listed_err.splitlines()[-1]
     assert not (wikigr_home / "packs" / "site").exists()
 

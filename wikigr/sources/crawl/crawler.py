@@ -411,7 +411,8 @@ class Crawler:
             self._redirected(page, result.final_url)
             return None
         if result.error is not None:
-            why = _skipped_after_asking(result.error)
+            # A seed is asked for as a listed URL is: not a document, it failed (a link is skipped)
+            why = _skipped_after_asking(result.error) if page.depth > 0 else None
             if why is not None:
                 self._drop(page, why)
                 return None
