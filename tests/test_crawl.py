@@ -22,6 +22,7 @@ import pytest
 
 from tests.crawlsite import Site, page
 from tests.httpserver import Reply, Request
+from tests.sources.pdfgen import make_pdf
 from wikigr.build import BuildOptions, BuildReport, build_pack
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack
@@ -350,16 +351,22 @@ def test_a_crawl_run_again_on_its_folder_asks_nothing_and_reports_the_same(
 def test_a_crawl_of_file_urls_stays_in_its_folder(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
-    (docs / "index.html").write_text(page("Home", "Local tea notes.", "sub/a.html", "../secret.html", "b.md"))
+    (docs / "index.html").write_text(
+        page("Home", "Local tea notes.", "sub/a.html", "../secret.html", "b.md", "guide.pdf")
+    )
     (docs / "sub" / "a.html").write_text(page("A", "Assam is malty."))
-    (docs / "b.md").write_text("# B\n\nBancha is roasted into hojicha. [A](sub/a.html)\n")
+    (docs / "b.md").write_text("# B\n\nBancha is roasted into hojicha. [A](sub/a.html) [C](c.md)\n")
+    (docs / "c.md").write_text("# C\n\nCeylon is bright and brisk.\n")
+    (docs / "guide.pdf").write_bytes(
+        make_pdf([["A guide to brewing oolong in a gaiwan."]], links={0: (docs / "from-pdf.md").as_uri()})
+    )
+    (docs / "from-pdf.md").write_text("# Only linked from a PDF\n\nA PDF's links are not followed.\n")
     (tmp_path / "secret.html").write_text(page("Secret", "Not part of the docs."))
 
     report = crawl((docs / "index.html").as_uri())
 
-    assert sorted(in_pack(report)) == sorted(
-        p.as_uri() for p in (docs / "index.html", docs / "sub" / "a.html", docs / "b.md")
-    )
+    found = ("index.html", "sub/a.html", "b.md", "c.md", "guide.pdf")  # not from-pdf.md
+    assert sorted(in_pack(report)) == sorted((docs / name).as_uri() for name in found)
     assert report.crawl is not None
     assert report.crawl.skipped == {(tmp_path / "secret.html").as_uri(): "out of scope"}
 

@@ -382,14 +382,17 @@ class Crawler:
 
     @staticmethod
     def _links(result: FetchResult) -> PageLinks | None:
-        if not result.ok or result.not_modified:
+        """The links of a page fetched: an HTML page's (see :func:`page_links`), a text
+        document's (Markdown); none of a PDF's, as wget and Scrapy follow none (and a PDF is not
+        parsed twice)."""
+        if not result.ok or result.not_modified or result.content_type == "application/pdf":
             return None
         url = result.final_url or result.url
         try:
             if result.content_type == "text/html":
                 return page_links(decode_text(result.content, result.charset, html=True), url)
             return PageLinks(list(parse(result).links))
-        except (SourceError, ValueError):
+        except Exception:  # noqa: BLE001 - a page whose links cannot be read is still a page
             return None
 
     def _request_for(self, page: Page) -> Request:
