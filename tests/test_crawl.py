@@ -27,7 +27,7 @@ from wikigr.build import BuildOptions, BuildReport, build_pack
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack
 from wikigr.progress import ProgressCallback, ProgressEvent
-from wikigr.sources.crawl import Crawler, CrawlFile, CrawlOptions
+from wikigr.sources.crawl import Crawler, CrawlFile, CrawlOptions, Page
 from wikigr.sources.crawl.site import Scope, check_seed
 from wikigr.sources.fetch import FetchOptions
 
@@ -346,6 +346,40 @@ def test_a_crawl_run_again_on_its_folder_asks_nothing_and_reports_the_same(
     assert site.asked() == asked and again.report.requests == 0 and again.report.restored == 2
     assert again.report.skipped == first.report.skipped and len(first.report.skipped) == 3
     assert again.report.counts() == {**first.report.counts(), "requests": 0, "restored": 2}
+
+
+def test_a_crawl_with_the_pages_of_a_previous_one_asks_conditionally(site: Site) -> None:
+    """What ``pack update`` gives the crawler: the pages it kept. A page whose validators still
+    hold is a 304 (no body), yielded as not modified, and the links it had are followed."""
+
+    def index(request: Request) -> Reply:
+        if request.headers.get("if-none-match") == '"v1"':
+            return Reply(status=304, content_type=None)
+        return Reply(body=page("Home", "Tea notes.", "new.html").encode(), headers={"ETag": '"v2"'})
+
+    def dated(request: Request) -> Reply:
+        if request.headers.get("if-modified-since") == "Sat, 01 Jun 2024 10:00:00 GMT":
+            return Reply(status=304, content_type=None)
+        return Reply(body=page("Old", "Old notes.").encode())
+
+    site.route("/docs/index.html", index)
+    site.route("/docs/old.html", dated)
+    site.add("/docs/new.html", page("New", "Genmaicha has roasted rice in it."))
+    seed = site.url("/docs/index.html")
+    previous = {
+        seed: Page(seed, 0, etag='"v1"', content_type="text/html", links=[site.url("/docs/old.html")]),
+        site.url("/docs/old.html"): Page(
+            site.url("/docs/old.html"), 1, last_modified="Sat, 01 Jun 2024 10:00:00 GMT"
+        ),
+    }
+
+    crawler = Crawler(CrawlOptions((seed,)), FAST, previous=previous)
+    results = {result.url: result for result in crawler.run()}
+
+    assert sorted(results) == [seed, site.url("/docs/old.html")]
+    assert all(r.not_modified and r.status == 304 and r.content == b"" for r in results.values())
+    assert results[seed].etag == '"v1"' and site.hits("/docs/new.html") == 0
+    assert crawler.report.pages[seed].links == [site.url("/docs/old.html")]
 
 
 def test_a_crawl_of_file_urls_stays_in_its_folder(tmp_path: Path) -> None:
