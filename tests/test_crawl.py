@@ -410,7 +410,8 @@ def test_a_crawl_of_file_urls_stays_in_its_folder(tmp_path: Path) -> None:
     [
         ("ftp://example.org/docs/", "--crawl takes an http(s) or file URL, not 'ftp://example.org/docs/'"),
         ("docs/index.html", "--crawl takes an http(s) or file URL, not 'docs/index.html'"),
-        ("http:///docs/", "--crawl takes an http(s) or file URL, not 'http:///docs/'"),
+        ("http:///docs/", "--crawl: URL has no host: 'http:///docs/'"),
+        ("http://[::1/docs/", "--crawl: malformed URL"),
         ("http://example.org:99999/", "--crawl: malformed URL"),
         ("http://exa mple.org/", "--crawl: URL contains whitespace"),
         ("http://me:secret@example.org/", "--crawl: URL with credentials is not supported"),

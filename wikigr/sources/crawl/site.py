@@ -44,11 +44,7 @@ def check_seed(seed: str) -> str:
     """``seed`` normalised; a usage error when it is not an http(s) or file URL (checked as
     ``--url`` checks one: a bad port, credentials, spaces)."""
     text = seed.strip()
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        parts = urlsplit("")
-    if parts.scheme.lower() not in _SCHEMES or (parts.scheme.lower() != "file" and not parts.hostname):
+    if text.partition(":")[0].lower() not in _SCHEMES:
         raise UsageError(f"--crawl takes an http(s) or file URL, not {shown(seed)!r}")
     try:
         return normalize_url(validate_url(text))
