@@ -217,6 +217,7 @@ class _NotModified:
 @dataclass(frozen=True)
 class _Redirect:
     location: str
+    status: int
 
 
 @dataclass(frozen=True)
@@ -235,13 +236,15 @@ class Request:
     """What one fetch asks beyond the URL. ``validators``: the ETag and Last-Modified a previous
     fetch gave (a conditional request: 304 is a result that says the source is as it was).
     ``raw``: any content type is taken (a robots.txt, a sitemap), not only documents.
-    ``may_redirect``: whether to follow a redirect to this URL (e.g. only within a crawl's scope);
-    a refused redirect is a failure that names the target. ``retry``: whether to retry a 429 or
-    503 here (a crawler retries them itself, later, slowing down)."""
+    ``follow_redirects``: False gives a redirect back unfollowed: a result whose ``status`` is the
+    3xx, ``final_url`` the target (absolute, normalised) and ``error`` "redirect to TARGET" (a
+    crawler puts the target in its frontier, where scope, robots.txt and what it already fetched
+    decide). ``retry_busy``: whether to retry a 429 or 503 here (a crawler retries them itself,
+    later, slowing down)."""
 
     validators: tuple[str | None, str | None] = (None, None)
     raw: bool = False
-    may_redirect: Callable[[str], bool] | None = None
+    follow_redirects: bool = True
     retry_busy: bool = True
 
 
@@ -309,7 +312,7 @@ def _attempt_until(
                 location = response.headers.get("location")
                 if not location:
                     return _Failure(f"HTTP {status} without a Location header", False)
-                return _Redirect(location.strip())
+                return _Redirect(location.strip(), status)
             if status >= 400:
                 retryable = status == 429 or status >= 500
                 wait = _retry_after(response.headers.get("retry-after"), options.retry_after_cap)
@@ -415,8 +418,8 @@ def _fetch_http(
         target = normalize_url(urljoin(current, outcome.location))
         if urlsplit(target).scheme.lower() not in ("http", "https"):
             return _failed(url, current, "redirect to a non-http URL")
-        if request.may_redirect is not None and not request.may_redirect(target):
-            return _failed(url, current, f"redirect out of scope to {target}")
+        if not request.follow_redirects:
+            return replace(_failed(url, target, f"redirect to {target}"), status=outcome.status)
         if target in seen:
             return _failed(url, current, "redirect loop")
         redirects += 1

@@ -26,9 +26,9 @@ from urllib.parse import urldefrag, urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from wikigr.errors import UsageError
+from wikigr.errors import UsageError, shown
 from wikigr.sources.html_parser import cap_nesting
-from wikigr.sources.urls import normalize_url
+from wikigr.sources.urls import normalize_url, validate_url
 
 #: The name a crawl gives itself in robots.txt groups.
 ROBOTS_AGENT = "wikigr"
@@ -41,14 +41,15 @@ _SCHEMES = ("http", "https", "file")
 
 
 def check_seed(seed: str) -> str:
-    """``seed`` normalised; a usage error when it is not an http(s) or file URL."""
+    """``seed`` normalised; a usage error when it is not an http(s) or file URL (checked as
+    ``--url`` checks one: a bad port, credentials, spaces)."""
+    text = seed.strip()
+    if text.partition(":")[0].lower() not in _SCHEMES:
+        raise UsageError(f"--crawl takes an http(s) or file URL, not {shown(seed)!r}")
     try:
-        parts = urlsplit(seed.strip())
-    except ValueError:
-        raise UsageError(f"--crawl {seed!r} is not a URL") from None
-    if parts.scheme.lower() not in _SCHEMES or (parts.scheme.lower() != "file" and not parts.hostname):
-        raise UsageError(f"--crawl takes an http(s) or file URL, not {seed!r}")
-    return normalize_url(seed)
+        return normalize_url(validate_url(text))
+    except UsageError as exc:
+        raise UsageError(f"--crawl: {exc.message}") from None
 
 
 def folder_of(url: str) -> str:
@@ -88,24 +89,26 @@ class Scope:
 
 
 def _matches(pattern: str, url: str) -> bool:
-    if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatchcase(url, pattern)
+    if "*" in pattern or "?" in pattern:  # "[" is no wildcard: an IPv6 host has brackets
+        return fnmatch.fnmatchcase(url, pattern.replace("[", "[[]"))
     return url.startswith(pattern)
 
 
 class Robots:
-    """The robots.txt rules of one site (scheme, host and port). ``error``: why there was no
-    answer at all (the site is then not crawled: "connection refused")."""
+    """The robots.txt rules of one site (scheme, host and port), from the answer to its request:
+    ``status`` (0: none) and ``text``, or ``error`` (why there was no answer). ``error`` is then
+    why the site is not crawled: "robots.txt could not be fetched (connection refused)"."""
 
     def __init__(self, status: int, text: str | None, error: str | None = None) -> None:
         self._parser = urllib.robotparser.RobotFileParser()
-        self.error = error if not status else None
+        self.error: str | None = None
         if text is not None and 200 <= status < 300:
             self._parser.parse(text.splitlines())
         elif 400 <= status < 500:  # no robots.txt: everything is allowed (RFC 9309 §2.3.1.3)
             self._parser.parse([])
         else:  # the server erred or did not answer: nothing is allowed for now (§2.3.1.4)
             self._parser.parse(["User-agent: *", "Disallow: /"])
+            self.error = f"robots.txt could not be fetched ({f'HTTP {status}' if status else error})"
 
     @classmethod
     def allow_all(cls) -> Robots:
@@ -116,7 +119,7 @@ class Robots:
         if self._parser.can_fetch(ROBOTS_AGENT, url):
             return None
         if self.error is not None:
-            return f"robots.txt unreachable ({self.error})"
+            return self.error
         return "disallowed by robots.txt"
 
     def allows(self, url: str) -> bool:
