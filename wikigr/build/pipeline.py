@@ -115,23 +115,17 @@ def build_pack(
                 prepared[url] = item
                 if item.error is None:
                     pending.append(item)
-            to_fetch = [s for s in expanded if s not in prepared]
-
             t0 = time.perf_counter()
-            results = fetch_sources(to_fetch, options, progress)
-            for result in results:
-                item = prepare_fetched(result, options)
-                prepared[result.url] = item
-                if item.error is None:
-                    pending.append(item)
-            if crawl is not None:
+            fetched_by_crawl: list[str] = []
+            if crawl is not None:  # first: a listed source the crawl finds is not fetched twice
                 crawler = Crawler(crawl, options.fetch, folder=txn.scratch("crawl"), on_progress=progress)
-                listed = len(expanded)  # the crawled pages come after the sources listed
+                listed, n = set(expanded), len(expanded)
                 with contextlib.closing(crawler.run()) as pages:
                     for result in pages:
                         if result.url in prepared:
-                            continue  # listed too, or taken from the cache
-                        expanded.append(result.url)
+                            continue  # taken from the cache
+                        if result.url not in listed:
+                            expanded.append(result.url)
                         cached = cache.load(result.url)
                         if cached is not None:
                             prepared[result.url] = cached
@@ -139,11 +133,19 @@ def build_pack(
                             continue
                         item = prepare_fetched(result, options)
                         prepared[result.url] = item
-                        to_fetch.append(result.url)
+                        fetched_by_crawl.append(result.url)
                         if item.error is None:
                             pending.append(item)
                 crawled = crawler.report
-                expanded[listed:] = crawled.in_order(expanded[listed:])
+                expanded[n:] = crawled.in_order(expanded[n:])
+            to_fetch = [s for s in expanded if s not in prepared]
+            results = fetch_sources(to_fetch, options, progress)
+            for result in results:
+                item = prepare_fetched(result, options)
+                prepared[result.url] = item
+                if item.error is None:
+                    pending.append(item)
+            to_fetch += fetched_by_crawl
             seconds["fetch"] = time.perf_counter() - t0
 
             t0 = time.perf_counter()
@@ -200,7 +202,10 @@ def build_pack(
             if corpus is not None:
                 url_list += f"# passages from the corpus {corpus.name} ({len(passages)} passages)\n"
         if crawl is not None:
-            url_list += crawled_list(crawl, [u for u in crawled.pages if u in prepared] if crawled else [])
+            found = (
+                [u for u in crawled.pages if u in prepared and prepared[u].error is None] if crawled else []
+            )
+            url_list += crawled_list(crawl, found)
         in_home = target == expand_user(layout.packs_home() / name).absolute()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
         txn.commit()

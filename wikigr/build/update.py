@@ -191,14 +191,15 @@ def _crawl_again(
     expanded: list[str],
     options: BuildOptions,
 ) -> list[PreparedDocument]:
-    """The pages of the crawl again, prepared (added to ``expanded``): a page the server says is
-    not modified (304) is taken from the store as it was; one that is gone (404, 410) is left
-    out, so the update removes it."""
+    """The pages of the crawl again, prepared (those not listed added to ``expanded``): a page the
+    server says is not modified (304) is taken from the store as it was; one that is gone (404,
+    410) is left out, so the update removes it. A listed source the crawl finds is among them (it
+    is not fetched twice)."""
     items: list[PreparedDocument] = []
     listed = set(expanded)
     with contextlib.closing(crawler.run()) as pages:
         for result in pages:
-            if result.url in listed or result.status in (404, 410):
+            if result.status in (404, 410) and result.url not in listed:
                 continue
             item: PreparedDocument | None = None
             if result.not_modified and result.url in previous:
@@ -207,12 +208,9 @@ def _crawl_again(
                 if result.not_modified:
                     continue  # not in the store (cannot happen in a pack it wrote): crawled next time
                 item = prepare_fetched(result, options)
-            listed.add(result.url)
             items.append(item)
-    order = crawler.report.in_order([item.source for item in items])
-    expanded += order
-    place = {url: i for i, url in enumerate(order)}
-    return sorted(items, key=lambda item: place[item.source])
+    expanded += crawler.report.in_order([item.source for item in items if item.source not in listed])
+    return items
 
 
 def has_graph(manifest: Manifest) -> bool:
@@ -345,13 +343,8 @@ def update_pack(
             previous = {r.url: r for r in old.sources if r.status == "ok"}
             expanded = expand_sources(list(sources))
             fetch_t0 = time.perf_counter()
-            if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
-                items = fetch_on_ray(expanded, options, progress)
-            else:
-                items = [
-                    prepare_fetched(result, options) for result in fetch_sources(expanded, options, progress)
-                ]
-            if crawl is not None:
+            items: list[PreparedDocument] = []
+            if crawl is not None:  # first: a listed source the crawl finds is not fetched twice
                 crawler = Crawler(
                     crawl,
                     options.fetch,
@@ -359,8 +352,14 @@ def update_pack(
                     previous=crawled.pages,
                     on_progress=progress,
                 )
-                items += _crawl_again(crawler, store, previous, expanded, options)
+                items = _crawl_again(crawler, store, previous, expanded, options)
                 report.crawl = crawler.report
+            done = {item.source for item in items}
+            to_fetch = [u for u in expanded if u not in done]
+            if options.ray is not None:  # fetch, parse and chunk on Ray's workers (docs/scale.md)
+                items += fetch_on_ray(to_fetch, options, progress)
+            else:
+                items += [prepare_fetched(r, options) for r in fetch_sources(to_fetch, options, progress)]
             seconds["fetch"] = time.perf_counter() - fetch_t0
             prepared: dict[str, PreparedDocument] = {}
             fresh: list[PreparedDocument] = []  # fetched and parsed now
