@@ -236,6 +236,32 @@ def test_a_store_that_hangs_the_database_library_is_stopped_at_the_timeout(
     assert "\n" not in failed[0].detail
 
 
+def test_the_store_checks_time_limit_is_wikigr_validate_timeout(
+    built_pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The child's limit is generous by default (a busy machine loading an st: model is slow, not
+    hung) and $WIKIGR_VALIDATE_TIMEOUT sets it; a value that is no number of seconds is a usage error."""
+    damaged = _damaged_catalogue(built_pack / "pack.db", "hang", tmp_path)
+    pack = tmp_path / "fixture"
+    shutil.copytree(built_pack, pack)
+    shutil.copyfile(damaged, pack / "pack.db")
+    monkeypatch.setenv("WIKIGR_VALIDATE_TIMEOUT", "2.5")
+    start = time.monotonic()
+    code, _, err = cli(capsys, "pack", "validate", str(pack))
+    assert time.monotonic() - start < 60
+    assert code == 1
+    assert_one_error(err, "store: opening and querying the store did not finish within 2.5 s (stopped)")
+    for bad in ("soon", "0", "-1", "nan", "inf"):
+        monkeypatch.setenv("WIKIGR_VALIDATE_TIMEOUT", bad)
+        code, _, err = cli(capsys, "pack", "validate", str(built_pack))
+        assert code == 2, bad
+        assert_one_error(err, f"WIKIGR_VALIDATE_TIMEOUT must be a positive number of seconds, not {bad!r}")
+    monkeypatch.delenv("WIKIGR_VALIDATE_TIMEOUT")
+    from wikigr.validate.checks import check_timeout
+
+    assert check_timeout(built_pack) >= 600
+
+
 # -- 2. validate checks what the agent loads, with the agent's code ------------------------------
 
 
