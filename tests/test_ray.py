@@ -252,7 +252,7 @@ def test_without_ray_the_flag_is_a_one_line_error(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
