@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,8 +35,26 @@ def _guarded_connect(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
+def _cache_children_bytecode() -> None:
+    """With PYTHONDONTWRITEBYTECODE set (this sandbox, many CI images) and no .pyc files installed,
+    every Python child of a test (``python -m wikigr``, the validate child, Ray's GCS helpers, agents
+    and workers) compiled numpy, Ray or torch from source: seconds of CPU each, which a busy
+    machine stretched past Ray's fixed start-up windows. The children cache their bytecode in a
+    folder of this user's under the temp folder instead; the source tree still gets no __pycache__."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = Path(tempfile.gettempdir()) / f"wikigr-tests-pycache-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    info = folder.lstat()
+    if info.st_uid != os.getuid() or not stat.S_ISDIR(info.st_mode) or info.st_mode & 0o077:
+        return  # not this user's alone: no bytecode is read from it
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    _cache_children_bytecode()
 
 
 @pytest.fixture(autouse=True)

@@ -693,14 +693,15 @@ def _validate(request: ClaudeRequest) -> str | None:
 
 
 def make_llm(fake: FakeClaude, **overrides: Any) -> AnthropicLLM:
-    """An :class:`~wikigr.llm.AnthropicLLM` pointed at ``fake``, with a short timeout and tiny
-    backoff so retry tests take milliseconds. Close it (or use it as a context manager)."""
+    """An :class:`~wikigr.llm.AnthropicLLM` pointed at ``fake``, with tiny backoff so retry tests
+    take milliseconds (a test of a slow reply sets its own short ``timeout``; this one only
+    catches a hang, on a machine however busy). Close it (or use it as a context manager)."""
     from wikigr.llm import DEFAULT_MODEL, AnthropicLLM
 
     options: dict[str, Any] = {
         "model": DEFAULT_MODEL,
         "base_url": fake.base_url,
-        "timeout": 2.0,
+        "timeout": 60.0,
         "max_retries": 3,
         "backoff_base": 0.001,
         "backoff_max": 0.005,
@@ -735,7 +736,7 @@ def fake_claude() -> Iterator[FakeClaude]:
 
 @pytest.fixture
 def fake_llm(fake_claude: FakeClaude) -> Iterator[AnthropicLLM]:
-    """An AnthropicLLM talking to ``fake_claude`` (tiny backoff, 2 s timeout)."""
+    """An AnthropicLLM talking to ``fake_claude`` (tiny backoff)."""
     with make_llm(fake_claude) as llm:
         yield llm
 

@@ -182,7 +182,7 @@ def test_a_hanging_claude_falls_back_within_the_budget(
     pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The server accepts the request and never answers in time, every attempt.
-    claude_env.script(*[Reply.slow(6)] * 4)
+    claude_env.script(*[Reply.slow(60)] * 4)
     start = time.monotonic()
     code, out, err = cli(
         capsys,
@@ -194,7 +194,7 @@ def test_a_hanging_claude_falls_back_within_the_budget(
         "--timeout",
         "1.5",
     )
-    assert time.monotonic() - start < 5  # not 4 attempts x the read timeout
+    assert time.monotonic() - start < 30  # not 4 attempts x the read timeout (a busy machine adds seconds)
     assert code == 0
     assert json.loads(out)["trace"]["answer_mode"] == "extractive"
     assert err.startswith("Warning: Claude failed: no answer from Claude within the time budget of 1.5s")
@@ -210,7 +210,7 @@ def test_a_trickling_reply_ends_at_the_budget(
     args = ["query", str(pack), "How do I set a socket timeout?", "--fallback", "--timeout", "2"]
     start = time.monotonic()
     code, out, err = cli(capsys, *args)
-    assert time.monotonic() - start < 8, "the reply held the answer past its budget"
+    assert time.monotonic() - start < 20, "the reply held the answer past its budget"  # it trickles 30 s
     assert code == 0 and "settimeout" in out
     assert err.startswith("Warning: Claude failed: no answer from Claude within the time budget of 2s")
 
@@ -229,7 +229,7 @@ def test_a_trickling_stream_ends_at_the_budget(fake_claude: FakeClaude, part: st
             llm.streaming(pieces.append),
         ):
             llm.complete("", [{"role": "user", "content": "hi"}])
-        assert time.monotonic() - start < 6, "the stream held the answer past its budget"
+        assert time.monotonic() - start < 20, "the stream held the answer past its budget"
     assert fake_claude.messages_requests[0].json.get("stream") is True
 
 
@@ -237,10 +237,10 @@ def test_without_fallback_the_budget_ends_in_one_line(
     pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WIKIGR_TIMEOUT", "1")
-    claude_env.script(*[Reply.slow(6)] * 4)
+    claude_env.script(*[Reply.slow(60)] * 4)
     start = time.monotonic()
     code, _, err = cli(capsys, "query", str(pack), "How do I set a socket timeout?")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30  # not 4 x 60 s
     assert code == 1
     assert err.startswith("Error: no answer from Claude within the time budget of 1s after 1 attempt")
     assert "WIKIGR_TIMEOUT" in err and len(err.strip().splitlines()) == 1

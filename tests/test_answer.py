@@ -1262,7 +1262,7 @@ def test_query_passages_in_a_fresh_process(docs_pack: Path) -> None:
         [sys.executable, "-m", "wikigr", "query", str(docs_pack), TIMEOUT, "--passages"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert "\nSources\n[1] " in proc.stdout and "This module provides access to the BSD" in proc.stdout

@@ -44,7 +44,7 @@ def router_entry(data: dict[str, object]) -> dict[str, object]:
 def test_a_hanging_classification_falls_back_to_the_rules_within_a_share_of_the_budget(
     pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    claude_env.script(*[Reply.slow(8)] * 8)  # every request accepted, none answered in time
+    claude_env.script(*[Reply.slow(60)] * 8)  # every request accepted, none answered in time
     start = time.monotonic()
     code, out, err = cli(
         capsys, "query", str(pack), QUESTION, "--profile", "routed", "--fallback", "--json", "--timeout", "3"
@@ -52,9 +52,9 @@ def test_a_hanging_classification_falls_back_to_the_rules_within_a_share_of_the_
     elapsed = time.monotonic() - start
     assert code == 0, err
     data = json.loads(out)
-    # The answer kept its budget: Claude's replies would take 8 s each. Retrieval and the fallback
-    # come on top of it, and take over a second at a load average of 13 on 2 cores.
-    assert data["trace"]["total_ms"] < 3000 + 2500 and elapsed < 3 + 10
+    # The answer kept its budget: Claude's replies would take a minute each. Retrieval and the
+    # fallback come on top of it, and take seconds on a busy machine.
+    assert data["trace"]["total_ms"] < 3000 + 15000 and elapsed < 3 + 30
     router = router_entry(data)
     why = router["detail"]["why"]  # type: ignore[index]
     assert "(Claude failed: no answer from Claude within the time budget" in why
@@ -70,7 +70,7 @@ def test_a_stuck_classification_leaves_the_answer_its_time(
     pack: Path, claude_env: FakeClaude, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Only the classification hangs: the rules classify and Claude still answers in time."""
-    claude_env.script(Reply.slow(8), Reply.text("Call settimeout(value) on the socket [1]."))
+    claude_env.script(Reply.slow(60), Reply.text("Call settimeout(value) on the socket [1]."))
     code, out, err = cli(
         capsys, "query", str(pack), QUESTION, "--profile", "routed", "--json", "--timeout", "3"
     )
@@ -95,7 +95,7 @@ def test_a_hanging_claude_judge_fails_cleanly_within_its_budget_and_the_eval_res
         if "You grade an answer" not in str(body.get("system")):
             return Reply.text("Use settimeout [1].")
         judged.append(time.monotonic())
-        return Reply.text(JUDGE_OK) if len(judged) == 1 else Reply.slow(8)
+        return Reply.text(JUDGE_OK) if len(judged) == 1 else Reply.slow(60)
 
     claude_env.respond_with(judge_hangs_on_the_second)
     code, _, err = cli(capsys, "eval", str(pack), "--judge", "claude", "--timeout", "2")
@@ -107,7 +107,7 @@ def test_a_hanging_claude_judge_fails_cleanly_within_its_budget_and_the_eval_res
         "Error: the Claude judge failed on question q2: no answer from Claude within the time budget of 2s"
     )
     assert "run the same command again to resume" in lines[0]
-    assert len(judged) == 2 and ended - judged[1] < 2 + 1.0  # the judgement kept its budget
+    assert len(judged) == 2 and ended - judged[1] < 2 + 15  # the judgement kept its budget, not 60 s
 
     answered = len([r for r in claude_env.messages_requests if "You grade" not in r.system])
     claude_env.respond_with(

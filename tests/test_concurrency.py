@@ -35,7 +35,7 @@ def test_several_processes_query_one_pack_at_once(built_pack: Path) -> None:
     ]
     titles = []
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
+        out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
         titles.append(json.loads(out)["sources"][0]["title"])
     assert titles == ["Sockets guide", "Working with JSON", "Growing tomatoes"]
@@ -82,7 +82,7 @@ def test_an_open_agent_keeps_answering_while_update_swaps_the_pack(tmp_path: Pat
             assert ask("How do I set a socket timeout?")[0] == "Sockets guide"
         finally:
             holder.stdin.close()
-            holder.wait(timeout=60)
+            holder.wait(timeout=600)
     assert holder.returncode == 0
 
     # A new reader sees the new state.

@@ -34,7 +34,7 @@ from wikigr.sources.parse import parse
 from wikigr.sources.parsing import LinkCollector
 from wikigr.sources.urls import normalize_source, normalize_url, read_url_list
 
-FAST = FetchOptions(retries=0, timeout=2.0, backoff_base=0.0)
+FAST = FetchOptions(retries=0, timeout=60.0, backoff_base=0.0)  # no server here is slow
 OFFLINE = BuildOptions(graph=False, fetch=FAST)
 TEA = "<title>Tea</title><h1>Tea</h1><p>Green tea is steeped at 80 degrees for two minutes.</p>"
 

@@ -57,7 +57,7 @@ def installed(built_pack: Path, wikigr_home: Path) -> Path:
 
 
 def _interrupt_when(
-    proc: subprocess.Popen[str], ready: Callable[[], bool], wait: float = 180.0
+    proc: subprocess.Popen[str], ready: Callable[[], bool], wait: float = 600.0
 ) -> tuple[float, str, str]:
     """Send SIGINT once ``ready()`` holds; (seconds from the signal to the exit, stdout, stderr)."""
     deadline = time.monotonic() + wait
@@ -74,12 +74,18 @@ def _interrupt_when(
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail("still running 60 s after Ctrl-C")
+        pytest.fail("still running 120 s after Ctrl-C")
     return time.monotonic() - sent, out, err
+
+
+def _errors(err: str) -> list[str]:
+    """stderr's lines but progress lines (``wikigr: fetch 0/1 (5s)``, printed every few seconds
+    when stderr is not a terminal: a busy machine gets to one before the interrupt)."""
+    return [line for line in err.splitlines() if not line.startswith("wikigr: ")]
 
 
 def _popen(*args: str) -> subprocess.Popen[str]:
@@ -111,8 +117,8 @@ def test_ctrl_c_while_a_server_is_silent(
         args = ["pack", "install", url, "--force", "--timeout", "300"]
     proc = _popen(*args)
     seconds, out, err = _interrupt_when(proc, lambda: server.hits(path) >= 1)
-    assert (proc.returncode, err.splitlines(), out) == (130, ["Error: interrupted"], ""), err
-    assert seconds < 10, f"took {seconds:.1f}s to stop"
+    assert (proc.returncode, _errors(err), out) == (130, ["Error: interrupted"], ""), err
+    assert seconds < 60, f"took {seconds:.1f}s to stop"  # not the 300 s the server takes
     assert _snapshot(installed) == before  # the previous pack, byte for byte
     leftovers = [p.name for p in installed.parent.iterdir() if p.name.startswith(".install-")]
     assert leftovers == []
@@ -124,12 +130,12 @@ def test_fetch_all_does_not_wait_for_a_blocked_fetch_when_interrupted(server: Lo
     from wikigr.documents import FetchResult
     from wikigr.sources.fetch import FetchOptions, fetch_all
 
-    slow = server.slow("/slow.html", delay=30)
+    slow = server.slow("/slow.html", delay=300)
     fast = server.add("/fast.html", b"<h1>Fast</h1><p>here</p>")
     raised: list[float] = []
 
     def interrupt(result: FetchResult) -> None:  # once the slow request is in flight
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 600
         while server.hits("/slow.html") < 1 and time.monotonic() < deadline:
             time.sleep(0.02)
         raised.append(time.monotonic())
@@ -137,7 +143,7 @@ def test_fetch_all_does_not_wait_for_a_blocked_fetch_when_interrupted(server: Lo
 
     with pytest.raises(KeyboardInterrupt):
         fetch_all([slow, fast], FetchOptions(workers=2, timeout=60, retries=0), on_progress=interrupt)
-    assert time.monotonic() - raised[0] < 5  # not the 30 s the slow server takes
+    assert time.monotonic() - raised[0] < 60  # not the 300 s the slow server takes
     assert server.hits("/slow.html") == 1
 
 
@@ -146,8 +152,8 @@ def test_ctrl_c_during_a_query_the_fast_path(installed: Path, claude_env: FakeCl
     claude_env.script(Reply.slow(300))
     proc = _popen("query", "fixture", "How do I set a socket timeout?", "--timeout", "600")
     seconds, out, err = _interrupt_when(proc, lambda: len(claude_env.messages_requests) >= 1)
-    assert (proc.returncode, err.splitlines(), out) == (130, ["Error: interrupted"], "")
-    assert seconds < 10, f"took {seconds:.1f}s to stop"
+    assert (proc.returncode, _errors(err), out) == (130, ["Error: interrupted"], ""), err
+    assert seconds < 60, f"took {seconds:.1f}s to stop"  # not the 300 s Claude takes
 
 
 def test_validate_json_exits_1_on_an_invalid_pack(
@@ -178,7 +184,7 @@ def test_validate_json_exits_1_on_an_invalid_pack(
     ids=["query", "create", "pack-info"],
 )
 def test_argv_that_is_not_utf8(argv: list[bytes], shown: str, installed: Path) -> None:
-    proc = subprocess.run([*WIKIGR, *argv], capture_output=True, timeout=120)
+    proc = subprocess.run([*WIKIGR, *argv], capture_output=True, timeout=600)
     err = proc.stderr.decode("utf-8")
     assert proc.returncode == 2, err
     assert err.splitlines() == [f"Error: argument '{shown}' is not valid UTF-8 text"]
@@ -233,7 +239,7 @@ class _RawSession:
         self.proc.stdin.write(line.encode("ascii") + b"\n")
         self.proc.stdin.flush()
 
-    def receive(self, timeout: float = 120) -> dict[str, Any] | None:
+    def receive(self, timeout: float = 600) -> dict[str, Any] | None:
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         if not ready:
@@ -245,7 +251,7 @@ class _RawSession:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
         try:
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -315,7 +321,7 @@ def test_mcp_errors_are_one_line_and_top_k_is_the_packs(installed: Path, tmp_pat
     params = StdioServerParameters(command=sys.executable, args=["-m", "wikigr", "mcp"], env=dict(os.environ))
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=600) as client:
             missing = await client.call_tool("query_pack", {"pack": "nope", "question": "hi"})
             (text,) = [c.text for c in missing.content]  # type: ignore[union-attr]
             assert missing.is_error and text.startswith("Error: unknown pack 'nope'")
@@ -485,7 +491,7 @@ def test_mcp_search_says_the_query_is_empty(installed: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "wikigr", "mcp"], env=dict(os.environ))
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=600) as client:
             empty = await client.call_tool("search", {"pack": "fixture", "query": "  "})
             assert empty.is_error
             assert [c.text for c in empty.content] == ["Error: the query is empty"]  # type: ignore[union-attr]

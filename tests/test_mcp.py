@@ -39,7 +39,7 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
     )
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=600) as client:
             tools = {t.name for t in (await client.list_tools()).tools}
             assert tools == {"list_packs", "pack_info", "query_pack", "search"}
 
@@ -101,7 +101,7 @@ def test_mcp_tools_over_stdio(built_pack: Path, tmp_path: Path) -> None:
     anyio.run(session)
 
 
-def _raw_reply(proc: subprocess.Popen[bytes], timeout: float = 120) -> dict[str, Any] | None:
+def _raw_reply(proc: subprocess.Popen[bytes], timeout: float = 600) -> dict[str, Any] | None:
     """The server's next line, parsed; None when none comes (EOF, or nothing for ``timeout``)."""
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
@@ -175,7 +175,7 @@ def test_mcp_answers_every_request_line_once(wikigr_home: Path) -> None:
         assert reply is not None and reply["id"] == 3 and len(reply["result"]["tools"]) == 4
     finally:
         proc.stdin.close()
-        proc.wait(timeout=120)
+        proc.wait(timeout=600)
         assert proc.stdout is not None
         assert proc.stdout.read() == b""  # nothing more than one answer a line
         proc.stdout.close()

@@ -63,7 +63,7 @@ def test_the_per_pack_skill_says_the_same_about_several_packs_and_citing(built_p
         assert shared in pack_skill and shared in plugin_skill
 
 
-def claude(home: Path, *args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def claude(home: Path, *args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     assert CLAUDE is not None
     env = {
         **os.environ,
@@ -73,7 +73,7 @@ def claude(home: Path, *args: str, cwd: Path, timeout: float = 120) -> subproces
         "DISABLE_AUTOUPDATER": "1",
         "UV_OFFLINE": "1",  # the server's environment comes from uv's cache, never the network
         "UV_CACHE_DIR": UV_CACHE,  # the real cache: HOME is a temporary folder here
-        "MCP_TIMEOUT": "180000",  # the first start builds the server's environment (seconds)
+        "MCP_TIMEOUT": "600000",  # the first start builds the server's environment (ms; a busy machine)
         "WIKIGR_HOME": str(home / ".wikigr"),
         "ANTHROPIC_API_KEY": "",
     }
@@ -109,9 +109,9 @@ def test_install_from_the_marketplace_and_the_server_connects(plugin_copy: Path,
     [entry] = installed["plugins"]["wikigr@wikigr"]
     root = Path(entry["installPath"])
     assert (root / "skills" / "wikigr" / "SKILL.md").read_text() == render_plugin_skill()
-    done = claude(home, "mcp", "list", cwd=tmp_path, timeout=300)
+    done = claude(home, "mcp", "list", cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("plugin:wikigr:wikigr"))
     assert "wikigr mcp" in line and "Connected" in line, done.stdout
-    done = claude(home, "mcp", "get", "plugin:wikigr:wikigr", cwd=tmp_path, timeout=300)
+    done = claude(home, "mcp", "get", "plugin:wikigr:wikigr", cwd=tmp_path, timeout=900)
     assert "Connected" in done.stdout, done.stdout + done.stderr

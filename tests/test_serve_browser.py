@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="needs headless Chromium and its driver: apt-get install -y chromium chromium-driver",
 )
-WAIT = 60  # seconds; the machine may be loaded
+WAIT = 600  # seconds; the machine may be loaded (a wait on a condition: only a hang takes this long)
 
 
 def png_pixels(data: bytes) -> np.ndarray:

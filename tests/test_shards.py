@@ -250,7 +250,7 @@ def test_pack_info_describes_a_pack_in_shards_as_one_pack(
     finally:
         cache.close()
     with running(create_app([sharded])) as url:
-        served = httpx.get(f"{url}/api/v1/packs/wiki", timeout=60).json()
+        served = httpx.get(f"{url}/api/v1/packs/wiki", timeout=600).json()
     assert served["name"] == "wiki" and served["store_stats"] == info["store_stats"]
     assert served["titles"] == info["titles"] and served["shards"] == info["shards"]
 

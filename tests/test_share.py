@@ -209,7 +209,7 @@ def test_export_folds_a_pending_write_ahead_log(built_pack: Path, tmp_path: Path
         "c.execute('MATCH (a:Article) SET a.word_count = 4242')\n"
         "os._exit(0)\n"
     )
-    subprocess.run([sys.executable, "-c", script, str(pack / "pack.db")], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", script, str(pack / "pack.db")], check=True, timeout=600)
     assert (pack / "pack.db.wal").exists()
     out = tmp_path / "out.tar.gz"
     report = export_pack(pack, out)

@@ -304,7 +304,7 @@ def _fresh_query(pack: Path, *args: str) -> tuple[dict[str, Any], list[str]]:
         [sys.executable, "-c", _PROBE, "query", str(pack), *args, "--json"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     line = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED "))
@@ -459,7 +459,7 @@ def test_the_console_script_answers_and_exits_cleanly(graph_pack: Path, wikigr_h
 
     def wikigr(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "wikigr", *args], capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "wikigr", *args], capture_output=True, text=True, timeout=600
         )
 
     answered = wikigr("query", str(graph_pack), "When was the American Physical Society founded?", "--json")

@@ -32,6 +32,7 @@ import numpy as np
 
 from wikigr import schema
 from wikigr.errors import EmbedderUnavailableError
+from wikigr.home import expand_user
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 _MODELS_DIR = Path(__file__).parent / "models"
@@ -242,7 +243,7 @@ def onnx_folder_embedder(folder: str) -> OnnxEmbedder:
     """``onnx:FOLDER``: ``model.onnx`` (or ``onnx/model.onnx``, as on the Hugging Face hub) with
     ``tokenizer.json`` in FOLDER; the pooling (mean or CLS) from ``1_Pooling/config.json`` and the
     maximum length from ``sentence_bert_config.json`` when present (else mean, 512)."""
-    path = Path(folder).expanduser()
+    path = expand_user(Path(folder))
     if not path.is_dir():
         raise EmbedderUnavailableError(f"no such model folder: {path}")
     path = path.resolve()
@@ -293,7 +294,7 @@ def embedder_info(name: str) -> EmbedderInfo:
     if name in _REGISTRY:
         return _REGISTRY[name][0]
     if name.startswith(ONNX_PREFIX):
-        folder = Path(name[len(ONNX_PREFIX) :]).expanduser()
+        folder = expand_user(Path(name[len(ONNX_PREFIX) :]))
         if not folder.is_dir():
             raise EmbedderUnavailableError(f"embedder {name}: no such model folder: {folder}")
         return EmbedderInfo(ONNX_PREFIX + str(folder.resolve()), None, "onnxruntime", str(folder.resolve()))

@@ -28,7 +28,7 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def wikigr_home() -> Path:
-    return Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr").expanduser()
+    return expand_user(Path(os.environ.get("WIKIGR_HOME") or Path.home() / ".wikigr"))
 
 
 def expand_user(path: Path) -> Path:

@@ -282,7 +282,7 @@ def test_fresh_process_query_json(built_pack: Path) -> None:
         "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, str(built_pack)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code, str(built_pack)], capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["sources"][0]["section"] == "Timeouts"
@@ -313,7 +313,7 @@ def test_a_closed_stdout_ends_the_command_quietly(
             stdout=write_end,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
+            timeout=600,
         )
     finally:
         os.close(write_end)
@@ -326,7 +326,7 @@ def test_module_entry_point_errors_cleanly(tmp_path: Path) -> None:
         [sys.executable, "-m", "wikigr", "pack", "info", str(tmp_path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
     )
     assert proc.returncode == 2  # not a pack (no manifest.json): a usage error
     assert proc.stderr.startswith("Error: ") and "Traceback" not in proc.stderr

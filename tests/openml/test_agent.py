@@ -443,14 +443,14 @@ def test_claude_failure_is_an_error_or_a_fallback(
 def test_a_hanging_claude_leaves_the_rules_to_answer_within_the_budget(
     capsys: pytest.CaptureFixture[str], pack: Path, claude_env: FakeClaude
 ) -> None:
-    claude_env.script(*[Reply.slow(8)] * 4)  # accepted, never answered in time
+    claude_env.script(*[Reply.slow(60)] * 4)  # accepted, never answered in time
     code, out, err = cli(capsys, "query", str(pack), QUESTION, "--fallback", "--json", "--timeout", "2")
     assert code == 0, err
     data = json.loads(out)
     assert data["trace"]["answer_mode"] == "rules (Claude failed)"
-    assert data["trace"]["total_ms"] < 2000 + 1000  # the budget, not 4 attempts x the read timeout
+    assert data["trace"]["total_ms"] < 2000 + 10000  # the budget (a busy machine adds seconds), not 4 x 60 s
     assert "within the time budget of 2s" in err and cited(data["answer"])
-    claude_env.script(*[Reply.slow(8)] * 4)
+    claude_env.script(*[Reply.slow(60)] * 4)
     code, _, err = cli(capsys, "query", str(pack), QUESTION, "--timeout", "2")
     assert code == 1
     assert_one_error(err, "no answer from Claude within the time budget of 2s")

@@ -9,5 +9,6 @@ from wikigr.sources.fetch import FetchOptions
 
 @pytest.fixture
 def fast() -> FetchOptions:
-    """Short timeouts and near-zero backoff, so failure paths run in milliseconds."""
-    return FetchOptions(workers=4, timeout=2.0, retries=2, backoff_base=0.01, retry_after_cap=0.05)
+    """Near-zero backoff, so failure paths run in milliseconds (a test of a slow server sets its
+    own short timeout; this one only catches a hang, on a machine however busy)."""
+    return FetchOptions(workers=4, timeout=60.0, retries=2, backoff_base=0.01, retry_after_cap=0.05)

@@ -17,7 +17,7 @@ JAPANESE = "日本語のテキストです。これはシフトJISで書かれ�
 
 def fetch_and_parse(server: LocalServer, path: str, body: bytes, content_type: str | None) -> Document:
     url = server.add(path, body, content_type=content_type)
-    (result,) = fetch_all([url], FetchOptions(retries=0, timeout=5))
+    (result,) = fetch_all([url], FetchOptions(retries=0, timeout=60))
     assert result.ok, result.error
     return parse(result)
 

@@ -151,7 +151,7 @@ def test_retry_after_is_capped(server: LocalServer, fast: FetchOptions) -> None:
     started = time.monotonic()
     result = fetch_one(url, replace(fast, retries=1, retry_after_cap=0.1))
     assert result.ok, result.error
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60  # not the 120 s asked for
 
 
 def test_backoff_is_exponential(server: LocalServer, fast: FetchOptions) -> None:
@@ -165,12 +165,12 @@ def test_backoff_is_exponential(server: LocalServer, fast: FetchOptions) -> None
 
 
 def test_timeout(server: LocalServer, fast: FetchOptions) -> None:
-    url = server.slow("/slow", delay=5)
+    url = server.slow("/slow", delay=60)
     started = time.monotonic()
     result = fetch_one(url, replace(fast, timeout=0.3, retries=1))
     assert result.error == "timed out after 0.3s"
     assert server.hits("/slow") == 2  # timeouts are retried
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30  # not twice the server's 60 s
 
 
 def test_huge_body_with_content_length_is_refused_up_front(server: LocalServer, fast: FetchOptions) -> None:
@@ -179,7 +179,7 @@ def test_huge_body_with_content_length_is_refused_up_front(server: LocalServer, 
     result = fetch_one(url, replace(fast, max_bytes=64 * KIB))
     assert result.error == "larger than 64 KiB cap"
     assert server.hits("/big") == 1
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30
 
 
 def test_huge_body_without_content_length_stops_at_the_cap(server: LocalServer, fast: FetchOptions) -> None:
@@ -188,7 +188,7 @@ def test_huge_body_without_content_length_stops_at_the_cap(server: LocalServer, 
     result = fetch_one(url, replace(fast, max_bytes=64 * KIB))
     assert result.error == "larger than 64 KiB cap"
     assert result.content == b""
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30
 
 
 def test_body_exactly_at_the_cap_is_fine(server: LocalServer, fast: FetchOptions) -> None:
@@ -260,7 +260,7 @@ def test_connection_refused(fast: FetchOptions) -> None:
     result = fetch_one(url, replace(fast, retries=1))
     assert result.error == "connection refused"
     assert result.final_url == url
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 30
 
 
 def test_name_resolution_failures_are_named() -> None:

@@ -31,6 +31,8 @@ raises a one-line :class:`UsageError` saying how to install it.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import logging
 import os
@@ -69,6 +71,14 @@ EMBED_BATCH = 512  # entity names per embedding task
 # At least one task per CPU when the batch sizes above would give fewer (a small build then keeps
 # every worker busy). Not more: smaller tasks were slower here (bench/scale.py, 400 passages).
 TASKS_PER_CPU = 1
+# A local Ray's start is tried again when it times out. Ray (2.60) gives its helper processes
+# fixed windows that no setting changes (15 s for the dashboard agent to write its ports, 30 s for
+# the raylet to register), and a busy machine misses them; on a fresh machine the first start also
+# compiles and caches Ray's bytecode, which makes the next one about twice as fast.
+START_ATTEMPTS = 3
+# Ray's start-up waits that can be set, made generous for a local Ray (a variable already set wins):
+# the GCS's port file (default 30 s) and a new worker process's registration (default 60 s).
+RAY_START_ENV = {"RAY_gcs_server_port_wait_time_s": "120", "RAY_worker_register_timeout_seconds": "600"}
 
 
 @dataclass
@@ -111,6 +121,8 @@ def connect(options: RayOptions) -> Any:
         # A local Ray runs this very Python and its packages: Ray's `uv run` hook would package the
         # working folder and make each worker build an environment of its own instead.
         os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        for name, value in RAY_START_ENV.items():
+            os.environ.setdefault(name, value)
     try:
         import ray
     except ImportError as exc:
@@ -125,12 +137,41 @@ def connect(options: RayOptions) -> Any:
     }
     if address is None and options.num_cpus:
         kwargs["num_cpus"] = options.num_cpus
-    try:
-        ray.init(**kwargs)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        where = address or "a local Ray"
-        raise BuildError(f"cannot start or reach Ray ({where}): {_one_line(exc)}") from exc
-    return ray
+    attempts, attempt = (1 if address else START_ATTEMPTS), 1
+    while True:
+        started = {child.pid for child in _descendants()}
+        try:
+            ray.init(**kwargs)
+            return ray
+        except Exception as exc:  # Ray raises a bare Exception when its node does not start in time
+            _stop_new(started)  # what the failed start left running (Ray leaves it to this process's exit)
+            if attempt == attempts or not _timed_out(exc):
+                where = address or "a local Ray"
+                hint = f" (after {attempt} tries: is the machine very busy?)" if attempt > 1 else ""
+                raise BuildError(f"cannot start or reach Ray ({where}): {_one_line(exc)}{hint}") from exc
+        attempt += 1
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether Ray's start failed on one of its fixed start-up windows."""
+    return isinstance(exc, TimeoutError) or "timed out" in str(exc).lower()
+
+
+def _descendants() -> list[Any]:
+    """This process's descendants, as psutil processes (psutil: Ray's own dependency)."""
+    psutil: Any = importlib.import_module("psutil")
+    return list(psutil.Process().children(recursive=True))
+
+
+def _stop_new(before: set[int]) -> None:
+    """Kill the descendants of this process whose ids are not in ``before``: the GCS, raylet and
+    helper processes of a local Ray whose start failed."""
+    psutil: Any = importlib.import_module("psutil")
+    left = [child for child in _descendants() if child.pid not in before]
+    for child in left:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(left, timeout=30)
 
 
 _REMOTE: dict[Callable[..., Any], Any] = {}

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from wikigr.errors import EmbedderUnavailableError, UsageError
+from wikigr.home import expand_user
 
 PREFIX = "st:"
 BACKEND = "sentence-transformers"
@@ -58,7 +59,7 @@ def resolve(model: str) -> str:
     model = model.strip()
     if not model:
         raise UsageError("st: needs a model: st:NAME (a Hugging Face model name) or st:FOLDER")
-    path = Path(model).expanduser()
+    path = expand_user(Path(model))
     if path.is_dir():
         return str(path.resolve())
     if model.startswith(("/", ".", "~")) or "\\" in model or model.count("/") > 1:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from wikigr.errors import InvalidPackError, NotAPackError, PackNotFoundError, UsageError, shown
-from wikigr.home import wikigr_home
+from wikigr.home import expand_user, wikigr_home
 
 # The file names, re-exported: they are read as layout.STORE_FILE and so on.
 from wikigr.pack.files import CONFIG_FILE as CONFIG_FILE
@@ -40,7 +40,7 @@ def path_for_name(ref: str, command: str, takes: str) -> str | None:
     or folder here): a one-line message saying what ``command`` takes, suggesting the path's last
     part if that is a valid name (not a name made of the whole path, ``packs-pydocs``). Else None."""
     try:
-        is_path = looks_like_path(ref) or Path(ref).expanduser().exists()
+        is_path = looks_like_path(ref) or expand_user(Path(ref)).exists()
     except (OSError, ValueError):
         is_path = False
     if not is_path or ref in RESERVED_NAMES:  # `all` is refused as reserved, a folder of it or not
@@ -80,7 +80,7 @@ def resolve_pack_path(ref: str) -> Path:
     if not ref.strip():
         raise PackNotFoundError("no pack given")
     try:
-        candidate = Path(ref).expanduser()
+        candidate = expand_user(Path(ref))
         if looks_like_path(ref) or candidate.is_dir():
             if not candidate.exists():
                 raise PackNotFoundError(f"no pack at {shown(candidate, 200)}")

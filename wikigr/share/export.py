@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from wikigr.errors import ShareError, UsageError
+from wikigr.home import expand_user
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest
 from wikigr.pack.store import Store
@@ -52,7 +53,7 @@ def export_pack(ref: str | Path, out: Path, on_progress: ProgressCallback | None
     every other file (``files``). The archive is written beside ``out`` and renamed into place."""
     progress = on_progress or no_progress
     pack = layout.open_pack(ref)
-    out = out.expanduser().absolute()
+    out = expand_user(out).absolute()
     if out.is_dir():
         raise UsageError(f"{out} is a folder: give the archive's file name (e.g. {pack.name}.tar.gz)")
     if not out.parent.is_dir():

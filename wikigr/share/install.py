@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikigr.errors import PackNotFoundError, ShareError, UsageError
+from wikigr.home import expand_user
 from wikigr.pack import pack as layout
 from wikigr.pack.manifest import Manifest, check_name
 from wikigr.pack.transaction import pack_lock, pack_transaction
@@ -139,7 +140,7 @@ def install_pack(
     progress = on_progress or no_progress
     text = str(source)
     url = check_url(text) if "://" in text else None
-    path = Path(text).expanduser()
+    path = expand_user(Path(text))
     if url is None:
         if not path.exists():
             raise PackNotFoundError(f"no such archive or pack folder: {path}")

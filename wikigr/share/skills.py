@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 from wikigr.errors import ShareError
+from wikigr.home import expand_user
 from wikigr.pack import pack as layout
 from wikigr.skill import MARKER, SKILL_FILENAME, skill_text
 
@@ -32,7 +33,7 @@ def register_pack_skill(ref: str, skills_dir: Path | None = None) -> Path:
     """Write ``SKILLS_DIR/<pack>/SKILL.md`` for the installed pack ``ref``, generated from its
     content. A skill folder that wikigr did not write is left alone (a :class:`ShareError`)."""
     pack = layout.open_pack(ref)
-    root = (skills_dir or default_skills_dir()).expanduser()
+    root = expand_user(skills_dir or default_skills_dir())
     folder = root / pack.name
     skill_file = folder / SKILL_FILENAME
     if folder.is_symlink() or skill_file.is_symlink():
@@ -53,7 +54,7 @@ def refresh_pack_skill(ref: str | Path, skills_dir: Path | None = None) -> Path 
     pack = layout.open_pack(ref)
     if pack.path != (layout.packs_home() / pack.name).resolve():
         return None  # registered skills are those of installed packs
-    skill_file = (skills_dir or default_skills_dir()).expanduser() / pack.name / SKILL_FILENAME
+    skill_file = expand_user(skills_dir or default_skills_dir()) / pack.name / SKILL_FILENAME
     if skill_file.is_symlink() or not skill_file.is_file() or not _is_ours(skill_file):
         return None
     return register_pack_skill(str(pack.path), skills_dir)
@@ -61,7 +62,7 @@ def refresh_pack_skill(ref: str | Path, skills_dir: Path | None = None) -> Path 
 
 def unregister_pack_skill(name: str, skills_dir: Path | None = None) -> tuple[Path | None, str | None]:
     """Remove ``SKILLS_DIR/<name>/SKILL.md`` if wikigr wrote it: (removed path, warning)."""
-    folder = (skills_dir or default_skills_dir()).expanduser() / name
+    folder = expand_user(skills_dir or default_skills_dir()) / name
     skill_file = folder / SKILL_FILENAME
     if folder.is_symlink() or not skill_file.is_file():
         return None, None

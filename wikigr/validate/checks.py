@@ -25,7 +25,7 @@ from pathlib import Path
 import wikigr
 from wikigr import schema
 from wikigr.embed import embedder_info
-from wikigr.errors import InvalidPackError, WikigrError, one_line
+from wikigr.errors import InvalidPackError, UsageError, WikigrError, one_line
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR, KeywordIndex
 from wikigr.pack.manifest import Manifest, load_manifest
@@ -36,8 +36,11 @@ from wikigr.retrieval.profiles import load_pack_config
 from wikigr.sources.crawl import crawl_of
 
 MAX_QUESTIONS_BYTES = 64 * 1024 * 1024
-CHECK_SECONDS = 120.0  # the child's time for the store checks and the question, at the least
+# The child's time for the store checks and the question, at the least: a hang of the database
+# library never ends, while a busy machine loading an st: model's torch can take minutes.
+CHECK_SECONDS = 600.0
 CHECK_BYTES_PER_SECOND = 2 * 1024 * 1024  # and one second more per this many bytes of stores
+TIMEOUT_ENV = "WIKIGR_VALIDATE_TIMEOUT"  # sets the child's time instead (seconds)
 REPORT_PREFIX = "wikigr-checks: "  # the child's report line on its standard output
 IN_CHILD = False  # set by wikigr.validate.child: the checks run here, not in another child
 
@@ -190,8 +193,17 @@ def database_checks(path: Path, query: bool) -> list[Check]:
 
 
 def check_timeout(path: Path) -> float:
-    """The seconds the child may take: CHECK_SECONDS, and more for large stores (every value of
-    every table is read)."""
+    """The seconds the child may take: ``$WIKIGR_VALIDATE_TIMEOUT``, else CHECK_SECONDS and more
+    for large stores (every value of every table is read)."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if raw:
+        try:
+            seconds = float(raw)
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds, not {raw!r}")
+        return seconds
     stores = [path / layout.STORE_FILE, *(path / SHARDS_DIR).glob(f"*/{layout.STORE_FILE}")]  # or its shards
     size = sum(store.stat().st_size for store in stores if store.is_file() and not store.is_symlink())
     return CHECK_SECONDS + size / CHECK_BYTES_PER_SECOND
