@@ -163,7 +163,7 @@ def test_mcp_tools_take_a_list_or_all(two_packs: tuple[Path, Path], tmp_path: Pa
     )
 
     async def session() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
+        async with Client(params, read_timeout_seconds=600) as client:
             call = {"pack": ["garden", "network"], "question": NETWORK_QUESTIONS[1], "top_k": 3}
             data = _payload(await client.call_tool("query_pack", call))
             assert data["sources"][0]["pack"] == "network"
