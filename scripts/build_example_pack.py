@@ -6,6 +6,9 @@ https://docs.python.org/3.11/ pages. Run:
 
     apt-get install python3.11-doc      # once
     uv run python scripts/build_example_pack.py
+
+The manifest then lists every file's checksum (scripts/pack_checksums.py), as an exported archive's
+does: `wikigr pack install packs/pydocs` checks them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import sys
 import threading
 from pathlib import Path
 
+from pack_checksums import list_checksums
+
 from wikigr.build import BuildOptions, build_pack
+from wikigr.skill import write_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
@@ -132,11 +138,14 @@ def main() -> int:
     finally:
         server.shutdown()
     (args.out / "LICENSE.txt").write_text(LICENSE_NOTE, encoding="utf-8")
+    # The skill names the pack by its name, as once installed (not by the builder's path to it).
+    write_skill(args.out, report.manifest, args.out / "pack.db")
+    listed = list_checksums(args.out)
     stats = report.manifest.stats
     print(
         f"built {report.path}: {stats.articles} articles, {stats.sections} sections, "
         f"{stats.chunks} chunks, {stats.links} links in {report.seconds['total']:.1f}s; "
-        f"failed: {report.failed or 'none'}"
+        f"failed: {report.failed or 'none'}; {listed} checksums listed"
     )
     return 0 if not report.failed else 1
 
