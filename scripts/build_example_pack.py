@@ -28,6 +28,9 @@ from wikigr.skill import write_skill
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
 PUBLIC = "https://docs.python.org/3.11/"
+# The pages are served on this port: a pack's ids (articles, sections, chunks) are made from the URLs
+# it fetched, so every build on the same port gives the same ids (docs/serve.md quotes one).
+PORT = 42717
 
 TUTORIAL = [
     "appetite",
@@ -109,12 +112,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=Path, default=DOCS, help="the python3.11-doc HTML folder")
     parser.add_argument("--out", type=Path, default=ROOT / "packs" / "pydocs")
+    parser.add_argument(
+        "--port", type=int, default=PORT, help="serve the docs on this port (another changes every id)"
+    )
     args = parser.parse_args()
     if not (args.docs / "library" / "socket.html").is_file():
         print(f"Error: no Python docs at {args.docs}: apt-get install python3.11-doc", file=sys.stderr)
         return 1
     handler = functools.partial(_Quiet, directory=str(args.docs))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    except OSError as exc:
+        print(f"Error: cannot serve on 127.0.0.1:{args.port}: {exc.strerror}; give --port", file=sys.stderr)
+        return 1
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     pages = [f"tutorial/{p}.html" for p in TUTORIAL] + [f"library/{p}.html" for p in LIBRARY]

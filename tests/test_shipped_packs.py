@@ -19,6 +19,7 @@ from wikigr.graph.pack import rebuild_graph
 from wikigr.pack.files import MANIFEST_FILE
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import FORMAT_VERSION, load_manifest
+from wikigr.pack.store import Store
 from wikigr.share import export_pack, install_pack
 from wikigr.share.files import pack_files, sha256_file
 from wikigr.validate import validate_pack
@@ -105,6 +106,19 @@ def test_the_readme_names_the_scripts_that_rebuild_the_shipped_packs() -> None:
     for script in ("scripts/build_example_pack.py", "scripts/build_openml_pack.py"):
         assert f"uv run python {script}" in section[:2000]
         assert (ROOT / script).is_file()
+
+
+def test_the_chunk_ids_the_docs_quote_are_in_the_shipped_pack() -> None:
+    """The build serves the pages on a fixed port, so a rebuild keeps the ids the docs quote."""
+    quoted = {
+        found
+        for doc in [README, *sorted((ROOT / "docs").glob("*.md"))]
+        for found in re.findall(r"\b[0-9a-f]{16}:\d+:\d+\b", doc.read_text(encoding="utf-8"))
+    }
+    assert quoted  # docs/serve.md asks for the graph around one
+    with Store.open(ROOT / "packs" / "pydocs" / "pack.db", read_only=True) as store:
+        held = {row[0] for row in store.rows("MATCH (c:Chunk) RETURN c.id")}
+    assert quoted <= held
 
 
 def _documented_answer_modes() -> set[str]:
