@@ -6,6 +6,9 @@ https://docs.python.org/3.11/ pages. Run:
 
     apt-get install python3.11-doc      # once
     uv run python scripts/build_example_pack.py
+
+The manifest then lists every file's checksum (scripts/pack_checksums.py), as an exported archive's
+does: `wikigr pack install packs/pydocs` checks them.
 """
 
 from __future__ import annotations
@@ -17,11 +20,17 @@ import sys
 import threading
 from pathlib import Path
 
+from pack_checksums import list_checksums
+
 from wikigr.build import BuildOptions, build_pack
+from wikigr.skill import write_skill
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")
 PUBLIC = "https://docs.python.org/3.11/"
+# The pages are served on this port: a pack's ids (articles, sections, chunks) are made from the URLs
+# it fetched, so every build on the same port gives the same ids (docs/serve.md quotes one).
+PORT = 42717
 
 TUTORIAL = [
     "appetite",
@@ -103,12 +112,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=Path, default=DOCS, help="the python3.11-doc HTML folder")
     parser.add_argument("--out", type=Path, default=ROOT / "packs" / "pydocs")
+    parser.add_argument(
+        "--port", type=int, default=PORT, help="serve the docs on this port (another changes every id)"
+    )
     args = parser.parse_args()
     if not (args.docs / "library" / "socket.html").is_file():
         print(f"Error: no Python docs at {args.docs}: apt-get install python3.11-doc", file=sys.stderr)
         return 1
     handler = functools.partial(_Quiet, directory=str(args.docs))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
+    except OSError as exc:
+        print(f"Error: cannot serve on 127.0.0.1:{args.port}: {exc.strerror}; give --port", file=sys.stderr)
+        return 1
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     pages = [f"tutorial/{p}.html" for p in TUTORIAL] + [f"library/{p}.html" for p in LIBRARY]
@@ -132,11 +148,14 @@ def main() -> int:
     finally:
         server.shutdown()
     (args.out / "LICENSE.txt").write_text(LICENSE_NOTE, encoding="utf-8")
+    # The skill names the pack by its name, as once installed (not by the builder's path to it).
+    write_skill(args.out, report.manifest, args.out / "pack.db")
+    listed = list_checksums(args.out)
     stats = report.manifest.stats
     print(
         f"built {report.path}: {stats.articles} articles, {stats.sections} sections, "
         f"{stats.chunks} chunks, {stats.links} links in {report.seconds['total']:.1f}s; "
-        f"failed: {report.failed or 'none'}"
+        f"failed: {report.failed or 'none'}; {listed} checksums listed"
     )
     return 0 if not report.failed else 1
 

@@ -6,6 +6,9 @@ The export names datasets but not their OpenML data ids, so no quality file join
 dataset size and class-balance buckets stay "unknown" in this pack. Run:
 
     uv run python scripts/build_openml_pack.py [--data ../shared/data/openml] [--out packs/amlb2019]
+
+The manifest then lists every file's checksum (scripts/pack_checksums.py), as an exported archive's
+does: `wikigr pack install packs/amlb2019` checks them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from pack_checksums import list_checksums  # noqa: E402
 
 from wikigr.openml.build import OpenMLBuildOptions, build_openml_pack  # noqa: E402
 
@@ -83,8 +88,12 @@ def main() -> None:
         "".join(json.dumps({"id": f"q{i}", "question": q}) + "\n" for i, q in enumerate(QUESTIONS, 1)),
         encoding="utf-8",
     )
+    listed = list_checksums(report.path)
     stats = report.manifest.stats
-    print(f"{report.path}: {stats.runs} runs, {stats.algorithms} algorithms, {stats.datasets} datasets")
+    print(
+        f"{report.path}: {stats.runs} runs, {stats.algorithms} algorithms, {stats.datasets} datasets; "
+        f"{listed} checksums listed"
+    )
 
 
 if __name__ == "__main__":

@@ -1254,7 +1254,7 @@ def test_query_json_gives_the_short_answer_and_the_whole_passages(
     assert data["answer"] == result.answer and data["answer_mode"] == "extractive"
     assert [s["text"] for s in data["sources"]] == [s.text for s in result.sources]
     assert all(s["text"] for s in data["sources"])
-    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack"}
+    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack", "related"}
 
 
 def test_query_passages_in_a_fresh_process(docs_pack: Path) -> None:

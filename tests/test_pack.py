@@ -110,7 +110,7 @@ def test_query_cites_urls_with_anchors(built_pack: Path) -> None:
     data = result.to_json()
     keys = {"answer", "answer_mode", "sources", "profile", "trace", "confidence", "low_confidence", "facts"}
     assert keys == set(data)
-    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack"}
+    assert set(data["sources"][0]) == {"title", "section", "url", "score", "text", "pack", "related"}
     assert data["sources"][0]["text"] == result.sources[0].text and data["answer_mode"] == "extractive"
     assert data["sources"][0]["pack"] == "fixture"
     assert data["profile"] == "auto"  # the default, written to kg_config.json

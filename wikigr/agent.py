@@ -27,6 +27,8 @@ from wikigr.retrieval.pipeline import run_stages
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, load_pack_config, resolve_stages
 from wikigr.retrieval.stage import Context, QueryState, Skip
 
+RELATED_ORIGIN = "multidoc"  # the origin of the passages of linked pages added after the top_k
+
 if TYPE_CHECKING:  # the SDK is imported only when an API key is set
     import numpy as np
 
@@ -44,6 +46,11 @@ class Source:
     pack: str = ""  # the name of the pack it comes from
     chunk_id: str = ""  # the passage's id in its pack's store
 
+    @property
+    def related(self) -> bool:
+        """A passage of a page linked to the top sources, added after the top_k (``multidoc``)."""
+        return self.origin == RELATED_ORIGIN
+
     def to_json(self) -> dict[str, Any]:
         return {
             "title": self.title,
@@ -51,6 +58,7 @@ class Source:
             "url": self.url,
             "score": round(self.score, 4),
             "pack": self.pack,
+            "related": self.related,
             "text": self.text,
         }
 
@@ -213,7 +221,7 @@ class KnowledgeGraphAgent:
     def result(self, state: QueryState, stages: list[dict[str, Any]], total_ms: float) -> AgentResult:
         """The answer, sources and trace of a query that has run its stages."""
         k = state.top_k  # a stage may widen it (the router, for an enumeration)
-        passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == "multidoc"]
+        passages = state.candidates[:k] + [c for c in state.candidates[k:] if c.origin == RELATED_ORIGIN]
         own = self.name  # the source's pack, unless several packs answer together
         sources = [
             Source(

@@ -243,12 +243,14 @@ def create_server() -> tuple[MCPServer, AgentCache]:
         pack: str | list[str], question: str, profile: str | None = None, top_k: int | None = None
     ) -> dict[str, Any]:
         """Answer a question from a pack, citing its sources: [n] in the answer is sources[n-1]
-        (title, section, url, pack, and the whole passage as text). ``pack``: a name, a list of
-        names (or "a,b"), or "all" for every pack; several packs are searched together and their
-        passages merged. Without Claude the answer is the passages' sentences that answer the
-        question (answer_mode "extractive"). ``profile``: auto (default: picks the retrieval for
-        the pack and the question), baseline (fastest), balanced, max, graph (PageRank over the
-        pack's entity graph) or routed (escalates per question).
+        (title, section, url, pack, related, and the whole passage as text). ``top_k`` passages
+        are retrieved; related is true for a passage of a linked page added after them. ``pack``:
+        a name, a list of names (or "a,b"), or "all" for every pack; several packs are searched
+        together and their passages merged. Without Claude the answer is the passages' sentences
+        that answer the question (answer_mode "extractive"; "rules" on an OpenML pack).
+        ``profile``: auto (default: picks the retrieval for the pack and the question), baseline
+        (fastest), balanced, max, graph (PageRank over the pack's entity graph) or routed
+        (escalates per question).
         When low_confidence is true the pack has little grounded context for the question."""
         _check_top_k(top_k)
         try:

@@ -212,7 +212,8 @@ Ask one focused question at a time:
 wikigr query {shell_ref} "How do I ...?" --json
 ```
 
-(From a clone of wikigr, run `uv run wikigr ...`.) Options: `--top-k K` passages (default 5).
+(From a clone of wikigr, run `uv run wikigr ...`.) Options: `--top-k K` passages (default 5;
+passages of pages linked to them may follow, with `"related": true`).
 The default profile, `auto`, picks the retrieval for the pack and the question (questions that
 chain facts — "the author of the book that ..." — included); `--trace` shows what it chose and why.
 Fixed profiles: `--profile baseline` (fastest: vector search only), `balanced` (keyword search,
@@ -229,7 +230,7 @@ The JSON printed on stdout:
   "answer": "text citing passages as [1], [2] ...",
   "answer_mode": "extractive",
   "sources": [{{"title": "article", "section": "section", "url": "https://...#anchor", "score": 0.71,
-               "pack": "{clean(manifest.name, 64)}", "text": "the whole passage"}}],
+               "pack": "{clean(manifest.name, 64)}", "related": false, "text": "the whole passage"}}],
   "profile": "auto",
   "confidence": 0.71,
   "low_confidence": false,

@@ -75,7 +75,7 @@ def answer(
                 if source.section not in ("", source.title)
                 else source.title
             )
-            related = " (related)" if source.origin == "multidoc" else ""
+            related = " (related)" if source.related else ""
             pack_name = f"{source.pack}: " if several else ""
             line = printable(f"[{n}] {pack_name}{where}{related}  {source.url}")
             out.print(line, markup=False, highlight=False)

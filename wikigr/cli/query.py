@@ -37,7 +37,9 @@ def register(app: typer.Typer) -> None:
                 "-k",
                 min=1,
                 max=100,
-                help="Passages to return (default: the pack's kg_config.json top_k, else 5).",
+                help="Passages to retrieve (default: the pack's kg_config.json top_k, else 5). Profiles "
+                "that run multidoc (all but baseline) list up to 3 passages of linked pages after "
+                "them, marked (related); --disable multidoc for K sources exactly.",
             ),
         ] = None,
         model: Annotated[

@@ -1,5 +1,6 @@
 """(Re)build the entity graph of an existing pack in place, from the chunks and embeddings its
-store already holds: nothing is fetched or re-embedded. The manifest's statistics are updated."""
+store already holds: nothing is fetched or re-embedded. The manifest's statistics are updated (and
+the checksums it may list dropped: the store is no longer the one they describe)."""
 
 from __future__ import annotations
 
@@ -91,5 +92,8 @@ def rebuild_graph(
         stats = store.stats()
         progress(ProgressEvent("write", 1, 1))
     manifest.stats = GraphStats(**stats)
+    # The store changed: checksums listed for it (a shipped or installed pack) would refuse the
+    # pack at its next install. An export lists them again, as after `pack update`.
+    manifest.files, manifest.sizes = {}, {}
     manifest.dump(path / layout.MANIFEST_FILE)
     return report

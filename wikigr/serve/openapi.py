@@ -59,7 +59,8 @@ ASK_FIELDS: dict[str, Any] = {
         "type": "integer",
         "minimum": 1,
         "maximum": 100,
-        "description": "Passages to return (default: the pack's kg_config.json top_k, else 5).",
+        "description": "Passages to retrieve (default: the pack's kg_config.json top_k, else 5); "
+        "passages of related pages may follow them (sources with related: true).",
     },
     "enable": {"type": "array", "items": {"type": "string"}, "description": "Stages to add."},
     "disable": {"type": "array", "items": {"type": "string"}, "description": "Stages to remove."},
@@ -124,6 +125,11 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                         "pack": {"type": "string"},
                         "chunk_id": {"type": "string"},
                         "origin": {"type": "string"},
+                        "related": {
+                            "type": "boolean",
+                            "description": "A passage of a page linked to the top sources, listed "
+                            "after the top_k passages (the multidoc stage).",
+                        },
                         "text": {"type": "string"},
                     },
                 },
