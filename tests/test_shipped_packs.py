@@ -15,6 +15,7 @@ import pytest
 from wikigr.build import BuildOptions, build_pack
 from wikigr.cli import run
 from wikigr.embed import get_embedder
+from wikigr.eval.runner import EvalOptions, evaluate
 from wikigr.graph.pack import rebuild_graph
 from wikigr.pack.files import MANIFEST_FILE
 from wikigr.pack.kind import pack_kind
@@ -160,5 +161,27 @@ def test_a_copy_given_an_entity_graph_installs_from_its_folder(tmp_path: Path, w
     rebuild_graph(copy)
     manifest = load_manifest(copy / MANIFEST_FILE)
     assert manifest.files == {} and manifest.sizes == {}
+    again = install_pack(copy, force=True, register_skill=False)
+    assert not again.checked and again.warnings == []
+
+
+def test_a_copy_evaluated_installs_from_its_folder(tmp_path: Path, wikigr_home: Path) -> None:
+    """`wikigr eval` writes eval/results/ and the manifest's scores: a pack listing checksums (a
+    shipped or installed one) would have the copy refused at install ("present but not listed");
+    the checksums are dropped, as `pack update` and `pack graph` drop them."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "alpha.md").write_text("# Alpha\n\nAlpha is the first letter of the Greek alphabet.\n")
+    build_pack("tiny", [docs.as_uri()], out=tmp_path / "tiny", options=BuildOptions(graph=False))
+    export_pack(tmp_path / "tiny", tmp_path / "tiny.tar.gz")
+    installed = install_pack(tmp_path / "tiny.tar.gz", register_skill=False)
+    assert installed.checked and load_manifest(installed.path / MANIFEST_FILE).files
+    copy = tmp_path / "copy"
+    shutil.copytree(installed.path, copy)
+    question = {"id": "q1", "question": "Which letter is first?", "ground_truth": "Alpha"}
+    (copy / "eval" / "questions.jsonl").write_text(json.dumps(question) + "\n")
+    evaluate(copy, EvalOptions(profiles=["baseline"]))
+    manifest = load_manifest(copy / MANIFEST_FILE)
+    assert manifest.files == {} and manifest.sizes == {} and manifest.eval_scores
     again = install_pack(copy, force=True, register_skill=False)
     assert not again.checked and again.warnings == []

@@ -297,6 +297,9 @@ class Evaluator:
         )
         others = [s for s in manifest.eval_scores or [] if s.profile != profile]
         manifest.eval_scores = sorted([*others, latest], key=lambda s: s.profile)
+        # eval/results/ and the manifest changed: the checksums an exported or shipped pack lists
+        # hold no more (as after `pack update` and `pack graph`)
+        manifest.files, manifest.sizes = {}, {}
         manifest.dump(self.pack.path / layout.MANIFEST_FILE)
 
     def _evaluate_one(
