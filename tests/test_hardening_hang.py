@@ -35,7 +35,7 @@ from tests.cli.test_cli import assert_one_error, cli
 from tests.httpserver import LocalServer
 from wikigr.build import BuildOptions, build_pack
 from wikigr.pack.pack import open_pack
-from wikigr.sources.fetch import FetchOptions
+from wikigr.sources.fetch import FetchOptions, fetch_all
 from wikigr.sources.html_parser import MAX_NESTING, cap_nesting, parse_html
 
 FAST = FetchOptions(retries=0, timeout=20.0, backoff_base=0.0)
@@ -232,6 +232,29 @@ def _interrupt_build(sources: list[str], started: Callable[[], bool]) -> tuple[i
             build.kill()
             build.wait()
     return build.returncode, err
+
+
+@pytest.mark.parametrize("fetcher", ["wikigr-fetch-attempt", "wikigr-fetch"])
+def test_a_ctrl_c_the_kernel_gives_to_another_thread_is_seen_at_once(fetcher: str) -> None:
+    """The kernel may give a process's SIGINT to any of its threads (on a busy machine it gave it
+    to a fetch's), and CPython then sees it only when the main thread next takes the interpreter
+    lock: a main thread blocked on a fetch for its whole timeout went on for 60 s after Ctrl-C.
+    Here the SIGINT goes to a fetch thread on purpose; the fetch of a trickling server is
+    interrupted within seconds all the same."""
+    with trickling_headers() as (url, asked):
+        fired: list[float] = []
+
+        def interrupt() -> None:
+            asked.wait(60)
+            time.sleep(0.5)
+            thread = next(t for t in threading.enumerate() if t.name.startswith(fetcher))
+            fired.append(time.monotonic())
+            signal.pthread_kill(thread.ident or 0, signal.SIGINT)
+
+        threading.Thread(target=interrupt, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            fetch_all([url], FetchOptions(timeout=120.0, retries=0))
+        assert fired and time.monotonic() - fired[0] < 10.0  # not the fetch's 120 s
 
 
 @pytest.mark.parametrize("slow", ["fetch", "parse"])

@@ -16,7 +16,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +38,7 @@ from wikigr.sources.formats import (
 )
 from wikigr.sources.parsing import one_line
 from wikigr.sources.urls import file_url_to_path, normalize_url, special_file
+from wikigr.threads import completed, join
 
 __all__ = [
     "FetchOptions",
@@ -276,7 +277,7 @@ def _attempt(client: httpx.Client, url: str, options: FetchOptions, request: Req
 
     worker = threading.Thread(target=work, name="wikigr-fetch-attempt", daemon=True)
     worker.start()
-    worker.join(options.timeout)
+    join(worker, options.timeout)
     if outcome:
         return outcome[0]
     stop.set()
@@ -579,7 +580,7 @@ def fetch_all(
         pool.submit(fetch_one, urls[where[0]], options, client): where for where in spellings.values()
     }
     try:
-        for future in as_completed(futures):
+        for future in completed(list(futures)):
             fetched = future.result()
             for i in futures[future]:
                 result = fetched if urls[i] == fetched.url else replace(fetched, url=urls[i])

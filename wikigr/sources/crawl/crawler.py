@@ -73,6 +73,7 @@ from wikigr.sources.fetch import FetchOptions, Request, fetch_one, make_client
 from wikigr.sources.formats import format_for, guess_content_type
 from wikigr.sources.parse import parse
 from wikigr.sources.urls import normalize_url
+from wikigr.threads import POLL
 
 __all__ = ["Crawler"]
 
@@ -532,8 +533,8 @@ class Crawler:
                     self.sleep(max(0.0, min(waiting) - time.monotonic()))
                     continue
                 soonest = [s.next_at for s in self._sites.values() if s.frontier and s.active == 0]
-                timeout = max(0.01, min(soonest) - time.monotonic()) if soonest else None
-                finished, _ = wait(running, timeout=timeout, return_when=FIRST_COMPLETED)
+                timeout = max(0.01, min(soonest) - time.monotonic()) if soonest else POLL
+                finished, _ = wait(running, timeout=min(timeout, POLL), return_when=FIRST_COMPLETED)
                 for future in finished:
                     page, site = running.pop(future)
                     site.active -= 1
