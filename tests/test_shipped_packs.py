@@ -144,10 +144,8 @@ def test_the_readme_lists_the_answer_modes_the_shipped_packs_give(capsys: pytest
     assert {"rules (Claude called no tool)", "rules (Claude failed)"} <= documented
 
 
-def test_a_copy_given_an_entity_graph_installs_from_its_folder(tmp_path: Path, wikigr_home: Path) -> None:
-    """`pack graph` rewrites the store: a manifest listing the old checksums (a shipped pack, an
-    installed one) would have the copy refused at install ("pack.db is N bytes but the manifest
-    says M"); the checksums are dropped, as `pack update` drops them."""
+def _copy_of_an_installed_pack(tmp_path: Path) -> Path:
+    """A copy of a pack installed from an archive: its manifest lists every file's checksum."""
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "alpha.md").write_text("# Alpha\n\nAlpha is the first letter. See [Beta](beta.md).\n")
@@ -158,30 +156,33 @@ def test_a_copy_given_an_entity_graph_installs_from_its_folder(tmp_path: Path, w
     assert installed.checked and load_manifest(installed.path / MANIFEST_FILE).files
     copy = tmp_path / "copy"
     shutil.copytree(installed.path, copy)
-    rebuild_graph(copy)
+    return copy
+
+
+def _installs_unchecked(copy: Path) -> None:
+    """The copy lists no checksum any more and installs from its folder without a warning."""
     manifest = load_manifest(copy / MANIFEST_FILE)
     assert manifest.files == {} and manifest.sizes == {}
     again = install_pack(copy, force=True, register_skill=False)
     assert not again.checked and again.warnings == []
 
 
+def test_a_copy_given_an_entity_graph_installs_from_its_folder(tmp_path: Path, wikigr_home: Path) -> None:
+    """`pack graph` rewrites the store: a manifest listing the old checksums (a shipped pack, an
+    installed one) would have the copy refused at install ("pack.db is N bytes but the manifest
+    says M"); the checksums are dropped, as `pack update` drops them."""
+    copy = _copy_of_an_installed_pack(tmp_path)
+    rebuild_graph(copy)
+    _installs_unchecked(copy)
+
+
 def test_a_copy_evaluated_installs_from_its_folder(tmp_path: Path, wikigr_home: Path) -> None:
     """`wikigr eval` writes eval/results/ and the manifest's scores: a pack listing checksums (a
     shipped or installed one) would have the copy refused at install ("present but not listed");
     the checksums are dropped, as `pack update` and `pack graph` drop them."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "alpha.md").write_text("# Alpha\n\nAlpha is the first letter of the Greek alphabet.\n")
-    build_pack("tiny", [docs.as_uri()], out=tmp_path / "tiny", options=BuildOptions(graph=False))
-    export_pack(tmp_path / "tiny", tmp_path / "tiny.tar.gz")
-    installed = install_pack(tmp_path / "tiny.tar.gz", register_skill=False)
-    assert installed.checked and load_manifest(installed.path / MANIFEST_FILE).files
-    copy = tmp_path / "copy"
-    shutil.copytree(installed.path, copy)
+    copy = _copy_of_an_installed_pack(tmp_path)
     question = {"id": "q1", "question": "Which letter is first?", "ground_truth": "Alpha"}
     (copy / "eval" / "questions.jsonl").write_text(json.dumps(question) + "\n")
     evaluate(copy, EvalOptions(profiles=["baseline"]))
-    manifest = load_manifest(copy / MANIFEST_FILE)
-    assert manifest.files == {} and manifest.sizes == {} and manifest.eval_scores
-    again = install_pack(copy, force=True, register_skill=False)
-    assert not again.checked and again.warnings == []
+    assert load_manifest(copy / MANIFEST_FILE).eval_scores
+    _installs_unchecked(copy)
