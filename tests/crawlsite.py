@@ -7,9 +7,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Self
 
-from tests.httpserver import LocalServer, QuietServer, Request
+from tests.httpserver import LocalServer, Request
 
 
 def page(title: str, text: str, *links: str, head: str = "") -> str:
@@ -29,22 +28,6 @@ class Site(LocalServer):
         self.host = host
         self.arrivals: list[tuple[float, str]] = []  # (time.monotonic(), path?query)
         self._arrived = threading.Condition()
-
-    def start(self) -> Self:
-        if self._server is not None:
-            return self
-        server = QuietServer((self.host, 0), self.handler)
-        server.owner = self
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
-        return self
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def _record(self, request: Request) -> None:
         super()._record(request)

@@ -98,6 +98,9 @@ class LoopbackServer:
 
     handler: ClassVar[type[BaseHTTPRequestHandler]]
 
+    #: The loopback address it listens on (a subclass may take another: 127.0.0.2).
+    host = "127.0.0.1"
+
     def __init__(self) -> None:
         self._stopping = threading.Event()
         self._server: QuietServer | None = None
@@ -107,7 +110,7 @@ class LoopbackServer:
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = QuietServer(("127.0.0.1", 0), self.handler)
+        server = QuietServer((self.host, 0), self.handler)
         server.owner = self
         self._server = server
         self._thread = threading.Thread(
@@ -146,7 +149,7 @@ class LoopbackServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
