@@ -82,3 +82,15 @@ class BuildError(WikigrError):
 
 class ShareError(WikigrError):
     """An export, install or removal refused or failed (an unsafe archive, a checksum mismatch...)."""
+
+
+def seconds_setting(name: str, raw: str) -> float:
+    """The seconds an environment variable ``name`` sets (``raw``, its text); anything but a
+    positive finite number is a usage error naming the variable."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise UsageError(f"{name} must be a positive number of seconds, not {raw!r}")
+    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from wikigr.errors import UsageError
+from wikigr.errors import seconds_setting
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -61,10 +61,4 @@ def budget_from_env() -> float:
     raw = env(ENV_TIMEOUT)
     if raw is None:
         return DEFAULT_BUDGET
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise UsageError(f"{ENV_TIMEOUT} must be a positive number of seconds, not {raw!r}")
-    return value
+    return seconds_setting(ENV_TIMEOUT, raw)

@@ -25,7 +25,7 @@ from pathlib import Path
 import wikigr
 from wikigr import schema
 from wikigr.embed import embedder_info
-from wikigr.errors import InvalidPackError, UsageError, WikigrError, one_line
+from wikigr.errors import InvalidPackError, WikigrError, one_line, seconds_setting
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR, KeywordIndex
 from wikigr.pack.manifest import Manifest, load_manifest
@@ -197,13 +197,7 @@ def check_timeout(path: Path) -> float:
     for large stores (every value of every table is read)."""
     raw = os.environ.get(TIMEOUT_ENV, "").strip()
     if raw:
-        try:
-            seconds = float(raw)
-        except ValueError:
-            seconds = -1.0
-        if not 0 < seconds < float("inf"):
-            raise UsageError(f"{TIMEOUT_ENV} must be a positive number of seconds, not {raw!r}")
-        return seconds
+        return seconds_setting(TIMEOUT_ENV, raw)
     stores = [path / layout.STORE_FILE, *(path / SHARDS_DIR).glob(f"*/{layout.STORE_FILE}")]  # or its shards
     size = sum(store.stat().st_size for store in stores if store.is_file() and not store.is_symlink())
     return CHECK_SECONDS + size / CHECK_BYTES_PER_SECOND
