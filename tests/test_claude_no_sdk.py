@@ -29,14 +29,13 @@ PROBE = (
 )
 
 
-def _without_timings(result: dict[str, Any]) -> dict[str, Any]:
-    trace = {k: v for k, v in result["trace"].items() if not k.endswith("_ms")}
-    trace["stages"] = [
-        {k: v for k, v in stage.items() if k != "ms"}
-        | {"detail": {k: v for k, v in stage.get("detail", {}).items() if not k.endswith("_ms")}}
-        for stage in trace["stages"]
-    ]
-    return {**result, "trace": trace}
+def _without_timings(value: Any) -> Any:
+    """``value`` without its timings (``ms`` and ``*_ms`` keys, at any depth)."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k != "ms" and not k.endswith("_ms")}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
 
 
 def test_a_fresh_query_with_a_key_answers_with_claude_without_the_sdk(

@@ -104,6 +104,10 @@ class TLSHandler(FakeClaude.handler):  # type: ignore[misc,valid-type]
         self.request = self.context.wrap_socket(self.request, server_side=True)
         super().setup()
 
+    def finish(self) -> None:
+        super().finish()
+        self.request.close()  # the server closes the plain socket, which the TLS one replaced
+
 
 class TLSFakeClaude(FakeClaude):
     """The fake Messages API over TLS."""
@@ -242,12 +246,12 @@ def test_http_goes_through_the_http_proxy(
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
     monkeypatch.setenv("HTTPS_PROXY", closed_port_url(""))  # not for an http URL
     fake_claude.script("Paris.")
-    with make_llm(fake_claude, base_url="http://claude.test:8080/gw") as llm:
+    with make_llm(fake_claude, base_url="http://claude.test:8080") as llm:
         assert llm.complete("", ASK).text == "Paris."
     [(line, headers)] = proxy.seen
-    assert line == "POST http://claude.test:8080/gw/v1/messages HTTP/1.1"
+    assert line == "POST http://claude.test:8080/v1/messages HTTP/1.1"
     assert headers["host"] == "claude.test:8080" and "proxy-authorization" not in headers
-    assert fake_claude.last.path == "/gw/v1/messages"
+    assert fake_claude.last.path == "/v1/messages"
 
 
 def test_https_goes_through_a_connect_tunnel_that_logs_in(

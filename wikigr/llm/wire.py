@@ -387,7 +387,8 @@ class Wire:
 
 def _events(reply: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
     """(event, data) of each server-sent event, as it arrives. TransportError when reading fails."""
-    name, data = "", []
+    name = ""
+    data: list[str] = []
     pending = b""
     while True:
         with _failures(ReadTimeout, ReadError):
