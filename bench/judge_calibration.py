@@ -9,7 +9,7 @@
    string"), and pasted paragraphs without it. Questions 1-50 of each set are the dev half, where
    the thresholds (``MAX_WORDS``, ``F1_THRESHOLD``, ``SIMILARITY_THRESHOLD``) are chosen for the best
    balanced accuracy; 51-100 are reported with them.
-2. The Claude judge (wikigr.eval.judges.ClaudeJudge, the real anthropic SDK) through the fake
+2. The Claude judge (wikigr.eval.judges.ClaudeJudge, on wikigr's own Claude client) through the fake
    Messages server of tests/fakeclaude.py, which grades each pair by its label (completeness 5 for
    a correct one, 2 for a wrong one): a check of the judge's wiring, and the offline judge's
    agreement with what it says on the test half. No real Claude is called.

@@ -1,4 +1,6 @@
-"""A fake Claude Messages API on 127.0.0.1: tests run the real ``anthropic`` SDK against it.
+"""A fake Claude Messages API on 127.0.0.1: tests run wikigr's own client (``wikigr.llm.wire``)
+against it, and ``tests/llm/test_fakeclaude.py`` keeps it faithful, checking that the real
+``anthropic`` SDK reads its replies (plain and streamed) to the same results as our client.
 
 Usage::
 
@@ -24,9 +26,11 @@ rejected ones too. A message reply with no ``model`` echoes the request's, and w
 counts estimates them (about 4 characters a token).
 
 A request with ``"stream": true`` gets a successful message reply as server-sent events, as the
-real API streams it (``message_start``, ``content_block_start``/``_delta``/``_stop`` per block,
-``message_delta``, ``message_stop``): text in pieces of ``Reply.piece`` characters,
-``Reply.pause`` seconds apart. :meth:`Reply.streamed_error` sends some text, then an ``error`` event.
+real API streams it (``message_start``, a ``ping``, ``content_block_start``/``_delta``/``_stop``
+per block, ``message_delta``, ``message_stop``): text in pieces of ``Reply.piece`` characters,
+``Reply.pause`` seconds apart, a text block's citations as ``citations_delta`` events before its
+text. :meth:`Reply.streamed_error` sends some text, then an ``error`` event; :meth:`Reply.cut`
+sends some text, then closes the connection.
 
 The server speaks HTTP/1.0: one request per connection, so a truncated body ends when it closes.
 """
@@ -202,6 +206,7 @@ class Reply:
     pause: float = 0.0  # seconds between streamed events (between the bytes of a plain body)
     header_pause: float = 0.0  # seconds between the bytes of the status line and headers
     stream_error: dict[str, Any] | None = None  # an error event sent after the text, when streamed
+    stream_cut: bool = False  # the connection closes after the first block's text, when streamed
 
     # -- successes -----------------------------------------------------------------------------
 
@@ -341,6 +346,14 @@ class Reply:
         return reply
 
     @classmethod
+    def cut(cls, text: str) -> Reply:
+        """To a streaming request: ``text`` as deltas, then the connection closes (no
+        ``message_stop``). To any other request: that text as a whole message."""
+        reply = cls.text(text)
+        reply.stream_cut = True
+        return reply
+
+    @classmethod
     def trickle(cls, pause: float) -> Reply:
         """A text answer that arrives at once but trickles: a byte (streamed: an event of one
         character) every ``pause`` seconds, never late enough for a read to time out."""
@@ -370,6 +383,7 @@ class Reply:
             pause=reply.pause,
             header_pause=reply.header_pause,
             stream_error=reply.stream_error,
+            stream_cut=reply.stream_cut,
         )
 
 
@@ -526,15 +540,18 @@ def _stream_events(message: dict[str, Any], reply: Reply) -> Iterator[dict[str, 
     usage = dict(message["usage"])
     start = {**message, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
     yield {"type": "message_start", "message": start}
+    yield {"type": "ping"}
     piece = max(1, reply.piece)
     for index, block in enumerate(message["content"]):
         kind = block.get("type")
         if kind == "text":
-            yield {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "text", "text": ""},
-            }
+            opening = {"type": "text", "text": ""}
+            if "citations" in block:
+                opening["citations"] = []
+            yield {"type": "content_block_start", "index": index, "content_block": opening}
+            for citation in block.get("citations") or []:
+                delta = {"type": "citations_delta", "citation": citation}
+                yield {"type": "content_block_delta", "index": index, "delta": delta}
             text = block["text"]
             for at in range(0, len(text), piece):
                 delta = {"type": "text_delta", "text": text[at : at + piece]}
@@ -555,6 +572,8 @@ def _stream_events(message: dict[str, Any], reply: Reply) -> Iterator[dict[str, 
             yield {"type": "content_block_start", "index": index, "content_block": block}
         if reply.stream_error is not None:
             yield reply.stream_error
+            return
+        if reply.stream_cut:
             return
         yield {"type": "content_block_stop", "index": index}
     delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}

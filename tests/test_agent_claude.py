@@ -1,4 +1,4 @@
-"""The agent with Claude: the real anthropic SDK against the fake Messages API on 127.0.0.1."""
+"""The agent with Claude: wikigr's own Claude client against the fake Messages API on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_claude_answers_with_citations_that_map_to_sources(pack: Path, claude_en
     cited = sorted({int(n) for n in re.findall(r"\[(\d+)\]", result.answer)})
     assert cited and max(cited) <= len(result.sources)
     request = claude_env.last
-    assert request.auth in ("x-api-key", "bearer")
+    assert request.auth == "x-api-key"
     assert "[1] Sockets guide › Timeouts" in request.prompt
     assert "Question: How do I set a socket timeout?" in request.prompt
     assert "Example question: How do I parse JSON?" in request.prompt  # few-shot from eval/questions.jsonl

@@ -1,6 +1,6 @@
 """The one time budget of an answer (``--timeout``, ``WIKIGR_TIMEOUT``) also bounds the router's
-Claude classification and the Claude judge of ``wikigr eval``: the real anthropic SDK against a
-fake Messages API on 127.0.0.1 that accepts a request and answers too late."""
+Claude classification and the Claude judge of ``wikigr eval``: wikigr's own Claude client against
+a fake Messages API on 127.0.0.1 that accepts a request and answers too late."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""AnthropicLLM against the fake Messages API, through the real anthropic SDK."""
+"""AnthropicLLM against the fake Messages API, through wikigr's own client (wikigr.llm.wire)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from tests.fakeclaude import FakeClaude, Reply, cite_all, make_llm
 from tests.httpserver import closed_port_url
+from wikigr import __version__
 from wikigr.errors import WikigrError
 from wikigr.llm import (
     DEFAULT_MODEL,
@@ -58,8 +59,10 @@ def test_text_completion_usage_cost_and_request(fake_claude: FakeClaude, fake_ll
     assert request.json["max_tokens"] == 300
     assert "temperature" not in request.json  # current models reject a non-default temperature
     assert "tools" not in request.json
-    assert request.auth in ("x-api-key", "bearer")  # the SDK's choice; the fake accepts both
-    assert "anthropic-version" in request.headers
+    assert request.auth == "x-api-key"
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["user-agent"] == f"wikigr/{__version__}"
     assert len(fake_claude.requests) == 1
 
     assert fake_llm.usage.calls == 1

@@ -1,13 +1,18 @@
-"""The fake Messages API itself, spoken to with plain httpx (no SDK)."""
+"""The fake Messages API itself: spoken to with plain httpx, and kept faithful to the real API by
+the real ``anthropic`` SDK, which must read its replies, plain and streamed, to the results
+wikigr's own client reads (the SDK is a test dependency only: wikigr does not import it)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.fakeclaude import FAKE_API_KEY, FakeClaude, Reply, cite_all
+from tests.fakeclaude import FAKE_API_KEY, FakeClaude, Reply, cite_all, make_llm
+from wikigr.llm import DEFAULT_MODEL, Completion
+from wikigr.llm.replies import parse_completion
 
 BODY: dict[str, Any] = {
     "model": "claude-sonnet-5-5",
@@ -147,3 +152,73 @@ def test_tool_use_reply_shape(fake_claude: FakeClaude) -> None:
     (block,) = data["content"]
     assert block["type"] == "tool_use" and block["name"] == "search" and block["input"] == {"query": "q"}
     assert block["id"].startswith("toolu_")
+
+
+# -- fidelity: the real SDK reads the fake's replies as our client does ------------------------
+
+CITATION = {
+    "type": "char_location",
+    "cited_text": "Paris is the capital of France.",
+    "document_index": 0,
+    "document_title": "France",
+    "start_char_index": 0,
+    "end_char_index": 31,
+}
+FIDELITY_REPLIES = {
+    "text": Reply.text("Paris is the capital [1].", input_tokens=12, output_tokens=7),
+    "thinking": Reply.text("Forty-two [2].", thinking="Counting the runs."),
+    "tool_use": Reply.tool_use("search", {"query": "capital", "limit": 3, "tags": ["a", "b"]}, text="Look."),
+    "citations": Reply.message([{"type": "text", "text": "Paris.", "citations": [CITATION]}]),
+}
+ASK: dict[str, Any] = {
+    "model": DEFAULT_MODEL,
+    "max_tokens": 64,
+    "system": "Be brief.",
+    "messages": [{"role": "user", "content": "Capital of France?"}],
+    "tools": [{"name": "search", "input_schema": {"type": "object"}}],
+}
+
+
+def _sdk_completion(message: Any) -> Completion:
+    """The SDK's message as wikigr reads a reply (what wikigr did when it ran on the SDK)."""
+    data = message.to_dict(mode="json", exclude_none=True)
+    for block in data["content"]:
+        block.pop("parsed_output", None)
+    return parse_completion(200, json.dumps(data).encode(), DEFAULT_MODEL)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["plain", "streamed"])
+@pytest.mark.parametrize("name", list(FIDELITY_REPLIES))
+def test_the_sdk_reads_the_fakes_replies_as_our_client_does(
+    fake_claude: FakeClaude, name: str, streamed: bool
+) -> None:
+    import anthropic
+
+    reply = FIDELITY_REPLIES[name]
+    reply.piece = 4
+    fake_claude.script(reply, reply)
+    client = anthropic.Anthropic(api_key=FAKE_API_KEY, base_url=fake_claude.base_url, max_retries=0)
+    sdk_pieces: list[str] = []
+    with client:
+        if streamed:
+            with client.messages.stream(**ASK) as stream:
+                sdk_pieces.extend(stream.text_stream)
+                sdk = _sdk_completion(stream.get_final_message())
+        else:
+            sdk = _sdk_completion(client.messages.create(**ASK))
+
+    ours_pieces: list[str] = []
+    with make_llm(fake_claude) as llm:
+        if streamed:
+            with llm.streaming(ours_pieces.append):
+                ours = llm.complete(ASK["system"], ASK["messages"], 64, tools=ASK["tools"])
+        else:
+            ours = llm.complete(ASK["system"], ASK["messages"], 64, tools=ASK["tools"])
+
+    assert ours == sdk
+    assert ours_pieces == sdk_pieces
+    if streamed:
+        assert "".join(ours_pieces) == ours.text and len(ours_pieces) > 1
+    sdk_request, our_request = fake_claude.messages_requests
+    assert our_request.body == sdk_request.body  # the same request body, stream flag included
+    assert fake_claude.pending == 0

@@ -109,6 +109,18 @@ def test_a_stream_that_breaks_off_is_retried_and_the_receiver_told_to_start_over
     assert fake_llm.usage.calls == 1
 
 
+def test_a_stream_whose_connection_closes_early_is_retried_from_the_start(
+    fake_claude: FakeClaude, fake_llm: AnthropicLLM
+) -> None:
+    fake_claude.script(Reply.cut("Paris is the cap"), Reply.text("Paris [1]."))
+    sink = Pieces()
+    with fake_llm.streaming(sink.text, sink.restart):
+        completion = fake_llm.complete("", ASK)
+    assert completion.text == "Paris [1]." and sink.restarts == 1
+    assert "".join(sink.pieces) == "Paris is the cap<restart>Paris [1]."
+    assert len(fake_claude.messages_requests) == 2
+
+
 def test_a_stream_that_keeps_breaking_fails_with_one_line(fake_claude: FakeClaude) -> None:
     fake_claude.script(*[Reply.streamed_error("Par") for _ in range(3)])
     with (

@@ -1,7 +1,8 @@
 """The LLM layer: Claude behind one small interface, with retries, typed errors and cost estimates.
 
-``AnthropicLLM`` wraps the ``anthropic`` SDK with the SDK's own retries switched off, so retry
-behaviour is ours and testable: exponential backoff on 429, 408, 5xx (529 overloaded included),
+``AnthropicLLM`` talks to the Messages API with wikigr's own small client on the standard library
+(no ``anthropic`` SDK: importing it took seconds, on every question of a skill), with retry
+behaviour of its own and testable: exponential backoff on 429, 408, 5xx (529 overloaded included),
 connection failures and timeouts, honouring ``retry-after`` up to a cap. Every failure surfaces as
 an :class:`LLMError` (a :class:`~wikigr.errors.WikigrError`, exit code 1) with a one-line message.
 
@@ -13,12 +14,13 @@ Streaming: inside :meth:`AnthropicLLM.streaming`, the calls a thread makes strea
 still returns the whole :class:`Completion`, after the same retries and checks.
 
 Sampling: ``temperature`` defaults to None, which sends no temperature at all. Current models
-(Sonnet 5 and later, Opus 4.7 and later) answer a non-default temperature with HTTP 400, and the
-SDK no longer has a ``temperature`` argument; a number, when given, is sent as an extra body field.
+(Sonnet 5 and later, Opus 4.7 and later) answer a non-default temperature with HTTP 400; a number,
+when given, is sent as the body's ``temperature``.
 
 The package never prints; it only raises. Its parts: :mod:`.types` (the protocol and results),
 :mod:`.errors`, :mod:`.prices`, :mod:`.config` (defaults and environment), :mod:`.replies` (reading
-the API's failures and replies), :mod:`.http` (the budgeted HTTP client) and :mod:`.claude`.
+the API's failures and replies), :mod:`.wire` (the HTTP client, bounded by the answer's time
+budget) and :mod:`.claude`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,23 @@
-"""Claude over the Messages API: :class:`AnthropicLLM`, the ``anthropic`` SDK with its own retries
-switched off, so retry behaviour is ours and testable: exponential backoff on 429, 408, 5xx (529
-overloaded included), connection failures and timeouts, honouring ``retry-after`` up to a cap.
-Every failure surfaces as an :class:`~wikigr.llm.errors.LLMError` with a one-line message.
+"""Claude over the Messages API: :class:`AnthropicLLM`, on wikigr's own small client
+(:mod:`wikigr.llm.wire`, the standard library's ``http.client``), so retry behaviour is ours and
+testable: exponential backoff on 429, 408, 5xx (529 overloaded included), connection failures and
+timeouts, honouring ``retry-after`` up to a cap. Every failure surfaces as an
+:class:`~wikigr.llm.errors.LLMError` with a one-line message.
 
-``anthropic`` is imported only when a client is made or called: the SDK is heavy and the offline
-path never needs it.
+No SDK: ``anthropic`` took seconds of CPU to import (its pydantic models), and every question of a
+Claude Code skill starts a new process.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from wikigr.errors import UsageError
 from wikigr.llm.config import (
     DEFAULT_BUDGET,
     DEFAULT_CONNECT_TIMEOUT,
@@ -31,7 +32,6 @@ from wikigr.llm.config import (
     resolve_model,
 )
 from wikigr.llm.errors import LLMAuthError, LLMRequestError, LLMUnavailableError
-from wikigr.llm.http import budgeted_http_client
 from wikigr.llm.replies import (
     STATUS_LABELS,
     describe_failure,
@@ -44,15 +44,10 @@ from wikigr.llm.replies import (
 )
 from wikigr.llm.types import Completion, Usage
 
+if TYPE_CHECKING:
+    from wikigr.llm.wire import StreamBroken
+
 __all__ = ["AnthropicLLM", "TextSink"]
-
-
-class _StreamBroken(Exception):
-    """A streamed response broke off after its HTTP 200: an ``error`` event, or the connection."""
-
-    def __init__(self, failure: str, transient: bool) -> None:
-        super().__init__(failure)
-        self.transient = transient
 
 
 class _SinkError(Exception):
@@ -65,7 +60,7 @@ TextSink = tuple[Callable[[str], None], Callable[[], None] | None]
 
 
 class AnthropicLLM:
-    """Claude over the Messages API, with our own retries (the SDK's are off).
+    """Claude over the Messages API, with our own retries.
 
     ``max_retries`` is the number of retries after the first attempt. The n-th retry waits
     ``backoff_base * 2**(n-1)`` seconds (capped at ``backoff_max``, with up to 25% jitter), or what
@@ -88,8 +83,6 @@ class AnthropicLLM:
         budget: float = DEFAULT_BUDGET,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     ) -> None:
-        import anthropic  # deferred: the SDK is heavy and the offline path never needs it
-
         if not api_key or not api_key.strip():
             raise LLMAuthError("no Claude API key: set ANTHROPIC_API_KEY")
         if max_retries < 0:
@@ -108,14 +101,14 @@ class AnthropicLLM:
         self.usage = Usage()
         self._sleep = sleep
         self._lock = threading.Lock()
-        self._client = anthropic.Anthropic(
-            api_key=api_key.strip(),
-            base_url=base_url,
-            timeout=self.timeout,
-            max_retries=0,
-            http_client=budgeted_http_client(self._local),  # the budget holds for whole replies too
-        )
-        self.base_url = str(self._client.base_url).rstrip("/")
+        # deferred: http.client is not needed by a query without Claude (wikigr.llm's errors are)
+        from wikigr.llm.wire import DEFAULT_BASE_URL, Wire
+
+        self.base_url = (base_url or env(ENV_BASE_URL) or DEFAULT_BASE_URL).rstrip("/")
+        try:
+            self._wire = Wire(self.base_url, api_key.strip())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
 
     @classmethod
     def from_env(
@@ -155,7 +148,7 @@ class AnthropicLLM:
     # -- life cycle ----------------------------------------------------------------------------
 
     def close(self) -> None:
-        self._client.close()
+        """Nothing to release: each request has a connection of its own, closed after it."""
 
     def __enter__(self) -> AnthropicLLM:
         return self
@@ -213,25 +206,22 @@ class AnthropicLLM:
     ) -> Completion:
         """One Messages API call, retried on transient failures. Raises an :class:`LLMError`.
         Inside :meth:`streaming`, the response streams."""
-        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "messages": messages}
         if system:
-            kwargs["system"] = system
+            body["system"] = system
         if tools:
-            kwargs["tools"] = tools
+            body["tools"] = tools
         if temperature is not None:
-            kwargs["extra_body"] = {"temperature": temperature}
-
+            body["temperature"] = temperature
         deadline = getattr(self._local, "deadline", None) or time.monotonic() + self.budget
-        self._local.attempt_deadline = deadline  # the HTTP client ends a reply trickling past it
-        try:
-            return self._complete(kwargs, deadline)
-        finally:
-            self._local.attempt_deadline = None
+        return self._complete(body, deadline)
 
-    def _complete(self, kwargs: dict[str, Any], deadline: float) -> Completion:
-        import anthropic
+    def _complete(self, body: dict[str, Any], deadline: float) -> Completion:
+        from wikigr.llm.wire import StreamBroken, TimeoutException, TransportError
 
         sink: TextSink | None = getattr(self._local, "sink", None)
+        if sink is not None:
+            body = {**body, "stream": True}
         sent = [False]  # whether an attempt has sent text to the sink
         attempts = 0
         last_failure = "no attempt made"
@@ -243,50 +233,50 @@ class AnthropicLLM:
             attempts += 1
             retry_after: float | None = None
             read = min(self.timeout, remaining)
-            kwargs["timeout"] = anthropic.Timeout(read, connect=min(self.connect_timeout, remaining))
             try:
-                if sink is None:
-                    raw = self._client.messages.with_raw_response.create(**kwargs)
-                    status, content = raw.http_response.status_code, raw.http_response.content
-                else:
-                    status, content = 200, self._stream(kwargs, sink, sent)
-            except _StreamBroken as err:
+                reply = self._wire.send(
+                    body,
+                    connect_timeout=min(self.connect_timeout, remaining),
+                    read_timeout=read,
+                    deadline=deadline,
+                    on_text=None if sink is None else _attempt_sink(sink, sent),
+                )
+            except _SinkError as err:  # the receiver's failure is not Claude's: it is not retried
+                raise err.__cause__ or err from None
+            except StreamBroken as err:
                 last_status = None
-                last_failure = str(err)
-                if not err.transient:
+                last_failure, transient = _broken(err)
+                if not transient:
                     raise LLMRequestError(f"Claude API rejected the request: {last_failure}") from err
-            except anthropic.APIStatusError as err:
-                status = err.status_code
-                last_status = status
+            except TimeoutException:
+                last_status = None
+                last_failure = f"timed out after {read:.3g}s"
+            except TransportError as err:
+                last_status = None
+                detail = f"{type(err).__name__}: {err}"
+                last_failure = f"connection to {self.base_url} failed ({shorten(detail)})"
+            else:
+                status = last_status = reply.status
+                if 200 <= status < 300:
+                    completion = parse_completion(status, reply.body, self.model)
+                    with self._lock:
+                        self.usage.add(completion)
+                    return completion
                 if status in (401, 403):
                     raise LLMAuthError(
                         f"Claude API rejected the key (HTTP {status}): check ANTHROPIC_API_KEY",
                         status=status,
-                    ) from err
-                last_failure = describe_failure(status, err.response.reason_phrase, err.body)
-                if not self._retryable(status, err.response.headers):
+                    )
+                error = reply.error_body()
+                last_failure = describe_failure(status, reply.reason, error)
+                if not self._retryable(status, reply.headers):
                     if not is_transient(status):
-                        raise self._request_error(status, err.body) from err
+                        raise self._request_error(status, error)
                     raise LLMUnavailableError(
                         f"Claude API unavailable after {plural(attempts, 'attempt')}: {last_failure}",
                         status=status,
-                    ) from err
-                retry_after = parse_retry_after(err.response.headers)
-            except anthropic.APITimeoutError:
-                last_status = None
-                last_failure = f"timed out after {read:.3g}s"
-            except anthropic.APIConnectionError as err:
-                last_status = None
-                cause = err.__cause__
-                detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(err)
-                last_failure = f"connection to {self.base_url} failed ({shorten(detail)})"
-            except anthropic.AnthropicError as err:  # credentials, client-side validation...
-                raise LLMRequestError(f"Claude request failed: {shorten(str(err))}") from err
-            else:
-                completion = parse_completion(status, content, self.model)
-                with self._lock:
-                    self.usage.add(completion)
-                return completion
+                    )
+                retry_after = parse_retry_after(reply.headers)
 
             if attempts > self.max_retries:
                 raise LLMUnavailableError(
@@ -299,46 +289,6 @@ class AnthropicLLM:
             self._sleep(delay)
 
     # -- internals -----------------------------------------------------------------------------
-
-    def _stream(self, kwargs: dict[str, Any], sink: TextSink, sent: list[bool]) -> bytes:
-        """One streamed attempt: its text pieces go to the sink; returns the final message as the
-        JSON body a non-streamed call would have had. A failure before the HTTP 200 raises the
-        SDK's error (handled as for a plain call); a break after it, :class:`_StreamBroken`."""
-        import anthropic
-
-        on_text, on_restart = sink
-        if sent[0] and on_restart is not None:
-            on_restart()
-        sent[0] = False
-        try:
-            with self._client.messages.stream(**kwargs) as stream:
-                for piece in stream.text_stream:
-                    sent[0] = True
-                    try:
-                        on_text(piece)
-                    except Exception as exc:
-                        raise _SinkError from exc
-                message = stream.get_final_message()
-        except _SinkError as err:  # the receiver's failure is not Claude's: it is not retried
-            raise err.__cause__ or err from None
-        except anthropic.APIStatusError as err:
-            if err.status_code != 200:
-                raise
-            kind, text = error_fields(err.body)
-            label = STATUS_LABELS.get(kind or "", kind or "error")
-            detail = f" ({shorten(text)})" if text else ""
-            raise _StreamBroken(f"the stream broke off: {label}{detail}", kind in STATUS_LABELS) from err
-        except anthropic.AnthropicError:
-            raise
-        except Exception as err:  # the SDK's transport failed mid-stream (its httpx's errors)
-            detail = f"{type(err).__name__}: {shorten(str(err))}"
-            raise _StreamBroken(f"the stream broke off ({detail})", transient=True) from err
-        data = message.to_dict(mode="json", exclude_none=True)
-        blocks = data.get("content")
-        for block in blocks if isinstance(blocks, list) else []:
-            if isinstance(block, dict):
-                block.pop("parsed_output", None)
-        return json.dumps(data).encode("utf-8")
 
     def _over_budget(self, attempts: int, last_failure: str, status: int | None) -> LLMUnavailableError:
         tried = f" after {plural(attempts, 'attempt')} ({last_failure})" if attempts else ""
@@ -376,3 +326,32 @@ class AnthropicLLM:
         if status == 404:
             text += f" (model {self.model})"
         return LLMRequestError(text, status=status)
+
+
+def _attempt_sink(sink: TextSink, sent: list[bool]) -> Callable[[str], None]:
+    """What gets one attempt's pieces: the receiver, told first to start over when an earlier
+    attempt sent it some. Its own failure comes back as :class:`_SinkError`."""
+    on_text, on_restart = sink
+    if sent[0] and on_restart is not None:
+        on_restart()
+    sent[0] = False
+
+    def hand_on(piece: str) -> None:
+        sent[0] = True
+        try:
+            on_text(piece)
+        except Exception as exc:
+            raise _SinkError from exc
+
+    return hand_on
+
+
+def _broken(err: StreamBroken) -> tuple[str, bool]:
+    """What broke a stream off, in one line, and whether a retry may help."""
+    if err.failure is not None:
+        detail = f"{type(err.failure).__name__}: {shorten(str(err.failure))}"
+        return f"the stream broke off ({detail})", True
+    kind, text = error_fields(err.body)
+    label = STATUS_LABELS.get(kind or "", kind or "error")
+    detail = f" ({shorten(text)})" if text else ""
+    return f"the stream broke off: {label}{detail}", kind in STATUS_LABELS
