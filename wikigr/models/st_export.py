@@ -25,7 +25,7 @@ Pooling, Dense and Normalize, pooling that leaves the prompt out, or an export w
 not match.
 
 This module imports neither torch nor sentence-transformers: :func:`export` imports torch when it
-runs, :func:`find` needs only the files (and huggingface_hub's cache lookup for a model name).
+runs, :func:`find` needs only the files (and huggingface_hub's constants, for a model name).
 """
 
 from __future__ import annotations
@@ -120,18 +120,28 @@ def model_folder(model: str) -> Path | None:
     path = Path(model)
     if path.is_absolute():
         return path if path.is_dir() else None
+    return hub_snapshot(model)
+
+
+def hub_snapshot(name: str) -> Path | None:
+    """The snapshot of Hugging Face model ``name`` in the Hugging Face cache that its ``main``
+    revision points at (``HF_HUB_CACHE/models--ORG--NAME/refs/main`` -> ``snapshots/COMMIT``, as
+    huggingface_hub lays the cache out), if it holds the model's ``config.json`` or
+    ``modules.json``; None otherwise. Only huggingface_hub's constants are imported (where the
+    cache is): its download code costs most of a second to import, and nothing is fetched."""
     if importlib.util.find_spec("huggingface_hub") is None:
         return None
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import constants
 
-    for name in ("modules.json", "config.json"):
-        try:
-            found = try_to_load_from_cache(model, name)
-        except Exception:  # noqa: BLE001  (an invalid repository name, say)
-            return None
-        if isinstance(found, str):
-            return Path(found).parent
-    return None
+    repo = Path(constants.HF_HUB_CACHE) / ("models--" + name.replace("/", "--"))
+    try:
+        commit = (repo / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    snapshot = repo / "snapshots" / commit
+    if not commit.isalnum() or not any((snapshot / f).is_file() for f in ("config.json", "modules.json")):
+        return None
+    return snapshot
 
 
 def folder_key(folder: Path) -> str:
