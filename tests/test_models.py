@@ -522,6 +522,45 @@ def test_an_export_that_does_not_match_is_not_kept(
     assert (entry(folder) / "export.json").stat().st_mtime_ns == written
 
 
+def spread_of_every_pair(vectors: np.ndarray) -> tuple[float, float]:
+    """What the set's background was computed as before: the n x n matrix of cosines."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    upper = (unit @ unit.T)[np.triu_indices(len(unit), k=1)]
+    return float(upper.mean()), float(max(upper.std(), 1e-6))
+
+
+@needs_st
+def test_a_set_with_st_packs_opens_their_export_once_and_keeps_each_packs_background_sample(
+    st_pack: Path,
+    built_pack: Path,
+    tmp_path: Path,
+    wikigr_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    shared_exports: Path,
+) -> None:
+    from wikigr.packset import PackSet
+
+    new_process(monkeypatch)
+    packs = [built_pack, copy_pack(built_pack, tmp_path / "a"), st_pack, copy_pack(st_pack, tmp_path / "b")]
+    question = "How do I set a socket timeout?"
+    with PackSet.open(packs, llm=None) as first:
+        embedders = {a.pack.manifest.embedder.name: a.context.embedder for a in first.agents}
+        st_embedders = [a.context.embedder for a in first.agents if a.pack.path in (packs[2], packs[3])]
+        assert isinstance(st_embedders[0], StOnnxEmbedder) and st_embedders[0] is st_embedders[1]
+        answer = first.query(question)
+        spreads = {name: first.background(name) for name in embedders}
+        for name, spread in spreads.items():
+            stores = [a.context.store for a in first.agents if a.pack.manifest.embedder.name == name]
+            expected = spread_of_every_pair(np.concatenate([s.sample_vectors(256) for s in stores]))
+            assert spread == pytest.approx(expected, rel=1e-5), name
+    samples = sorted((wikigr_home / "cache" / "background").iterdir())
+    assert len(samples) == 2  # one per pack: the copies are the same store files
+    samples[0].write_bytes(b"\x93NUMPY damaged")
+    with PackSet.open(packs, llm=None) as again:
+        assert {name: again.background(name) for name in embedders} == spreads
+        assert again.query(question).to_json()["sources"] == answer.to_json()["sources"]
+
+
 # --- the cross-encoder known at once ----------------------------------------------------------
 
 
