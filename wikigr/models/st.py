@@ -206,9 +206,8 @@ def load_cross_encoder(model: str) -> tuple[str, Any]:
     """The CrossEncoder ``model`` (resolved as :func:`resolve` does), loaded once per process, and
     its name. It is read from its folder, or from the Hugging Face cache
     (wikigr.models.st_export.hub_snapshot): never downloaded, so a model that is not on this
-    machine is refused at once.
-    A model without a trained classification head (an embedding model, which sentence-transformers
-    would give a random head) is refused."""
+    machine is refused at once. A model without a trained classification head (an embedding model,
+    which sentence-transformers would give a random head) is refused."""
     require("the cross-encoder")
     model = resolve(model)
     with _LOCK:
