@@ -395,6 +395,20 @@ def sources(result: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [(s["title"], s["section"], s["url"]) for s in result["sources"]]
 
 
+def fresh_query(pack: Path, question: str) -> tuple[dict[str, Any], list[str]]:
+    """``wikigr query PACK QUESTION --json`` in a new process: its JSON, and which of torch,
+    sentence_transformers and transformers it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "query", str(pack), question, "--json", "--profile", "baseline"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED "))
+    return json.loads(proc.stdout), json.loads(loaded.removeprefix("LOADED "))
+
+
 @needs_st
 def test_a_fresh_query_on_an_st_pack_imports_neither_torch_nor_sentence_transformers(
     capsys: pytest.CaptureFixture[str],
@@ -406,16 +420,8 @@ def test_a_fresh_query_on_an_st_pack_imports_neither_torch_nor_sentence_transfor
     pack = build(capsys, tmp_path / "st", minilm)  # the build exports the model
     assert record(minilm).status == "onnx"
     question = "How do I set a socket timeout?"
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE, "query", str(pack), question, "--json", "--profile", "baseline"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    loaded = next(x for x in proc.stderr.splitlines() if x.startswith("LOADED "))
-    assert json.loads(loaded.removeprefix("LOADED ")) == []
-    exported = json.loads(proc.stdout)
+    exported, loaded = fresh_query(pack, question)
+    assert loaded == []
     assert exported["trace"]["embedder"] == f"st:{minilm}"
 
     # The same sources as sentence-transformers' vectors of the question give.
@@ -425,6 +431,15 @@ def test_a_fresh_query_on_an_st_pack_imports_neither_torch_nor_sentence_transfor
     code, out, err = cli(capsys, "query", str(pack), question, "--json", "--profile", "baseline")
     assert code == 0, err
     assert sources(json.loads(out)) == sources(exported) and sources(exported)
+
+
+@needs_st
+def test_a_pack_built_elsewhere_is_exported_by_its_first_query_here(st_pack: Path, minilm: Path) -> None:
+    assert st_export.find(str(minilm)) is None  # this test's WIKIGR_HOME: no export yet
+    first, loaded = fresh_query(st_pack, "How do I encode an object as JSON?")
+    assert "torch" in loaded and record(minilm).status == "onnx"  # exported, once
+    second, loaded = fresh_query(st_pack, "How do I encode an object as JSON?")
+    assert loaded == [] and sources(second) == sources(first)
 
 
 @needs_st
