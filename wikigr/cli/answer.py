@@ -59,6 +59,8 @@ def answer(
         if why.startswith("Claude failed"):
             then = detail.get("fallback", "the answer below is extractive")
             err.print(f"Warning: {why}; {then}.", markup=False, highlight=False)
+    for line in _notices(result.trace["stages"]):
+        err.print(line, markup=False, highlight=False)
     if json_out:
         print_json(result.to_json())
     else:
@@ -132,6 +134,17 @@ def _trace_rows(stages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]
             for inner in attempt.get("stages", []):
                 rows.append((inner, f"  └ {inner['stage']} ({attempt.get('strategy', '')})"))
     return rows
+
+
+def _notices(stages: list[dict[str, Any]]) -> list[str]:
+    """One line for each stage the user configured that was skipped (its trace entry's detail has
+    ``notice``: the cross_encoder with a model that is not here), once however many packs ran it."""
+    lines = [
+        printable(f"note: {entry['stage'].rsplit('/', 1)[-1]} skipped: {entry['skipped']}")
+        for entry, _ in _trace_rows(stages)
+        if entry.get("skipped") and (entry.get("detail") or {}).get("notice")
+    ]
+    return list(dict.fromkeys(lines))
 
 
 def _why_no_answer(disable: list[str] | None) -> str:

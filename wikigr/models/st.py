@@ -1,12 +1,15 @@
 """sentence-transformers as an optional backend (the ``models`` extra: sentence-transformers + torch).
 
-- :class:`SentenceTransformerEmbedder`: the embedder of a pack built with ``--embedder st:MODEL``.
+- :class:`SentenceTransformerEmbedder`: the embedder of a pack built with ``--embedder st:MODEL``
+  (a query runs its ONNX export instead where it has one: wikigr/models/st_export.py).
 - :func:`load_cross_encoder`: the model of the cross_encoder stage.
 
 MODEL is a local folder (a model saved by sentence-transformers, or a Hugging Face model folder) or
-a Hugging Face model name. A name is looked up in the Hugging Face cache first, without the
-network; only a name that is not there is downloaded, as sentence-transformers does (with
-``HF_HUB_OFFLINE=1`` it is not, and loading fails with a one-line error).
+a Hugging Face model name. An embedder's name is looked up in the Hugging Face cache first, without
+the network; only a name that is not there is downloaded, as sentence-transformers does (with
+``HF_HUB_OFFLINE=1`` it is not, and loading fails with a one-line error): the user asked for that
+model. A cross-encoder is never downloaded: it is read from its folder or the Hugging Face cache,
+and one that is not there is said at once, with the command that fetches it.
 
 Nothing here runs on the default path: sentence_transformers, and with it torch (10-20 s to import
 cold), is imported only when such a model is loaded.
@@ -29,6 +32,7 @@ import numpy as np
 
 from wikigr.errors import EmbedderUnavailableError, UsageError
 from wikigr.home import expand_user
+from wikigr.models.st_export import model_folder
 
 PREFIX = "st:"
 BACKEND = "sentence-transformers"
@@ -167,13 +171,13 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         from sentence_transformers import SentenceTransformer
 
-        self._model = _load(SentenceTransformer, model, f"embedder {self.name}")
+        self.st_model = _load(SentenceTransformer, model, f"embedder {self.name}")
         dimension = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension  # older sentence-transformers
+            getattr(self.st_model, "get_embedding_dimension", None)
+            or self.st_model.get_sentence_embedding_dimension  # older sentence-transformers
         )
         self.dimension = int(dimension() or self.embed(["dimension"]).shape[1])
-        self.digest = weights_digest(self._model)
+        self.digest = weights_digest(self.st_model)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Passages (and anything else but the questions), with the model's "document" prompt if
@@ -187,7 +191,7 @@ class SentenceTransformerEmbedder:
     def _encode(self, method: str, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dimension", 0)), np.float32)
-        encode = getattr(self._model, method, None) or self._model.encode  # older: no prompts
+        encode = getattr(self.st_model, method, None) or self.st_model.encode  # older: no prompts
         vectors = encode(
             list(texts),
             batch_size=self.batch_size,
@@ -200,15 +204,22 @@ class SentenceTransformerEmbedder:
 
 def load_cross_encoder(model: str) -> tuple[str, Any]:
     """The CrossEncoder ``model`` (resolved as :func:`resolve` does), loaded once per process, and
-    its name. A model without a trained classification head (an embedding model, which
-    sentence-transformers would give a random head) is refused."""
+    its name. It is read from its folder, or from the Hugging Face cache
+    (wikigr.models.st_export.hub_snapshot): never downloaded, so a model that is not on this
+    machine is refused at once. A model without a trained classification head (an embedding model,
+    which sentence-transformers would give a random head) is refused."""
     require("the cross-encoder")
     model = resolve(model)
     with _LOCK:
         if model not in _CROSS_ENCODERS:
+            folder = model_folder(model)
+            if folder is None:
+                raise EmbedderUnavailableError(
+                    f"cross-encoder {model} is not on this machine (fetch it once with: hf download {model})"
+                )
             from sentence_transformers import CrossEncoder
 
-            encoder = _load(CrossEncoder, model, f"cross-encoder {model}")
+            encoder = _load(CrossEncoder, str(folder), f"cross-encoder {model}")
             config = getattr(getattr(encoder, "model", None), "config", None)
             architectures = list(getattr(config, "architectures", None) or [])
             if not any(a.endswith("ForSequenceClassification") for a in architectures):

@@ -1,12 +1,14 @@
 """cross_encoder: rescore the top candidates with a sentence-transformers CrossEncoder.
 
 The model is configured, never assumed: ``stages.cross_encoder.model`` in kg_config.json, the
-``options`` of :class:`~wikigr.KnowledgeGraphAgent`, or ``WIKIGR_CROSS_ENCODER`` — a Hugging Face
-name (taken from the Hugging Face cache, else downloaded: the user asked for it) or a local folder.
-It needs the optional ``models`` extra (sentence-transformers + torch); torch is imported only when
-this stage runs with a model. Where no model is configured, sentence-transformers is missing or
-the model cannot be loaded, the stage is skipped and the trace says why; when it runs, the trace
-names the model.
+``options`` of :class:`~wikigr.KnowledgeGraphAgent`, or ``WIKIGR_CROSS_ENCODER`` — a local folder,
+or a Hugging Face name found in the Hugging Face cache (never downloaded at query time: one that is
+not on this machine is known at once; ``hf download NAME`` fetches it). It needs the optional
+``models`` extra (sentence-transformers + torch); torch is imported only when this stage runs with
+a model. Where no model is configured, the stage is skipped and the trace says so. Where a model is
+configured but sentence-transformers is missing or the model is not here or cannot be loaded, it is
+skipped too, and its trace entry carries ``notice`` (``detail.notice``: true): ``wikigr query``
+then says why in one line on stderr, without ``--trace``. When it runs, the trace names the model.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class CrossEncoderStage(Stage):
         try:
             model_name, model = load_cross_encoder(self.options.model)
         except WikigrError as exc:
+            state.note(self.name, notice=True)  # the user asked for this stage: say it did not run
             raise Skip(str(exc)) from exc
         head = state.candidates[: self.options.top_n]
         scores = model.predict(
