@@ -71,6 +71,11 @@ def run(argv: list[str] | None = None) -> int:
         transaction.forget_last_write()  # of a command run before in this process
     try:
         _check_text(args)
+        if args == ["mcp"]:  # what an MCP client starts: no typer (pydantic, every command: ~0.5 s)
+            from wikigr.mcp import serve
+
+            serve()
+            return 0
         from wikigr.cli.answer import fast_query
 
         query = fast_query(args)
