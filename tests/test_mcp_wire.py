@@ -7,16 +7,19 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp_wire import FIXTURE, SESSIONS, initialize, notification, request, run_session
+from tests.mcp_wire import FIXTURE, SESSIONS, Lines, call, initialize, notification, request, run_session
 from wikigr.mcp.catalogue import TOOLS, ArgumentsError, check_arguments
+from wikigr.mcp.protocol import pretty_json
 
 SERVER = [sys.executable, "-m", "wikigr", "mcp"]
 
@@ -188,3 +191,81 @@ def test_tools_list_is_the_sdk_listing() -> None:
     recorded = json.loads(FIXTURE.read_text(encoding="utf-8"))["legacy"]
     listed = next(r for line, replies in recorded for r in replies if r.get("id") == 4)
     assert listed["result"]["tools"] == [tool.listing() for tool in TOOLS.values()]
+
+
+def test_the_text_of_a_result_is_the_sdks_json() -> None:
+    """A tool's result as text is pydantic's JSON of it (indent 2), small floats included."""
+    import random
+
+    import pydantic_core
+
+    rng = random.Random(37)
+    floats = [rng.random() * 10 ** rng.randint(-12, 20) * rng.choice((1, -1)) for _ in range(500)]
+    data = {
+        "scores": floats,
+        "tiny": [1e-5, 2.5e-5, 9.99e-6, 1e-7, -3e-5, 0.0, -0.0],
+        "text": "5e-05 ✓\u2028\x1f",
+    }
+    data["nested"] = {"rows": [{"score": f, "ok": True, "none": None} for f in floats[:20]]}
+    assert pretty_json(data) == pydantic_core.to_json(data, indent=2).decode()
+
+
+def _server(home: Path, cwd: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "WIKIGR_HOME": str(home), "ANTHROPIC_API_KEY": ""}
+    return subprocess.Popen(
+        SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+    )
+
+
+def test_ping_is_answered_while_a_call_runs_and_calls_run_in_turn(built_pack: Path, tmp_path: Path) -> None:
+    """The reader answers a ping while the first call waits for the answering stack; the calls
+    are answered in the order they came; a call cancelled before it runs is never answered."""
+    home = tmp_path / "home"
+    shutil.copytree(built_pack, home / "packs" / "fixture")
+    proc = _server(home, tmp_path)
+    assert proc.stdin is not None
+    lines = [
+        initialize(1, "2025-06-18"),
+        notification("notifications/initialized"),
+        call(10, "query_pack", {"pack": "fixture", "question": "How do I set a socket timeout?"}),
+        call(11, "search", {"pack": "fixture", "query": "json"}),
+        notification("notifications/cancelled", {"requestId": 11, "reason": "the user gave up"}),
+        request(12, "ping"),
+        call(13, "pack_info", {"pack": "fixture"}),
+    ]
+    proc.stdin.write("".join(line + "\n" for line in lines).encode())
+    proc.stdin.flush()
+    reader, replies = Lines(proc), []
+    deadline = time.monotonic() + 600
+    while {10, 13} - {r.get("id") for r in replies}:
+        reply = reader.next(deadline)
+        assert reply is not None, replies
+        replies.append(reply)
+    proc.stdin.close()
+    assert proc.wait(timeout=600) == 0
+    assert proc.stdout is not None
+    rest = reader.buffer + proc.stdout.read()
+    proc.stdout.close()
+    assert rest == b""  # nothing for the cancelled call
+    assert [r["id"] for r in replies] == [1, 12, 10, 13]
+    answer = replies[2]["result"]
+    assert not answer["isError"] and answer["structuredContent"]["sources"][0]["section"] == "Timeouts"
+    assert json.loads(answer["content"][0]["text"]) == answer["structuredContent"]
+    assert replies[3]["result"]["structuredContent"]["stats"]["articles"] == 4
+
+
+def test_calls_left_when_the_client_leaves_are_dropped(built_pack: Path, tmp_path: Path) -> None:
+    """stdin closed with calls queued: they are not answered (as by the SDK's server), and the
+    server ends at once, with 0."""
+    home = tmp_path / "home"
+    shutil.copytree(built_pack, home / "packs" / "fixture")
+    proc = _server(home, tmp_path)
+    lines = [
+        initialize(1, "2025-06-18"),
+        notification("notifications/initialized"),
+        call(2, "query_pack", {"pack": "fixture", "question": "How do I set a socket timeout?"}),
+        call(3, "search", {"pack": "fixture", "query": "socket"}),
+    ]
+    out, _ = proc.communicate("".join(line + "\n" for line in lines).encode(), timeout=600)
+    assert proc.returncode == 0
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [1]

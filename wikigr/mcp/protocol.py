@@ -17,6 +17,8 @@ for is unknown, and a ``subscriptions/listen`` stream is acknowledged but has no
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,12 +102,43 @@ class Era:
         one-line error with ``isError``."""
         if failure is not None:
             return self.result(request, {"content": [_text(failure)], "isError": True})
-        text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+        text = pretty_json(data)
         return self.result(request, {"content": [_text(text)], "structuredContent": data, "isError": False})
 
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+_SMALL = re.compile(r"(-?)(\d)(?:\.(\d+))?e-0?(\d+)")
+
+
+def pretty_json(data: Any) -> str:
+    """``data`` as the text of a tool's result, as the SDK wrote it (pydantic's JSON, indented by
+    2): ``json.dumps``, but a float under 1e-4 as pydantic spells it (``0.00005``, ``1e-7``; Python:
+    ``5e-05``, ``1e-07``)."""
+    marks: dict[str, str] = {}
+
+    def marked(value: Any) -> Any:
+        if isinstance(value, float) and (match := _SMALL.fullmatch(repr(value))):
+            sign, first, rest, exponent = match[1], match[2], match[3] or "", int(match[4])
+            mark = f"{uuid.uuid4().hex}"
+            marks[f'"{mark}"'] = (
+                f"{sign}0.0000{first}{rest}"
+                if exponent == 5
+                else f"{sign}{first}{'.' + rest if rest else ''}e-{exponent}"
+            )
+            return mark
+        if isinstance(value, dict):
+            return {k: marked(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [marked(v) for v in value]
+        return value
+
+    text = json.dumps(marked(data), indent=2, ensure_ascii=False, default=str)
+    for mark, number in marks.items():
+        text = text.replace(mark, number)
+    return text
 
 
 @dataclass(frozen=True)

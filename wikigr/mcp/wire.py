@@ -112,16 +112,12 @@ def _served(raw: bytes) -> Request | Notification | None:
 
 
 def _depth(value: Any) -> int:
-    """How deeply ``value`` nests lists and objects (a scalar: 0)."""
+    """How deeply ``value`` nests lists and objects that hold something (a scalar, ``[]`` or
+    ``{}``: 0), as the SDK's parser counts its recursion."""
     depth, level = 0, [value]
-    while level:
+    while level := [node for node in level if isinstance(node, dict | list) and node]:
         depth += 1
-        level = [
-            item
-            for node in level
-            for item in (node.values() if isinstance(node, dict) else node if isinstance(node, list) else ())
-            if isinstance(item, dict | list)
-        ]
+        level = [item for node in level for item in (node.values() if isinstance(node, dict) else node)]
     return depth
 
 
