@@ -71,11 +71,13 @@ def run(argv: list[str] | None = None) -> int:
         transaction.forget_last_write()  # of a command run before in this process
     try:
         _check_text(args)
-        if args == ["mcp"]:  # what an MCP client starts: no typer (pydantic, every command: ~0.5 s)
-            from wikigr.mcp import serve
+        if args[:1] in (["mcp"], ["serve"]):  # a server as a client starts it: no typer (~0.3 s)
+            from wikigr.cli.servers import fast_server
 
-            serve()
-            return 0
+            server = fast_server(args)
+            if server is not None:
+                server()
+                return 0
         from wikigr.cli.answer import fast_query
 
         query = fast_query(args)
