@@ -19,17 +19,27 @@ A tool's failure is a :class:`~wikigr.errors.WikigrError`, which the client read
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from wikigr.agent_cache import AgentCache
+from wikigr.embed import get_embedder
 from wikigr.errors import UsageError
 from wikigr.info import agent_pack_info
 from wikigr.pack.pack import pack_rows, packs_home
+from wikigr.retrieval.stage import BUILTIN_STAGES, stage_class
 
-__all__ = ["AgentCache", "Tools"]
+__all__ = ["AgentCache", "Tools", "load_model"]
 
 MAX_TOP_K = 100
 MAX_FAILED_SOURCES = 50  # listed by pack_info
+
+
+def load_model() -> None:
+    """Load the default embedder (a query on a pack of another model loads its own); a failure
+    is the query's to report."""
+    with contextlib.suppress(Exception):
+        get_embedder()
 
 
 def _check_top_k(top_k: int | None) -> None:
@@ -53,12 +63,9 @@ class Tools:
 
     @staticmethod
     def warm() -> None:
-        """Load what the first query needs before it comes: the default embedder (its model and
-        runtime) and the answering modules."""
-        from wikigr.embed import get_embedder
-        from wikigr.packset import open_agent  # noqa: F401 - the query path's modules
-
-        get_embedder()
+        """Import what a query runs: the built-in retrieval stages (imported on first use)."""
+        for name in BUILTIN_STAGES:
+            stage_class(name)
 
     def close(self) -> None:
         self.cache.close()

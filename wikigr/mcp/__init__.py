@@ -36,20 +36,21 @@ the protocol).
 from __future__ import annotations
 
 import sys
+import threading
 
 from wikigr.mcp.session import Session, ToolRunner, WarmUp
 from wikigr.mcp.wire import Writer, claim_stdin
 
 
 def _answering_stack() -> ToolRunner:
-    """The tools, with the modules and the model the first query needs loaded (the warm-up)."""
-    import contextlib
+    """The tools, with what the first query needs loaded (the warm-up): the default model in a
+    thread of its own (onnxruntime builds it without the GIL) while this one imports the
+    answering modules and the retrieval stages."""
+    from wikigr.mcp_server import Tools, load_model
 
-    from wikigr.mcp_server import Tools
-
+    threading.Thread(target=load_model, name="mcp-model", daemon=True).start()
     tools = Tools()
-    with contextlib.suppress(Exception):  # a model that cannot load is the query's to report
-        tools.warm()
+    tools.warm()
     return tools
 
 
