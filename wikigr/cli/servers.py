@@ -1,6 +1,6 @@
 """``wikigr mcp`` and ``wikigr serve`` without typer: what a client starts is parsed here when it is
 plainly valid (:func:`fast_server`), so a server's start does not pay typer's import (with
-pydantic and every command's module: ~0.3 s, more without bytecode). Anything else (``--help``,
+pydantic and every command's module). Anything else (``--help``,
 an unknown or repeated option, a bad port...) goes through typer, as every other command does, so
 errors and help read the same. The typer commands (wikigr/cli/mcp.py, wikigr/cli/serve.py) call
 the same functions.
