@@ -20,6 +20,7 @@ import pytest
 from tests.mcp_wire import FIXTURE, SESSIONS, Lines, call, initialize, notification, request, run_session
 from wikigr.mcp.catalogue import TOOLS, ArgumentsError, check_arguments
 from wikigr.mcp.protocol import pretty_json
+from wikigr.mcp.wire import encode
 
 SERVER = [sys.executable, "-m", "wikigr", "mcp"]
 
@@ -269,3 +270,13 @@ def test_calls_left_when_the_client_leaves_are_dropped(built_pack: Path, tmp_pat
     out, _ = proc.communicate("".join(line + "\n" for line in lines).encode(), timeout=600)
     assert proc.returncode == 0
     assert [json.loads(line)["id"] for line in out.splitlines()] == [1]
+
+
+def test_a_line_is_json_as_the_sdk_wrote_it() -> None:
+    """One line of strict JSON: a NaN or an infinity in a result is null, as pydantic wrote it."""
+    import mcp_types
+
+    result = {"x": float("nan"), "y": [1.5, float("-inf")], "z": {"w": float("inf"), "t": "é\n"}}
+    line = encode({"jsonrpc": "2.0", "id": 1, "result": result})
+    sdk = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=1, result=result)
+    assert "\n" not in line and json.loads(line) == json.loads(sdk.model_dump_json(by_alias=True))

@@ -157,22 +157,29 @@ class Session:
 
     def _work(self) -> None:
         while (call := self._calls.get()) is not None:
-            with self._guard:
-                skip = call.request.id in self._given_up
-                self._running = not skip
-            if not skip:
-                try:
-                    data = self.warm_up.get().call(call.tool, call.arguments)
-                except Exception as exc:  # noqa: BLE001 - the client reads one line
-                    if not isinstance(exc, WikigrError):  # a crash: its details on stderr only
-                        log.error("%s failed: %s: %s", call.tool, type(exc).__name__, exc)
-                    self._answer(call.request, call.era, failure=protocol.tool_error_text(call.tool, exc))
-                else:
-                    self._answer(call.request, call.era, data=data)
-            with self._guard:
-                self._running = False
-                self._pending.discard(call.request.id)
-                self._given_up.discard(call.request.id)
+            try:
+                self._run(call)
+            except Exception as exc:  # noqa: BLE001 - a reply that cannot be written: the next call
+                log.error("answering %s failed: %s: %s", call.tool, type(exc).__name__, exc)
+            finally:
+                with self._guard:
+                    self._running = False
+                    self._pending.discard(call.request.id)
+                    self._given_up.discard(call.request.id)
+
+    def _run(self, call: _Call) -> None:
+        with self._guard:
+            if call.request.id in self._given_up:  # cancelled before it ran: not run, not answered
+                return
+            self._running = True
+        try:
+            data = self.warm_up.get().call(call.tool, call.arguments)
+        except Exception as exc:  # noqa: BLE001 - the client reads one line
+            if not isinstance(exc, WikigrError):  # a crash: its details on stderr only
+                log.error("%s failed: %s: %s", call.tool, type(exc).__name__, exc)
+            self._answer(call.request, call.era, failure=protocol.tool_error_text(call.tool, exc))
+        else:
+            self._answer(call.request, call.era, data=data)
 
     def _answer(
         self,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import sys
 import threading
@@ -147,6 +148,25 @@ def _reply_to(raw: bytes) -> dict[str, Any] | None:
     return error(request_id, INVALID_REQUEST, "Error: not a valid JSON-RPC request")
 
 
+def encode(message: dict[str, Any]) -> str:
+    """A message as one line of JSON; a float that is not finite is null (as the SDK wrote it:
+    JSON has no NaN), a value JSON does not know its text."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:  # a NaN or an infinity
+        return encode(_finite(message))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 class Writer:
     """Whole lines to stdout, one message each, under a lock (the reader and the worker write)."""
 
@@ -155,8 +175,7 @@ class Writer:
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        data = line.encode("utf-8") + b"\n"
+        data = encode(message).encode("utf-8") + b"\n"
         with self._lock:
             try:
                 self._stream.write(data)
