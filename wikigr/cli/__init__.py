@@ -71,6 +71,13 @@ def run(argv: list[str] | None = None) -> int:
         transaction.forget_last_write()  # of a command run before in this process
     try:
         _check_text(args)
+        if args[:1] in (["mcp"], ["serve"]):  # a server as a client starts it: no typer
+            from wikigr.cli.servers import fast_server
+
+            server = fast_server(args)
+            if server is not None:
+                server()
+                return 0
         from wikigr.cli.answer import fast_query
 
         query = fast_query(args)

@@ -11,6 +11,6 @@ def register(app: typer.Typer) -> None:
         """Run an MCP server on stdin/stdout with the tools list_packs, pack_info, query_pack, search.
 
         Configure it in an MCP client as the command `wikigr mcp` (packs from $WIKIGR_HOME/packs)."""
-        from wikigr.mcp_server import serve
+        from wikigr.cli.servers import serve_mcp
 
-        serve()
+        serve_mcp()

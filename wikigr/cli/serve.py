@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from wikigr.cli.output import err
-
 
 def register(app: typer.Typer) -> None:
     @app.command("serve")
@@ -32,24 +30,6 @@ def register(app: typer.Typer) -> None:
         """Serve the REST API (/api/v1, OpenAPI at /api/v1/openapi.json) and the web page.
 
         Listens on 127.0.0.1:8700 until Ctrl-C or SIGTERM, then exits 0. See docs/serve.md."""
-        from wikigr.errors import UsageError
-        from wikigr.serve import read_token_file
-        from wikigr.serve import serve as run
+        from wikigr.cli.servers import serve_packs
 
-        if token is not None and token_file is not None:
-            raise UsageError("give --token or --token-file, not both")
-        if token_file is not None:
-            token = read_token_file(token_file)
-
-        def ready(url: str) -> None:
-            what = ", ".join(packs) if packs else "the packs home"
-            err.print(
-                f"Serving {what} at {url}/ (API {url}/api/v1, OpenAPI {url}/api/v1/openapi.json). "
-                "Ctrl-C stops.",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
-            )
-
-        run(packs or [], host=host, port=port, token=token, on_ready=ready)
-        err.print("Stopped.", markup=False, highlight=False)
+        serve_packs(packs or [], host, port, token, token_file)

@@ -1,21 +1,15 @@
-"""The answers of ``wikigr serve``: their JSON, the traces kept of them, Claude's text streamed
-as it is written, and the agent (or the packs' set) a request's answer comes from."""
+"""The answers of ``wikigr serve``: their JSON, Claude's text streamed as it is written, and the
+agent (or the packs' set) a request's answer comes from (the traces kept of them: traces.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import secrets
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.errors import UsageError
-from wikigr.pack.manifest import now_iso
 from wikigr.packset import PackSet
-
-MAX_TRACES = 200
 
 
 def answer_json(result: AgentResult) -> dict[str, Any]:
@@ -27,54 +21,6 @@ def answer_json(result: AgentResult) -> dict[str, Any]:
         for source in result.sources
     ]
     return data
-
-
-class Traces:
-    """The last :data:`MAX_TRACES` answers, by id, in memory."""
-
-    def __init__(self, keep: int = MAX_TRACES) -> None:
-        self.keep = keep
-        self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, kind: str, request: dict[str, Any], response: dict[str, Any], elapsed_ms: float) -> str:
-        trace_id = secrets.token_hex(8)
-        record = {
-            "trace_id": trace_id,
-            "created": now_iso(),
-            "kind": kind,
-            "request": request,
-            "elapsed_ms": round(elapsed_ms, 2),
-            "response": response,
-        }
-        with self._lock:
-            self._items[trace_id] = record
-            while len(self._items) > self.keep:
-                self._items.popitem(last=False)
-        return trace_id
-
-    def get(self, trace_id: str) -> dict[str, Any] | None:
-        with self._lock:
-            return self._items.get(trace_id)
-
-    def recent(self) -> list[dict[str, Any]]:
-        with self._lock:
-            items = list(self._items.values())
-        return [
-            {
-                "trace_id": r["trace_id"],
-                "created": r["created"],
-                "kind": r["kind"],
-                "pack": r["request"]["pack"],
-                "question": r["request"]["question"],
-                "elapsed_ms": r["elapsed_ms"],
-            }
-            for r in reversed(items)
-        ]
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
 
 
 @contextlib.contextmanager

@@ -5,12 +5,17 @@ runs its blocking work (the store, the model, Claude) in a worker thread, so req
 block one another; open agents are kept in an :class:`~wikigr.agent_cache.AgentCache`, whose
 per-agent locks let calls on different packs run at once while calls on one agent take turns.
 
+The answering stack (wikigr.agent, the retrieval, the model: work.py) is not imported before the
+server answers: a thread loads it once the first answer is sent (:class:`Loader`), so the health
+route answers as soon as the server runs, and a route that needs a pack waits for the load.
+
 Errors are JSON ``{"error": "one line"}``: 4xx for what the CLI calls usage errors (exit 2), 5xx
 for runtime failures (exit 1). See docs/serve.md for the routes and the security model.
 
 Here: the routes and the application; beside it, by job: requests and error replies (http.py),
-the checks of a question (ask.py), answers and traces (answers.py), evaluation results
-(evals.py), the host and token guard (guard.py), the socket and loopback checks (net.py).
+the checks of a question (ask.py), the blocking work (work.py), answers (answers.py), traces
+(traces.py), evaluation results (evals.py), the host and token guard (guard.py), the socket and
+loopback checks (net.py).
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ import asyncio
 import contextlib
 import hmac
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,18 +40,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from wikigr import __version__
-from wikigr.agent_cache import AgentCache
 from wikigr.errors import UsageError, WikigrError
-from wikigr.info import agent_pack_info
-from wikigr.llm import llm_available
-from wikigr.packset import PackSet
-from wikigr.retrieval.pipeline import run_stages
+from wikigr.llm.config import llm_available
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
 from wikigr.retrieval.stage import builtin_stages
-from wikigr.serve.answers import Traces, answer_json, one_agent, set_fallback, streaming
-from wikigr.serve.ask import MAX_QUESTION_CHARS, Ask, parse_ask
+from wikigr.serve.ask import MAX_QUESTION_CHARS, parse_ask
 from wikigr.serve.evals import EvalRuns
-from wikigr.serve.graph import neighbourhood
 from wikigr.serve.guard import TOKEN_COOKIE, Guard
 from wikigr.serve.http import (
     STATIC,
@@ -58,106 +59,103 @@ from wikigr.serve.http import (
 )
 from wikigr.serve.openapi import document
 from wikigr.serve.packs import ServedPacks
+from wikigr.serve.traces import Traces
+
+if TYPE_CHECKING:
+    from wikigr.agent_cache import AgentCache
+    from wikigr.serve.work import Work
 
 API = "/api/v1"
 MAX_GRAPH_IDS = 50
-MAX_FAILED_SOURCES = 50  # listed by a pack's info
+
+
+class Loader:
+    """The answering stack (:class:`wikigr.serve.work.Work`), imported and made in a thread:
+    :meth:`start` begins (after the server's first answer), :meth:`get` waits for it (a worker
+    thread does, for the routes that need a pack)."""
+
+    def __init__(self, packs: ServedPacks, traces: Traces) -> None:
+        self._packs, self._traces = packs, traces
+        self._work: Work | None = None
+        self._failure: BaseException | None = None
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name="serve-load", daemon=True)
+                self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            from wikigr.serve.work import Work
+
+            self._work = Work(self._packs, self._traces)
+        except BaseException as exc:  # noqa: BLE001 - each request that needs it says why
+            self._failure = exc
+        finally:
+            self._done.set()
+        with contextlib.suppress(Exception):  # the first query's model, meanwhile (its to report)
+            from wikigr.embed import get_embedder
+
+            get_embedder()
+
+    def get(self) -> Work:
+        self.start()
+        self._done.wait()
+        if self._work is None:
+            failure = f"{type(self._failure).__name__}: {self._failure}"
+            raise WikigrError(f"the answering stack did not load: {failure}")
+        return self._work
+
+    @property
+    def loaded(self) -> Work | None:
+        return self._work if self._done.is_set() else None
+
+    def close(self) -> None:
+        if self._thread is not None:
+            self._done.wait()
+        if self._work is not None:
+            self._work.close()
 
 
 class Server:
-    """What the routes share: the packs served, the open agents, the traces."""
+    """What the routes share: the packs served, the open agents (once loaded), the traces."""
 
     def __init__(self, packs: ServedPacks) -> None:
         self.packs = packs
-        self.cache = AgentCache()
         self.traces = Traces()
         self.started = time.monotonic()
         self.evals = EvalRuns()
+        self.loader = Loader(packs, self.traces)
         self._tasks: set[asyncio.Future[None]] = set()
 
-    # -- blocking work (worker threads) ----------------------------------------------------------
+    @property
+    def cache(self) -> AgentCache:
+        """The open agents (waits for the answering stack)."""
+        return self.loader.get().cache
 
-    def _query(self, ask: Ask) -> dict[str, Any]:
-        start = time.perf_counter()
-        with self.cache.use(ask.refs, ask.profile, "query", ask.enable, ask.disable) as agent:
-            set_fallback(agent, ask.fallback)
-            result = agent.query(ask.text, top_k=ask.top_k)
-        response = answer_json(result)
-        response["trace_id"] = self.traces.add(
-            "query", ask.record(), response, (time.perf_counter() - start) * 1000
-        )
-        return response
-
-    def _query_streamed(self, ask: Ask, emit: Callable[[str, dict[str, Any]], None]) -> None:
-        start = time.perf_counter()
-        with self.cache.use(ask.refs, ask.profile, "query", ask.enable, ask.disable) as agent:
-            set_fallback(agent, ask.fallback)
-            if isinstance(agent, PackSet):
-                with streaming(agent, emit):
-                    result = agent.query(ask.text, top_k=ask.top_k)
-            else:  # the sources as soon as they are known, then the answer as it is written
-                state = agent.new_state(ask.text, ask.top_k)
-                before = [s for s in agent.stages if s.name != "synthesize"]
-                last = [s for s in agent.stages if s.name == "synthesize"]
-                began = time.perf_counter()
-                with agent.budget():
-                    entries = run_stages(before, state)
-                    found = agent.result(state, entries, (time.perf_counter() - began) * 1000)
-                    emit("sources", {"sources": answer_json(found)["sources"]})
-                    with streaming(agent, emit):
-                        entries += run_stages(last, state)
-                result = agent.result(state, entries, (time.perf_counter() - began) * 1000)
-        response = answer_json(result)
-        response["trace_id"] = self.traces.add(
-            "query", ask.record(), response, (time.perf_counter() - start) * 1000
-        )
-        emit("result", response)
-
-    def _search(self, ask: Ask) -> dict[str, Any]:
-        start = time.perf_counter()
-        with self.cache.use(ask.refs, ask.profile, "search", ask.enable, ask.disable) as agent:
-            result = agent.query(ask.text, top_k=ask.top_k)
-        response = {
-            "query": result.question,
-            "profile": result.profile,
-            "confidence": round(result.confidence, 4),
-            "low_confidence": result.low_confidence,
-            "results": answer_json(result)["sources"],
-            "trace": result.trace,
-        }
-        response["trace_id"] = self.traces.add(
-            "search", ask.record(), response, (time.perf_counter() - start) * 1000
-        )
-        return response
-
-    def _info(self, name: str) -> dict[str, Any]:
-        path = self.packs.path(name)
-        with self.cache.use([str(path)], None, "query") as agent:
-            data = agent_pack_info(one_agent(agent), MAX_FAILED_SOURCES)
-        data["name"] = name  # as requests name it (the folder's name in the packs home)
-        del data["path"]  # a client gets names, not this machine's folders
-        return data
+    async def work(self) -> Work:
+        """The answering stack, waited for in a worker thread (not on the event loop)."""
+        return await run_in_threadpool(self.loader.get)
 
     def _eval(self, name: str) -> dict[str, Any]:
         return self.evals.summary(name, self.packs.path(name))
-
-    def _graph(self, name: str, chunks: list[str], entities: list[str], limit: int) -> dict[str, Any]:
-        path = self.packs.path(name)
-        with self.cache.use([str(path)], None, "query") as agent:
-            data = neighbourhood(one_agent(agent).context.store, chunks, entities, limit)
-        return {"pack": name, **data}
 
     # -- routes ----------------------------------------------------------------------------------
 
     async def health(self, request: Request) -> Response:
         names = await run_in_threadpool(self.packs.names)
+        work = self.loader.loaded
         return JSONResponse(
             {
                 "status": "ok",
                 "version": __version__,
                 "packs": len(names),
                 "claude": llm_available(),
-                "open_agents": len(self.cache),
+                "open_agents": len(work.cache) if work is not None else 0,
                 "traces": len(self.traces),
                 "uptime_s": round(time.monotonic() - self.started, 1),
             }
@@ -180,7 +178,8 @@ class Server:
         return JSONResponse({"packs": rows})
 
     async def pack_info(self, request: Request) -> Response:
-        return JSONResponse(await run_in_threadpool(self._info, request.path_params["pack"]))
+        work = await self.work()
+        return JSONResponse(await run_in_threadpool(work.info, request.path_params["pack"]))
 
     async def pack_eval(self, request: Request) -> Response:
         return JSONResponse(await run_in_threadpool(self._eval, request.path_params["pack"]))
@@ -194,15 +193,20 @@ class Server:
         if len(chunks) + len(entities) > MAX_GRAPH_IDS:
             raise UsageError(f"at most {MAX_GRAPH_IDS} chunks and entities at once")
         limit = int_param(params.get("limit", "60"), "limit", 1, 200)
-        data = await run_in_threadpool(self._graph, request.path_params["pack"], chunks, entities, limit)
+        work = await self.work()
+        data = await run_in_threadpool(work.graph, request.path_params["pack"], chunks, entities, limit)
         return JSONResponse(data)
 
     async def query(self, request: Request) -> Response:
-        ask = parse_ask(await read_json(request), self.packs, "question")
-        return JSONResponse(await run_in_threadpool(self._query, ask))
+        data = await read_json(request)
+        work = await self.work()
+        ask = parse_ask(data, self.packs, "question")
+        return JSONResponse(await run_in_threadpool(work.query, ask))
 
     async def query_stream(self, request: Request) -> Response:
-        ask = parse_ask(await read_json(request), self.packs, "question")
+        data = await read_json(request)
+        stack = await self.work()
+        ask = parse_ask(data, self.packs, "question")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, dict[str, Any]] | None] = asyncio.Queue()
 
@@ -212,7 +216,7 @@ class Server:
 
         def work() -> None:
             try:
-                self._query_streamed(ask, emit)
+                stack.query_streamed(ask, emit)
             except WikigrError as exc:
                 emit("error", {"error": self.packs.redact(exc.message), "status": status_of(exc)})
             except Exception as exc:  # noqa: BLE001 - reported as an error event of one line
@@ -252,8 +256,9 @@ class Server:
                     data[key] = params[key]
         else:
             data = await read_json(request)
+        work = await self.work()
         ask = parse_ask(data, self.packs, "query")
-        return JSONResponse(await run_in_threadpool(self._search, ask))
+        return JSONResponse(await run_in_threadpool(work.search, ask))
 
     async def trace(self, request: Request) -> Response:
         record = self.traces.get(request.path_params["trace_id"])
@@ -301,7 +306,15 @@ def create_app(
     def endpoint(
         handler: Callable[[Request], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
-        return guarded(handler, server.packs.redact)
+        answer = guarded(handler, server.packs.redact)
+
+        async def answered(request: Request) -> Response:
+            response = await answer(request)
+            if response.background is None:  # once it is sent: the answering stack loads
+                response.background = BackgroundTask(server.loader.start)
+            return response
+
+        return answered
 
     routes = [
         Route("/", endpoint(server.index), methods=["GET"]),
@@ -326,7 +339,7 @@ def create_app(
         try:
             yield
         finally:
-            await run_in_threadpool(server.cache.close)
+            await run_in_threadpool(server.loader.close)
 
     app = Starlette(
         routes=routes,

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 
 from wikigr import schema
 from wikigr.errors import PackNotFoundError, UsageError, WikigrError
-from wikigr.llm import LLMError
+from wikigr.llm.errors import LLMError
 
 log = logging.getLogger("wikigr.serve")
 
