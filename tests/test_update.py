@@ -281,12 +281,17 @@ def test_ctrl_c_at_any_moment_of_an_update_leaves_the_pack_as_it_was_or_updated(
     moments: list[float | Callable[[], bool] | tuple[Callable[[], bool], float]] = [
         took * share for share in (0.1, 0.4, 0.7, 0.95)
     ]
-    moments += [
-        lambda: _written_since(partial / "pack.db", launched),
-        lambda: _sha(manifest) != before["manifest.json"],
-    ]
+
+    def swapped() -> bool:
+        """The new manifest is in place (between the swap's two renames the folder is away)."""
+        try:
+            return _sha(manifest) != before["manifest.json"]
+        except FileNotFoundError:
+            return False
+
+    moments += [lambda: _written_since(partial / "pack.db", launched), swapped]
     # Swapped in, then while the command reports what it did (a window of a few milliseconds).
-    moments += [(lambda: _sha(manifest) != before["manifest.json"], delay) for delay in (0.002, 0.01, 0.03)]
+    moments += [(swapped, delay) for delay in (0.002, 0.01, 0.03)]
     for moment in moments:
         edit()
         before = _snapshot(pack)
