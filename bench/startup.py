@@ -219,7 +219,7 @@ def main() -> int:
                 f"QUESTION --json {' '.join(extra)}".strip(),
                 "first_run_s": first[name],
                 **summary(walls[name]),
-                "target_p50_s": 0.6 if name == "default" else None,
+                "target_p50_s": 0.4 if name == "default" else None,
             }
             for name, (pack, extra) in kinds.items()
         }

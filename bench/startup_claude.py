@@ -37,6 +37,7 @@ import argparse
 import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +58,10 @@ from build_query import QUESTIONS, compile_bytecode, fresh_env  # noqa: E402
 from tests.fakeclaude import FAKE_API_KEY, FakeClaude, Reply, cite_all  # noqa: E402
 
 EXAMPLE = ROOT / "packs" / "pydocs"
-MODES = ("cached", "uncached")
+#: cached: everything compiled; installed: the environment compiled, wikigr's own modules not (the
+#: README's `uv sync --compile-bytecode` of an editable checkout, with PYTHONDONTWRITEBYTECODE set);
+#: uncached: nothing compiled.
+MODES = ("cached", "installed", "uncached")
 
 
 class Clock:
@@ -167,7 +171,9 @@ def main() -> int:
             "ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL at the fake Messages API in the bench process, "
             "which answers at once; times on time.monotonic() in the bench process: Popen -> the first "
             "request's arrival, the last reply -> the whole JSON on stdout, and -> exit; bytecode "
-            "cached (compileall first) or uncached (PYTHONDONTWRITEBYTECODE=1, an empty "
+            "cached (compileall first), installed (PYTHONDONTWRITEBYTECODE=1, the environment compiled "
+            "as the README's uv sync --compile-bytecode does, wikigr's own modules not: a copy "
+            "without __pycache__) or uncached (PYTHONDONTWRITEBYTECODE=1, an empty "
             "PYTHONPYCACHEPREFIX); a new WIKIGR_HOME per mode and code, its first run apart"
         ),
         "targets": {"to_request_s_p50": 1.0, "answer_after_reply_s_p50": 0.2},
@@ -194,6 +200,13 @@ def main() -> int:
                 env = {**mode_env(mode, base, work), "WIKIGR_HOME": str(work / f"home-{mode}-{code}")}
                 if folder:
                     env["PYTHONPATH"] = folder
+                if mode == "installed":
+                    source = Path(folder) if folder else ROOT
+                    copy = work / f"source-{code}"
+                    if not copy.exists():
+                        no_bytecode = shutil.ignore_patterns("__pycache__")
+                        shutil.copytree(source / "wikigr", copy / "wikigr", ignore=no_bytecode)
+                    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(copy)}
                 envs[code] = env
             first = {
                 code: rounded(timed_run(QUESTIONS[0], env, clock, work / "stderr"))

@@ -35,6 +35,7 @@ import compileall
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -192,6 +193,18 @@ def report(samples: list[dict[str, float]], key: str) -> dict[str, Any]:
     return found
 
 
+#: cached: everything compiled; installed: the environment compiled, wikigr's own modules not (the
+#: README's `uv sync --compile-bytecode` of an editable checkout, with PYTHONDONTWRITEBYTECODE set);
+#: uncached: nothing compiled.
+CACHES = ("cached", "installed", "uncached")
+
+
+def source_copy(folder: Path, dest: Path) -> Path:
+    """A copy of ``folder``'s wikigr package without its bytecode: the folder to put on PYTHONPATH."""
+    shutil.copytree(folder / "wikigr", dest / "wikigr", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="fresh-process start-up of wikigr mcp and wikigr serve")
     parser.add_argument("--runs", type=int, default=9, help="timed fresh processes per measure and arm")
@@ -209,7 +222,9 @@ def main() -> int:
             "notifications/initialized and tools/call query_pack on packs/pydocs, seconds from Popen "
             "to that reply. Serve: `wikigr serve packs/pydocs`, GET /api/v1/health polled every 10 ms, "
             "seconds from Popen to the first 200. Cached: compileall first, PYTHONDONTWRITEBYTECODE "
-            "unset; uncached: PYTHONDONTWRITEBYTECODE=1 and an empty PYTHONPYCACHEPREFIX. No "
+            "unset; uncached: PYTHONDONTWRITEBYTECODE=1 and an empty PYTHONPYCACHEPREFIX; installed: "
+            "PYTHONDONTWRITEBYTECODE=1, the environment compiled (the README's uv sync "
+            "--compile-bytecode) but wikigr's own modules not (a copy without __pycache__). No "
             "ANTHROPIC_API_KEY; a new WIKIGR_HOME filled by an untimed first run of each arm"
         ),
     }
@@ -226,7 +241,7 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for cache in ("cached", "uncached"):
+        for cache in CACHES:
             envs = {}
             for arm, folder in arms.items():
                 env = {**fresh_env(), "WIKIGR_HOME": str(work / "home"), "PYTHONPATH": str(folder)}
@@ -234,6 +249,9 @@ def main() -> int:
                     prefix = work / f"pycache-{arm}"
                     prefix.mkdir()
                     env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
+                elif cache == "installed":
+                    source = source_copy(folder, work / arm)
+                    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(source)}
                 envs[arm] = env
                 mcp_once(env, QUESTIONS[0])  # fills the caches: untimed
             samples: dict[str, dict[str, list[dict[str, float]]]] = {
@@ -262,7 +280,7 @@ def main() -> int:
         f"load average {results['load_average_at_start']} -> {results['load_average_at_end']}, "
         f"{os.cpu_count()} cores"
     )
-    for cache in ("cached", "uncached"):
+    for cache in CACHES:
         for arm in arms:
             found = results[cache][arm]
             rows = {**found["mcp"], **found["serve"]}
