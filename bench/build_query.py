@@ -132,6 +132,41 @@ def fresh_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+def summary(times: list[float]) -> dict[str, object]:
+    """p50, p95, min and max of wall times in seconds, and how many."""
+    return {
+        "runs": len(times),
+        "p50_s": round(statistics.median(times), 3),
+        "p95_s": round(pct(times, 95), 3),
+        "min_s": round(min(times), 3),
+        "max_s": round(max(times), 3),
+    }
+
+
+#: How a timed process finds bytecode. cached: everything compiled (compile_bytecode first);
+#: installed: the environment compiled (the README's `uv sync --compile-bytecode`) but wikigr's own
+#: modules not, as in an editable checkout with PYTHONDONTWRITEBYTECODE set; uncached: nothing.
+BYTECODE_MODES = ("cached", "installed", "uncached")
+
+
+def bytecode_env(mode: str, env: dict[str, str], code: Path, work: Path) -> dict[str, str]:
+    """``env`` for a fresh process that runs the wikigr package in ``code`` (a folder holding
+    ``wikigr/``, put first on PYTHONPATH) in bytecode ``mode``; ``work``: a new folder of this
+    arm's (the copy without bytecode, the empty PYTHONPYCACHEPREFIX)."""
+    keep = {k: v for k, v in env.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    keep["PYTHONPATH"] = str(code)
+    if mode == "installed":
+        copy = work / "source"
+        if not copy.exists():
+            shutil.copytree(code / "wikigr", copy / "wikigr", ignore=shutil.ignore_patterns("__pycache__"))
+        keep |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(copy)}
+    elif mode == "uncached":
+        prefix = work / "no-pycache"
+        prefix.mkdir(parents=True, exist_ok=True)
+        keep |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
+    return keep
+
+
 def fresh_query_seconds(
     pack: Path, question: str, args: list[str] | None = None, env: dict[str, str] | None = None
 ) -> float:

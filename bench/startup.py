@@ -44,12 +44,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from _common import header, load
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from build_query import QUESTIONS, compile_bytecode, fresh_env, fresh_query_seconds  # noqa: E402
+from build_query import QUESTIONS, compile_bytecode, fresh_env, fresh_query_seconds, summary  # noqa: E402
 
 EXAMPLE = ROOT / "packs" / "pydocs"
 QUESTION = "How do I set a socket timeout?"
@@ -105,20 +104,6 @@ else:
     out["output_and_close"] = T() - t
 print(json.dumps(out))
 """
-
-
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.array(values), q))
-
-
-def summary(times: list[float]) -> dict[str, Any]:
-    return {
-        "runs": len(times),
-        "p50_s": round(statistics.median(times), 3),
-        "p95_s": round(pct(times, 95), 3),
-        "min_s": round(min(times), 3),
-        "max_s": round(max(times), 3),
-    }
 
 
 def make_graph_pack(work: Path, env: dict[str, str]) -> Path:

@@ -37,7 +37,6 @@ import argparse
 import compileall
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -53,15 +52,11 @@ from _common import header, load
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
-from build_query import QUESTIONS, compile_bytecode, fresh_env  # noqa: E402
+from build_query import BYTECODE_MODES, QUESTIONS, bytecode_env, compile_bytecode, fresh_env  # noqa: E402
 
 from tests.fakeclaude import FAKE_API_KEY, FakeClaude, Reply, cite_all  # noqa: E402
 
 EXAMPLE = ROOT / "packs" / "pydocs"
-#: cached: everything compiled; installed: the environment compiled, wikigr's own modules not (the
-#: README's `uv sync --compile-bytecode` of an editable checkout, with PYTHONDONTWRITEBYTECODE set);
-#: uncached: nothing compiled.
-MODES = ("cached", "installed", "uncached")
 
 
 class Clock:
@@ -146,15 +141,6 @@ def rounded(run: dict[str, Any]) -> dict[str, Any]:
     return {k: round(v, 3) if isinstance(v, float) else v for k, v in run.items()}
 
 
-def mode_env(mode: str, base: dict[str, str], work: Path) -> dict[str, str]:
-    env = {k: v for k, v in base.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
-    if mode == "uncached":
-        empty = work / "no-pycache"
-        empty.mkdir(exist_ok=True)
-        env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(empty)}
-    return env
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description="fresh-process wikigr query with a Claude key")
     parser.add_argument("--runs", type=int, default=9, help="timed fresh processes per mode and code")
@@ -179,7 +165,7 @@ def main() -> int:
         "targets": {"to_request_s_p50": 1.0, "answer_after_reply_s_p50": 0.2},
     }
     compile_bytecode()
-    codes: dict[str, str | None] = {"current": None}
+    codes: dict[str, str] = {"current": str(ROOT)}
     if args.code:
         compileall.compile_dir(str(args.code / "wikigr"), quiet=2)
         codes["other"] = str(args.code.resolve())
@@ -194,20 +180,11 @@ def main() -> int:
         }
         for name in ("ANTHROPIC_AUTH_TOKEN", "WIKIGR_MODEL", "WIKIGR_TIMEOUT"):
             base.pop(name, None)
-        for mode in MODES:
+        for mode in BYTECODE_MODES:
             envs = {}
             for code, folder in codes.items():
-                env = {**mode_env(mode, base, work), "WIKIGR_HOME": str(work / f"home-{mode}-{code}")}
-                if folder:
-                    env["PYTHONPATH"] = folder
-                if mode == "installed":
-                    source = Path(folder) if folder else ROOT
-                    copy = work / f"source-{code}"
-                    if not copy.exists():
-                        no_bytecode = shutil.ignore_patterns("__pycache__")
-                        shutil.copytree(source / "wikigr", copy / "wikigr", ignore=no_bytecode)
-                    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(copy)}
-                envs[code] = env
+                env = {**base, "WIKIGR_HOME": str(work / f"home-{mode}-{code}")}
+                envs[code] = bytecode_env(mode, env, Path(folder), work / f"{mode}-{code}")
             first = {
                 code: rounded(timed_run(QUESTIONS[0], env, clock, work / "stderr"))
                 for code, env in envs.items()
@@ -237,7 +214,7 @@ def main() -> int:
         f"\nload average {results['load_average_at_start']} -> {results['load_average_at_end']}, "
         f"{os.cpu_count()} cores"
     )
-    for mode in MODES:
+    for mode in BYTECODE_MODES:
         for code, r in results[mode].items():
             print(
                 f"{mode:<9} {code:<8} to request p50 {r['to_request_s']['p50']} s "

@@ -35,7 +35,6 @@ import compileall
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import statistics
@@ -50,7 +49,16 @@ from pathlib import Path
 from typing import Any
 
 from _common import header, load
-from build_query import EXAMPLE, QUESTIONS, ROOT, compile_bytecode, fresh_env, pct
+from build_query import (
+    BYTECODE_MODES,
+    EXAMPLE,
+    QUESTIONS,
+    ROOT,
+    bytecode_env,
+    compile_bytecode,
+    fresh_env,
+    summary,
+)
 
 WIKIGR = Path(sys.executable).parent / "wikigr"
 TIMEOUT_S = 300.0
@@ -172,16 +180,6 @@ def serve_once(env: dict[str, str], question: str) -> dict[str, float]:
     return {"health_s": healthy}
 
 
-def summary(times: list[float]) -> dict[str, Any]:
-    return {
-        "runs": len(times),
-        "p50_s": round(statistics.median(times), 3),
-        "p95_s": round(pct(times, 95), 3),
-        "min_s": round(min(times), 3),
-        "max_s": round(max(times), 3),
-    }
-
-
 def report(samples: list[dict[str, float]], key: str) -> dict[str, Any]:
     """The summary of one measure, with the medians of its first and second half of runs."""
     times = [s[key] for s in samples]
@@ -191,18 +189,6 @@ def report(samples: list[dict[str, float]], key: str) -> dict[str, Any]:
         found["first_half_p50_s"] = round(statistics.median(times[:half]), 3)
         found["second_half_p50_s"] = round(statistics.median(times[half:]), 3)
     return found
-
-
-#: cached: everything compiled; installed: the environment compiled, wikigr's own modules not (the
-#: README's `uv sync --compile-bytecode` of an editable checkout, with PYTHONDONTWRITEBYTECODE set);
-#: uncached: nothing compiled.
-CACHES = ("cached", "installed", "uncached")
-
-
-def source_copy(folder: Path, dest: Path) -> Path:
-    """A copy of ``folder``'s wikigr package without its bytecode: the folder to put on PYTHONPATH."""
-    shutil.copytree(folder / "wikigr", dest / "wikigr", ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
 
 
 def main() -> int:
@@ -241,17 +227,11 @@ def main() -> int:
     }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for cache in CACHES:
+        for cache in BYTECODE_MODES:
             envs = {}
             for arm, folder in arms.items():
-                env = {**fresh_env(), "WIKIGR_HOME": str(work / "home"), "PYTHONPATH": str(folder)}
-                if cache == "uncached":
-                    prefix = work / f"pycache-{arm}"
-                    prefix.mkdir()
-                    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": str(prefix)}
-                elif cache == "installed":
-                    source = source_copy(folder, work / arm)
-                    env |= {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(source)}
+                env = {**fresh_env(), "WIKIGR_HOME": str(work / "home")}
+                env = bytecode_env(cache, env, folder, work / f"{cache}-{arm}")
                 envs[arm] = env
                 mcp_once(env, QUESTIONS[0])  # fills the caches: untimed
             samples: dict[str, dict[str, list[dict[str, float]]]] = {
@@ -280,7 +260,7 @@ def main() -> int:
         f"load average {results['load_average_at_start']} -> {results['load_average_at_end']}, "
         f"{os.cpu_count()} cores"
     )
-    for cache in CACHES:
+    for cache in BYTECODE_MODES:
         for arm in arms:
             found = results[cache][arm]
             rows = {**found["mcp"], **found["serve"]}

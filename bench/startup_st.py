@@ -46,8 +46,7 @@ from _common import header, load
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from build_query import QUESTIONS, compile_bytecode, fresh_env  # noqa: E402
-from startup import summary  # noqa: E402
+from build_query import QUESTIONS, compile_bytecode, fresh_env, summary  # noqa: E402
 
 WORK = ROOT / "bench" / "work" / "startup_st"
 DOCS = Path("/usr/share/doc/python3.11/html")
