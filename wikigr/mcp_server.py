@@ -1,14 +1,8 @@
 """What the tools of ``wikigr mcp`` do (the protocol is wikigr/mcp/): the answering stack, imported
 by the server's warm-up thread once ``initialize`` is answered.
 
-- ``list_packs()`` — the packs in the packs home;
-- ``pack_info(pack)`` — a pack's manifest, statistics and what it covers;
-- ``query_pack(pack, question, profile=None, top_k=None)`` — an answer with cited sources, as
-  ``wikigr query --json`` prints it (``top_k``: the pack's kg_config.json value, else 5);
-  ``pack`` is a name, a list of names or ``all`` (several packs answer together:
-  wikigr/packset.py);
-- ``search(pack, query, top_k=None, profile=None)`` — retrieval only, no synthesis: the passages
-  with their text and citations.
+The tools, ``list_packs``, ``pack_info``, ``query_pack`` and ``search``, are listed in
+wikigr/mcp/__init__.py and described to clients in wikigr/mcp/catalogue.py.
 
 Agents are opened once per pack (and profile) and kept for the life of the server process
 (:class:`wikigr.agent_cache.AgentCache`); when a pack is updated or replaced on disk, the next call
