@@ -615,3 +615,39 @@ def test_eval_of_an_empty_questions_file_says_what_fills_it(
     empty.write_text("")
     assert run(["eval", str(pack), "--questions", str(empty)]) == 2  # a file of one's own: no hint
     assert _error(capsys) == f"Error: no questions in {empty}"
+
+
+# A library that swallows a Ctrl-C: while its C code initialises, a KeyboardInterrupt comes out as
+# another failure (onnxruntime's module init imports numpy, which prints the KeyboardInterrupt and
+# fails with "ImportError: import numpy failed"). This finder makes `import ladybug` do the same,
+# in the main thread, where the query command imports it: the Ctrl-C is real, its report is not.
+_SWALLOWING_IMPORT = """
+import importlib.abc, os, signal, sys, time
+
+class Swallow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "ladybug":
+            return None
+        sys.meta_path.remove(self)  # once: a later import of it works, as it would
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(30)
+        except KeyboardInterrupt:
+            raise ImportError("initialization failed") from None
+        return None
+
+sys.meta_path.insert(0, Swallow())
+from wikigr.cli import run
+sys.exit(run(sys.argv[1:]))
+"""
+
+
+def test_a_ctrl_c_a_library_reports_as_another_failure_is_an_interruption(installed: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SWALLOWING_IMPORT, "query", str(installed), "What is a socket?"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr.splitlines()[-1:] == ["Error: interrupted"], proc.stderr

@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from wikigr.errors import WikigrError, shown
@@ -40,9 +41,9 @@ def _exit_code(code: int) -> int:
     quietly: the write it would have stopped is done."""
     if code != INTERRUPTED:
         return code
-    from wikigr.pack.transaction import last_write_swapped
-
-    return 0 if last_write_swapped() else _fail("interrupted", INTERRUPTED)
+    transaction = sys.modules.get("wikigr.pack.transaction")  # not loaded: no pack was written
+    swapped = transaction is not None and transaction.last_write_swapped()
+    return 0 if swapped else _fail("interrupted", INTERRUPTED)
 
 
 def _check_text(args: list[str]) -> None:
@@ -66,7 +67,14 @@ def _check_text(args: list[str]) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; every failure is one ``Error: ...`` line."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    restore = _watch_ctrl_c()
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        restore()
+
+
+def _run(args: list[str]) -> int:
     if (transaction := sys.modules.get("wikigr.pack.transaction")) is not None:
         transaction.forget_last_write()  # of a command run before in this process
     try:
@@ -85,6 +93,8 @@ def run(argv: list[str] | None = None) -> int:
             return _run_app(args)
         query()
     except WikigrError as exc:
+        if _CtrlC.seen:  # the failure is the Ctrl-C's doing
+            return _exit_code(INTERRUPTED)
         return _fail(exc.message, exc.exit_code)
     except KeyboardInterrupt:
         return _exit_code(INTERRUPTED)
@@ -98,8 +108,41 @@ def run(argv: list[str] | None = None) -> int:
         name = f": {shown(exc.filename, 200)}" if exc.filename else ""
         return _fail(f"file name too long{name}", 2)
     except Exception as exc:  # noqa: BLE001 - one line, or the traceback with WIKIGR_DEBUG=1
+        if _CtrlC.seen:
+            return _exit_code(INTERRUPTED)
         return _internal(exc)
     return 0
+
+
+class _CtrlC:
+    """Whether a Ctrl-C reached this command (see :func:`_watch_ctrl_c`)."""
+
+    seen = False
+
+
+def _watch_ctrl_c() -> Callable[[], None]:
+    """Python's SIGINT handler (a KeyboardInterrupt in the main thread), which also records that
+    the Ctrl-C came. A Ctrl-C can come out of a library as another failure: during ``import
+    onnxruntime`` its C code imports numpy, which prints the KeyboardInterrupt and fails with
+    ``ImportError: import numpy failed`` (pybind11: "initialization failed"), no cause attached;
+    the command then reported that error with exit 1 instead of the interruption it is."""
+    import signal
+
+    _CtrlC.seen = False
+
+    def on_sigint(signum: int, frame: object) -> None:
+        _CtrlC.seen = True
+        signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+
+    def restore() -> None:
+        with contextlib.suppress(ValueError):
+            if signal.getsignal(signal.SIGINT) is on_sigint:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    with contextlib.suppress(ValueError):  # not the main thread (run() called from a thread)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)
+    return restore
 
 
 def _output_closed() -> int:
