@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wikigr.cli.output import err, out, print_json, printable, styled
+from wikigr.cli.plain import plain_args
 
 
 def answer(
@@ -194,30 +195,10 @@ def fast_query(args: list[str]) -> Callable[[], None] | None:
     for; None for anything else (typer then parses it, and reports what is wrong)."""
     if not args or args[0] != "query":
         return None
-    values: dict[str, Any] = {}
-    positional: list[str] = []
-    rest = iter(args[1:])
-    for token in rest:
-        if not token.startswith("-"):
-            positional.append(token)
-            continue
-        name, equals, inline = token.partition("=")
-        value: str | bool | None
-        if name in FLAGS and not equals:
-            key, value = FLAGS[name], True
-        elif name in OPTIONS and (not equals or name.startswith("--")):
-            key = OPTIONS[name]
-            value = inline if equals else next(rest, None)
-            if value is None or value.startswith("-"):
-                return None
-        else:
-            return None  # --help, --, -k5, an unknown option...
-        if key in MULTIPLE:
-            values.setdefault(key, []).append(value)
-        elif key in values:
-            return None
-        else:
-            values[key] = value
+    parsed = plain_args(args[1:], OPTIONS, FLAGS, MULTIPLE)
+    if parsed is None:
+        return None
+    positional, values = parsed
     if len(positional) != 2:
         return None
     if "top_k" in values:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from wikigr.cli.plain import plain_args
+
 OPTIONS = {"--host": "host", "--port": "port", "--token": "token", "--token-file": "token_file"}
 _PORT = re.compile(r"[0-9]{1,5}")
 
@@ -64,19 +66,10 @@ def fast_server(args: list[str]) -> Callable[[], None] | None:
         return serve_mcp
     if not args or args[0] != "serve":
         return None
-    packs: list[str] = []
-    values: dict[str, str] = {}
-    rest = iter(args[1:])
-    for token in rest:
-        if not token.startswith("-"):
-            packs.append(token)
-            continue
-        name, equals, inline = token.partition("=")
-        key = OPTIONS.get(name)
-        value = inline if equals else next(rest, None)
-        if key is None or key in values or value is None or value.startswith("-"):
-            return None  # --help, --, an unknown or repeated option, a missing value...
-        values[key] = value
+    parsed = plain_args(args[1:], OPTIONS)
+    if parsed is None:
+        return None  # --help, --, an unknown or repeated option, a missing value...
+    packs, values = parsed
     port = values.get("port", "8700")
     if not _PORT.fullmatch(port) or int(port) > 65535:
         return None
