@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from wikigr import lang
+from wikigr.errors import InvalidPackError
+from wikigr.pack.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 RUSSIAN = (
     "Команда grep ищет в файлах строки, совпадающие с шаблоном, и печатает их. "
@@ -32,3 +41,19 @@ def test_stemmers_and_names() -> None:
     assert lang.stemmer_name("en") is None  # English tokens stay unstemmed
     assert lang.summarize({"en": 3, "ru": 5}) == "Russian (5), English (3)"
     assert lang.script("Привет, world") == "cyrillic"
+
+
+def test_the_manifest_records_languages(tmp_path: Path) -> None:
+    data = json.loads((ROOT / "packs" / "pydocs" / "manifest.json").read_text(encoding="utf-8"))
+    data["languages"] = {"en": 2, "ru": 3}
+    (tmp_path / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    manifest = load_manifest(tmp_path / "manifest.json")
+    assert manifest.language_codes() == ["ru", "en"]
+    assert manifest.to_dict()["languages"] == {"en": 2, "ru": 3}
+    data["languages"] = {"../x": 1}
+    (tmp_path / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InvalidPackError, match="not a language code"):
+        load_manifest(tmp_path / "manifest.json")
+    del data["languages"]  # a pack built before languages were recorded is English
+    (tmp_path / "manifest.json").write_text(json.dumps(data), encoding="utf-8")
+    assert load_manifest(tmp_path / "manifest.json").language_codes() == ["en"]

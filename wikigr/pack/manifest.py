@@ -183,12 +183,26 @@ class Manifest:
     # A pack crawled from seed URLs: the crawl's seeds and options (wikigr.sources.crawl), which
     # `pack update` repeats; its pages' states are in crawl.json.
     crawl: dict[str, Any] | None = None
+    # Documents per language (wikigr.lang: ISO 639-1 codes, "und" when undetermined), found at build
+    # time. Empty in a pack built before languages were recorded: such packs are English.
+    languages: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_name(self.name)
         for rel, size in self.sizes.items():
             if size < 0:
                 raise ValueError(f"sizes.{rel} must not be negative")
+        for code, count in self.languages.items():
+            if not (2 <= len(code) <= 3 and code.isascii() and code.isalpha() and code.islower()):
+                raise ValueError(f"languages: {code!r} is not a language code")
+            if count < 0:
+                raise ValueError(f"languages.{code} must not be negative")
+
+    def language_codes(self) -> list[str]:
+        """The pack's document languages, most documents first (["en"] for a pack that records none)."""
+        if not self.languages:
+            return ["en"]
+        return [code for code, _ in sorted(self.languages.items(), key=lambda item: (-item[1], item[0]))]
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = schema.dump(self)
@@ -198,6 +212,8 @@ class Manifest:
             data.pop("sizes", None)  # only an exported archive's manifest lists sizes
         if not data.get("shards"):
             data.pop("shards", None)  # a pack in one store lists no shards
+        if not data.get("languages"):
+            data.pop("languages", None)  # not yet detected (a pack kind without documents)
         if data.get("crawl") is None:
             data.pop("crawl", None)  # a pack built from listed sources only
         return data
