@@ -10,6 +10,9 @@ Two extractors, a cheap one for every chunk and a full one for the skeleton (see
   subject–verb–object facts from the dependency parse.
 
 Every name goes through :func:`normalize`, which is what merges mentions into one entity.
+
+Russian documents get the same from natasha (:mod:`wikigr.graph.russian`); :func:`extractor_for`
+names the offline extractor of each language.
 """
 
 from __future__ import annotations
@@ -173,6 +176,20 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
     return list(found.values())
 
 
+# -- the full pass: which extractor reads which language -----------------------------------------
+
+SPACY = "spacy"
+NATASHA = "natasha"
+_EXTRACTORS = {"en": SPACY, "und": SPACY, "ru": NATASHA}  # "und": too short to tell, read as English
+
+
+def extractor_for(code: str) -> str | None:
+    """The display name of the offline entity extractor for a language (a :mod:`wikigr.lang`
+    code): ``"spacy"`` for English (and text whose language is unknown), ``"natasha"`` for
+    Russian, None where there is none (the graph skips such documents)."""
+    return _EXTRACTORS.get(code)
+
+
 # -- the full pass: spaCy ------------------------------------------------------------------------
 
 _NER_SKIP = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -214,7 +231,7 @@ def load_spacy() -> Any:
 class SpacyExtractor:
     """Named entities, noun phrases and subject–verb–object facts, from spaCy's small model."""
 
-    name = "spacy"
+    name = SPACY
 
     def __init__(self, nlp: Any | None = None, batch_size: int = 64) -> None:
         self.nlp = nlp if nlp is not None else load_spacy()
