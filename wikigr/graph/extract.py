@@ -176,6 +176,25 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
     return list(found.values())
 
 
+_CYRILLIC_WORD = r"[А-ЯЁ][а-яёА-ЯЁ\-]*"
+_CYRILLIC_NAME = re.compile(rf"(?<![\w-]){_CYRILLIC_WORD}(?:[ \t]+{_CYRILLIC_WORD})+")
+_OPENS = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word
+
+
+def cyrillic_names(text: str) -> list[str]:
+    """Runs of two capitalised Cyrillic words or more ("Кеном Томпсоном"), as written, less a
+    sentence's first word ("Где Кен Томпсон" is "Кен Томпсон"): the names of a Russian question,
+    to link by meaning (the keyword pass above reads Latin capitals only)."""
+    found = []
+    for match in _CYRILLIC_NAME.finditer(text):
+        words = match.group(0).split()
+        if _OPENS.search(text[: match.start()]):
+            words = words[1:]
+        if len(words) > 1:
+            found.append(" ".join(words))
+    return found
+
+
 # -- the full pass: which extractor reads which language -----------------------------------------
 
 SPACY = "spacy"
