@@ -191,3 +191,22 @@ def test_a_russian_question_links_inflected_names() -> None:
     assert graph.link("Работал ли он в лаборатории?") == {}  # one word, not written as a name
     assert cyrillic_names("Где работал Кеном Томпсоном?") == ["Кеном Томпсоном"]
     assert cyrillic_names("Кто такой Томпсон?") == []  # a sentence's first word is no name
+
+
+def test_names_found_in_the_skeleton_reach_every_russian_chunk() -> None:
+    # Only the first (most central) chunk gets natasha; the others mention its names inflected.
+    chunks = [
+        ChunkRecord("a", "Unix", "Первую версию Unix написали Кен Томпсон и Деннис Ритчи в Bell Labs.", "ru"),
+        ChunkRecord("b", "B", "Язык B создали Кеном Томпсоном задолго до языка C, ещё в Bell Labs.", "ru"),
+        ChunkRecord("c", "C", "Позже язык C развивал Деннис Ритчи. Книгу о нём читают и сейчас.", "ru"),
+        ChunkRecord("d", "Хлеб", "Тесто для хлеба месят десять минут и оставляют на час в тепле.", "ru"),
+    ]
+    vectors = np.asarray([[1, 1, 1], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    tables, report = build_graph(chunks, vectors, None, GraphOptions(beta=0.25))
+    assert report.skeleton_chunks == 1 and report.extractor == "natasha"
+    mentioned: dict[str, set[str]] = {}
+    for chunk, key in zip(tables.has_entity["from"], tables.has_entity["to"], strict=True):
+        mentioned.setdefault(key, set()).add(chunk)
+    assert mentioned["кен томпсон"] == {"a", "b"}
+    assert mentioned["деннис ритчи"] == {"a", "c"}

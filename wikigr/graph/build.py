@@ -42,6 +42,7 @@ from wikigr.graph.extract import (
     keyword_entities,
     normalize,
 )
+from wikigr.graph.russian import NatashaExtractor, inflected_mentions
 from wikigr.graph.skeleton import skeleton
 
 CO_OCCURS = "CO_OCCURS"
@@ -254,8 +255,6 @@ def _extract(
             except SpacyUnavailable as exc:
                 report.note = "; ".join(filter(None, [str(exc), report.note]))
         elif extractor is None and model == NATASHA:
-            from wikigr.graph.russian import NatashaExtractor
-
             extractor = NatashaExtractor()
         if extractor is None:
             continue
@@ -330,10 +329,18 @@ def build_graph(
         chosen = [i for i in skeleton(vectors, options.beta, options.knn).tolist() if models[i] is not None]
         report.seconds["skeleton"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        for i, extraction in _extract(chunks, chosen, models, extractor, report).items():
+        extracted = _extract(chunks, chosen, models, extractor, report)
+        for i, extraction in extracted.items():
             known = {m.key for m in per_chunk[i]}
             per_chunk[i].extend(m for m in extraction.mentions if m.key not in known)
             facts_of[i] = extraction.facts
+        russian = [i for i, model in enumerate(models) if model == NATASHA]
+        if russian and extracted:  # the Russian names found, wherever a chunk mentions them
+            names = [m for i in russian if i in extracted for m in extracted[i].mentions]
+            texts = [chunks[i].text for i in russian]
+            for i, found_here in zip(russian, inflected_mentions(texts, names), strict=True):
+                known = {m.key for m in per_chunk[i]}
+                per_chunk[i].extend(m for m in found_here if m.key not in known)
         report.seconds["extract"] = time.perf_counter() - t0
         usage = getattr(extractor, "usage", None)
         if usage is not None:

@@ -176,6 +176,22 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
     return list(found.values())
 
 
+CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def russian_stems(words: Sequence[str]) -> list[str]:
+    """The Snowball Russian stems of normalised words (other words as they are): "кеном
+    томпсоном" and "кен томпсон" are both "кен томпсон"."""
+    return [str(stem) for stem in _russian_stemmer().stemWords(list(words))]
+
+
+@functools.cache
+def _russian_stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("russian")
+
+
 _CYRILLIC_WORD = r"[А-ЯЁ][а-яёА-ЯЁ\-]*"
 _CYRILLIC_NAME = re.compile(rf"(?<![\w-]){_CYRILLIC_WORD}(?:[ \t]+{_CYRILLIC_WORD})+")
 _OPENS = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word

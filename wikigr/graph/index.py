@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from wikigr.graph.extract import CONCEPT, STOP_NAMES, normalize, title_name
+from wikigr.graph.extract import CONCEPT, CYRILLIC, STOP_NAMES, normalize, russian_stems, title_name
 
 if TYPE_CHECKING:
     from wikigr.pack.reader import PackStore
@@ -34,19 +34,6 @@ CO_OCCURS = "CO_OCCURS"
 SYNONYM = "SYNONYM"
 
 _TOKEN = re.compile(r"[\w.+#()'’]+")
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-
-
-def russian_stems(words: Sequence[str]) -> list[str]:
-    """The Snowball Russian stems of normalised words (other words as they are)."""
-    return [str(stem) for stem in _russian_stemmer().stemWords(list(words))]
-
-
-@functools.cache
-def _russian_stemmer() -> Any:
-    import Stemmer
-
-    return Stemmer.Stemmer("russian")
 
 
 @dataclass
@@ -275,7 +262,7 @@ class EntityGraph:
             for part in normalize(word).split():
                 tokens.append(part)
                 named.append((word[:1].isupper() and i > 0) or any(c in word for c in "._()"))
-        stems = russian_stems(tokens) if _CYRILLIC.search(question) else None
+        stems = russian_stems(tokens) if CYRILLIC.search(question) else None
         found: list[tuple[int, int, int]] = []  # (start, end, entity)
         for n in range(min(self.max_ngram, len(tokens)), 0, -1):
             for start in range(len(tokens) - n + 1):
@@ -302,7 +289,7 @@ class EntityGraph:
         if self.stems is None:
             self.stems = {}
             for e, key in enumerate(self.entity_keys):
-                if _CYRILLIC.search(key):
+                if CYRILLIC.search(key):
                     self.stems.setdefault(" ".join(russian_stems(key.split())), e)
         return self.stems
 

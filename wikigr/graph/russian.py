@@ -6,6 +6,10 @@ English: named entities (natasha's ``PER``/``LOC``/``ORG`` spans as ``person``/`
 normal form of its span, in the nominative ("Кеном Томпсоном" is "Кен Томпсон", "Лаборатории
 Белла" is "Лаборатория Белла"), so that the inflected mentions of one name meet in one entity.
 
+natasha is the *full* extraction of the skeleton's Russian chunks, as spaCy is of the English
+ones; :func:`inflected_mentions` is the cheap pass of every Russian chunk: the names found, in
+whatever case a chunk writes them (by their words' stems).
+
 Only the sentences that hold a name are morphologically tagged and parsed (that is most of the
 cost: the recogniser alone reads ~40,000 characters a second). natasha's models load in ~1.3 s,
 once per process (:func:`load_natasha`), and only when a Russian document is present.
@@ -19,11 +23,21 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wikigr.graph.extract import Extraction, FactTriple, Mention, good_key
+from wikigr.graph.extract import (
+    CONCEPT,
+    CYRILLIC,
+    Extraction,
+    FactTriple,
+    Mention,
+    good_key,
+    normalize,
+    russian_stems,
+)
 
 TYPES = {"PER": "person", "LOC": "place", "ORG": "organization"}
 _SUBJECTS = frozenset({"nsubj", "nsubj:pass"})
@@ -146,3 +160,44 @@ class NatashaExtractor:
     def _lemma(self, token: Any) -> str:
         token.lemmatize(self.parts.vocab)
         return str(token.lemma)
+
+
+_WORD = re.compile(r"[\w.+#()'’-]+")
+_SENTENCE_END = frozenset(".!?:")
+
+
+def inflected_mentions(texts: Sequence[str], names: Iterable[Mention]) -> list[list[Mention]]:
+    """For each text, the Russian ``names`` (not noun phrases) it mentions in any grammatical case:
+    runs of words whose Snowball stems are a name's ("Кеном Томпсоном", "Лаборатории Белла"),
+    starting with a capital, not inside a longer one; a one-word name not at the start of a
+    sentence (where any word has a capital)."""
+    index: dict[str, Mention] = {}
+    for mention in names:
+        if mention.type != CONCEPT and CYRILLIC.search(mention.key):
+            index.setdefault(" ".join(russian_stems(mention.key.split())), mention)
+    longest = max((key.count(" ") + 1 for key in index), default=0)
+    found: list[list[Mention]] = []
+    for text in texts:
+        tokens: list[str] = []
+        capital: list[bool] = []  # written with a capital: the start of a name
+        named: list[bool] = []  # ...and not the first word of a sentence: a name on its own
+        for match in _WORD.finditer(text):
+            word = match.group(0)
+            opens = text[: match.start()].rstrip()[-1:] in _SENTENCE_END or not text[: match.start()].strip()
+            for n, part in enumerate(normalize(word).split()):
+                tokens.append(part)
+                capital.append(n == 0 and word[:1].isupper())
+                named.append(n == 0 and word[:1].isupper() and not opens)
+        stems = russian_stems(tokens) if longest else []
+        here: dict[str, Mention] = {}
+        taken: list[tuple[int, int]] = []
+        for n in range(min(longest, len(stems)), 0, -1):
+            for start in range(len(stems) - n + 1):
+                if not (capital[start] if n > 1 else named[start]):
+                    continue
+                hit = index.get(" ".join(stems[start : start + n]))
+                if hit is not None and not any(a <= start and start + n <= b for a, b in taken):
+                    here.setdefault(hit.key, hit)
+                    taken.append((start, start + n))
+        found.append(list(here.values()))
+    return found
