@@ -21,6 +21,7 @@ from wikigr.graph.index import EntityGraph
 from wikigr.graph.pack import rebuild_graph
 from wikigr.graph.russian import NatashaExtractor
 from wikigr.pack.store import open_store
+from wikigr.retrieval.stages.bridge import TitleIndex
 
 RUSSIAN = [
     {
@@ -210,3 +211,13 @@ def test_names_found_in_the_skeleton_reach_every_russian_chunk() -> None:
         mentioned.setdefault(key, set()).add(chunk)
     assert mentioned["кен томпсон"] == {"a", "b"}
     assert mentioned["деннис ритчи"] == {"a", "c"}
+
+
+def test_bridge_finds_a_russian_title_in_any_case() -> None:
+    index = TitleIndex(
+        [("c1", "a1", "Калифорнийский университет"), ("c2", "a2", "Кен Томпсон"), ("c3", "a3", "Unix")]
+    )
+    text = "Томпсон учился в Калифорнийском университете, а потом писал Unix с Кеном Томпсоном."
+    found = index.named_in(text)
+    assert found == {"c1": "калифорнийский университет", "c3": "unix", "c2": "кен томпсон"}
+    assert index.named_in("Он учился в университете.") == {}
