@@ -3,8 +3,11 @@ and ``ENTITY_RELATION`` (bulk-loaded by the pack build with COPY).
 
 Every chunk gets the cheap keyword extraction (title, names, quoted titles, code identifiers); the
 skeleton — the top ``beta`` of the chunks by PageRank over their kNN graph — also gets the full
-extraction: Claude when an LLM is given, else spaCy (named entities, noun phrases, SVO facts).
-Mentions are merged by normalised name. Relations:
+extraction: Claude when an LLM is given, else its language's offline extractor
+(:func:`wikigr.graph.extract.extractor_for`: spaCy for English — named entities, noun phrases, SVO
+facts — and natasha for Russian, whose names are then found in every Russian chunk). A document
+in a language with neither gets no entities, and the report's ``note`` says how many documents
+were skipped. Mentions are merged by normalised name. Relations:
 
 - ``CO_OCCURS``: two named entities in the same chunk (weight: the number of such chunks);
 - ``SYNONYM``: two entity names whose embeddings are at least ``synonym_threshold`` similar
@@ -36,6 +39,7 @@ from wikigr.graph.extract import (
     Extraction,
     FactTriple,
     Mention,
+    SpacyExtractor,
     SpacyUnavailable,
     extractor_for,
     good_key,
@@ -79,7 +83,7 @@ class GraphReport:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
-    note: str = ""
+    note: str = ""  # one line: documents skipped for want of an entity model, or spaCy missing
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -249,8 +253,6 @@ def _extract(
         extractor = given if given is not None and model in (given.name, SPACY) else None
         if extractor is None and model == SPACY:
             try:
-                from wikigr.graph.extract import SpacyExtractor
-
                 extractor = SpacyExtractor()
             except SpacyUnavailable as exc:
                 report.note = "; ".join(filter(None, [str(exc), report.note]))
