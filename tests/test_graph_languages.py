@@ -18,7 +18,6 @@ from wikigr.build.prepare import passage_url
 from wikigr.graph.build import ChunkRecord, GraphOptions, build_graph, skipped_note
 from wikigr.graph.extract import cyrillic_names, extractor_for
 from wikigr.graph.index import EntityGraph
-from wikigr.graph.pack import rebuild_graph
 from wikigr.graph.russian import NatashaExtractor
 from wikigr.pack.store import open_store
 from wikigr.retrieval.stages.bridge import TitleIndex
@@ -143,13 +142,18 @@ def test_the_graph_profile_answers_a_russian_question(russian_pack: Path) -> Non
     assert result.sources[0].title == "Unix"
 
 
-def test_pack_graph_rebuilds_the_russian_graph(russian_pack: Path, tmp_path: Path) -> None:
+def test_pack_graph_rebuilds_the_russian_graph(
+    russian_pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from wikigr.cli import run
+
     copy = tmp_path / "ru"
     shutil.copytree(russian_pack, copy)
-    report = rebuild_graph(copy, GraphOptions(beta=1.0))
-    assert report.extractor == "natasha"
-    assert report.note == "entity graph skipped for 1 document in German (no offline entity model)"
-    assert _mentions(copy) == _mentions(russian_pack)
+    assert run(["pack", "graph", str(copy), "--beta", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["extractor"] == "natasha"
+    assert report["note"] == "entity graph skipped for 1 document in German (no offline entity model)"
+    assert _mentions(copy) == _mentions(russian_pack)  # the same graph as the build's
 
 
 def test_the_skip_note_counts_documents_per_language() -> None:
