@@ -3,8 +3,11 @@ and ``ENTITY_RELATION`` (bulk-loaded by the pack build with COPY).
 
 Every chunk gets the cheap keyword extraction (title, names, quoted titles, code identifiers); the
 skeleton — the top ``beta`` of the chunks by PageRank over their kNN graph — also gets the full
-extraction: Claude when an LLM is given, else spaCy (named entities, noun phrases, SVO facts).
-Mentions are merged by normalised name. Relations:
+extraction: Claude when an LLM is given, else its language's offline extractor
+(:func:`wikigr.graph.extract.extractor_for`: spaCy for English — named entities, noun phrases, SVO
+facts — and natasha for Russian, whose names are then found in every Russian chunk). A document
+in a language with neither gets no entities, and the report's ``note`` says how many documents
+were skipped. Mentions are merged by normalised name. Relations:
 
 - ``CO_OCCURS``: two named entities in the same chunk (weight: the number of such chunks);
 - ``SYNONYM``: two entity names whose embeddings are at least ``synonym_threshold`` similar
@@ -26,18 +29,24 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from wikigr import lang
 from wikigr.graph.extract import (
     CONCEPT,
     LINK,
+    NATASHA,
+    SPACY,
     TITLE,
     Extraction,
     FactTriple,
     Mention,
+    SpacyExtractor,
     SpacyUnavailable,
+    extractor_for,
     good_key,
     keyword_entities,
     normalize,
 )
+from wikigr.graph.russian import NatashaExtractor, inflected_mentions
 from wikigr.graph.skeleton import skeleton
 
 CO_OCCURS = "CO_OCCURS"
@@ -74,7 +83,7 @@ class GraphReport:
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
-    note: str = ""
+    note: str = ""  # one line: documents skipped for want of an entity model, or spaCy missing
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -119,6 +128,7 @@ class ChunkRecord:
     id: str
     title: str  # the article's title
     text: str
+    language: str = ""  # its article's language (a wikigr.lang code); "": detected (chunk_languages)
 
 
 def _fact_id(chunk_id: str, fact: FactTriple, n: int) -> str:
@@ -191,6 +201,72 @@ def anchor_links(
     return found
 
 
+def chunk_languages(chunks: Sequence[ChunkRecord]) -> list[str]:
+    """Each chunk's language: its record's, else its article's (:func:`wikigr.lang.detect` on the
+    start of the text of the chunks that share its title)."""
+    samples: dict[str, list[str]] = {}
+    for chunk in chunks:
+        if not chunk.language:
+            sample = samples.setdefault(chunk.title, [])
+            if sum(map(len, sample)) < lang.SAMPLE_CHARS:
+                sample.append(chunk.text)
+    detected = {title: lang.detect("\n".join(texts)) for title, texts in samples.items()}
+    return [chunk.language or detected[chunk.title] for chunk in chunks]
+
+
+def skipped_note(
+    chunks: Sequence[ChunkRecord], languages: Sequence[str], models: Sequence[str | None]
+) -> str:
+    """The line that says which documents (articles, by title) got no entities, for want of an
+    offline entity model for their language; "" when there are none."""
+    skipped: dict[str, set[str]] = {}
+    for chunk, code, model in zip(chunks, languages, models, strict=True):
+        if model is None:
+            skipped.setdefault(code, set()).add(chunk.title)
+    if not skipped:
+        return ""
+    counts = sorted(((len(titles), code) for code, titles in skipped.items()), key=lambda c: (-c[0], c[1]))
+    parts = [f"{n} {'document' if n == 1 else 'documents'} in {lang.name(code)}" for n, code in counts]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"entity graph skipped for {listed} (no offline entity model)"
+
+
+def _extract(
+    chunks: Sequence[ChunkRecord],
+    chosen: Sequence[int],
+    models: Sequence[str | None],
+    given: Extractor | None,
+    report: GraphReport,
+) -> dict[int, Extraction]:
+    """The full extraction of the ``chosen`` chunks, each by its language's extractor (``models``):
+    ``given`` (when it reads every language, or for English: Claude or spaCy on Ray), spaCy or
+    natasha; natasha is loaded only when a chunk needs it. Notes on ``report`` the extractors used
+    and the chunks they read."""
+    groups: dict[str, list[int]] = {}
+    for i in chosen:
+        model = models[i]
+        if model is not None:
+            groups.setdefault(model, []).append(i)
+    found: dict[int, Extraction] = {}
+    used: list[str] = []
+    for model, indices in groups.items():
+        extractor = given if given is not None and model in (given.name, SPACY) else None
+        if extractor is None and model == SPACY:
+            try:
+                extractor = SpacyExtractor()
+            except SpacyUnavailable as exc:
+                report.note = "; ".join(filter(None, [str(exc), report.note]))
+        elif extractor is None and model == NATASHA:
+            extractor = NatashaExtractor()
+        if extractor is None:
+            continue
+        used.append(extractor.name)
+        found.update(zip(indices, extractor.extract([chunks[i].text for i in indices]), strict=True))
+    report.extractor = "+".join(used) or report.extractor
+    report.skeleton_chunks = len(found)
+    return found
+
+
 def build_graph(
     chunks: Sequence[ChunkRecord],
     vectors: np.ndarray,
@@ -221,11 +297,20 @@ def build_graph(
     part_of = list(parts) if parts is not None else [0] * len(chunks)
     report = GraphReport()
     t0 = time.perf_counter()
+    languages = chunk_languages(chunks)
+    if getattr(extractor, "multilingual", False):  # Claude reads every language
+        models: list[str | None] = [extractor.name] * len(chunks)  # type: ignore[union-attr]
+    else:
+        models = [extractor_for(code) for code in languages]
+    report.note = skipped_note(chunks, languages, models)
+    report.seconds["languages"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     found = mentions if mentions is not None else [None] * len(chunks)
     per_chunk: list[list[Mention]] = [
         keyword_entities(c.title, c.text) if m is None else [Mention(*row) for row in m]
         for c, m in zip(chunks, found, strict=True)
     ]
+    per_chunk = [mentions if model else [] for mentions, model in zip(per_chunk, models, strict=True)]
     common = _common_words(chunks, per_chunk)
     per_chunk = [[m for m in mentions if m.key not in common] for mentions in per_chunk]
     title_keys = {m.key for mentions in per_chunk for m in mentions if m.type == TITLE}
@@ -236,37 +321,34 @@ def build_graph(
         if not good_key(mention.key):
             continue
         for i in (source, target):
-            if 0 <= i < len(per_chunk) and all(m.key != mention.key for m in per_chunk[i]):
+            if 0 <= i < len(per_chunk) and models[i] and all(m.key != mention.key for m in per_chunk[i]):
                 per_chunk[i].append(mention)
     report.seconds["keywords"] = time.perf_counter() - t0
 
     facts_of: dict[int, list[FactTriple]] = {}
     if options.full_extraction and chunks:
         t0 = time.perf_counter()
-        chosen = skeleton(vectors, options.beta, options.knn)
+        chosen = [i for i in skeleton(vectors, options.beta, options.knn).tolist() if models[i] is not None]
         report.seconds["skeleton"] = time.perf_counter() - t0
-        if extractor is None:
-            try:
-                from wikigr.graph.extract import SpacyExtractor
-
-                extractor = SpacyExtractor()
-            except SpacyUnavailable as exc:
-                report.note = str(exc)
-        if extractor is not None:
-            t0 = time.perf_counter()
-            report.extractor = extractor.name
-            report.skeleton_chunks = len(chosen)
-            results = extractor.extract([chunks[i].text for i in chosen])
-            for i, extraction in zip(chosen.tolist(), results, strict=True):
+        t0 = time.perf_counter()
+        extracted = _extract(chunks, chosen, models, extractor, report)
+        for i, extraction in extracted.items():
+            known = {m.key for m in per_chunk[i]}
+            per_chunk[i].extend(m for m in extraction.mentions if m.key not in known)
+            facts_of[i] = extraction.facts
+        russian = [i for i, model in enumerate(models) if model == NATASHA]
+        if russian and extracted:  # the Russian names found, wherever a chunk mentions them
+            names = [m for i in russian if i in extracted for m in extracted[i].mentions]
+            texts = [chunks[i].text for i in russian]
+            for i, found_here in zip(russian, inflected_mentions(texts, names), strict=True):
                 known = {m.key for m in per_chunk[i]}
-                per_chunk[i].extend(m for m in extraction.mentions if m.key not in known)
-                facts_of[i] = extraction.facts
-            report.seconds["extract"] = time.perf_counter() - t0
-            usage = getattr(extractor, "usage", None)
-            if usage is not None:
-                report.llm_calls = usage.calls
-                report.input_tokens = usage.input_tokens
-                report.output_tokens = usage.output_tokens
+                per_chunk[i].extend(m for m in found_here if m.key not in known)
+        report.seconds["extract"] = time.perf_counter() - t0
+        usage = getattr(extractor, "usage", None)
+        if usage is not None:
+            report.llm_calls = usage.calls
+            report.input_tokens = usage.input_tokens
+            report.output_tokens = usage.output_tokens
 
     t0 = time.perf_counter()
     entities: dict[str, tuple[str, str]] = {}  # key -> (name, type)

@@ -26,6 +26,7 @@ class ClaudeExtractor:
     answer leaves those passages with their keyword entities only (recorded in ``errors``)."""
 
     name = "claude"
+    multilingual = True  # it reads every language: the graph build gives it every document
 
     def __init__(self, llm: LLM, batch: int = 8, max_tokens: int = 2000, max_chars: int = 2000) -> None:
         self.llm = llm

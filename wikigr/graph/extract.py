@@ -10,6 +10,9 @@ Two extractors, a cheap one for every chunk and a full one for the skeleton (see
   subject–verb–object facts from the dependency parse.
 
 Every name goes through :func:`normalize`, which is what merges mentions into one entity.
+
+Russian documents get the same from natasha (:mod:`wikigr.graph.russian`); :func:`extractor_for`
+names the offline extractor of each language.
 """
 
 from __future__ import annotations
@@ -173,6 +176,55 @@ def keyword_entities(title: str, text: str, max_span_words: int = 8) -> list[Men
     return list(found.values())
 
 
+CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def russian_stems(words: Sequence[str]) -> list[str]:
+    """The Snowball Russian stems of normalised words (other words as they are): "кеном
+    томпсоном" and "кен томпсон" are both "кен томпсон"."""
+    return [str(stem) for stem in _russian_stemmer().stemWords(list(words))]
+
+
+@functools.cache
+def _russian_stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("russian")
+
+
+_CYRILLIC_WORD = r"[А-ЯЁ][а-яёА-ЯЁ\-]*"
+_CYRILLIC_NAME = re.compile(rf"(?<![\w-]){_CYRILLIC_WORD}(?:[ \t]+{_CYRILLIC_WORD})+")
+_OPENS = re.compile(r"(?:^|[.!?:]\s)[\W_]*$")  # before a sentence's first word
+
+
+def cyrillic_names(text: str) -> list[str]:
+    """Runs of two capitalised Cyrillic words or more ("Кеном Томпсоном"), as written, less a
+    sentence's first word ("Где Кен Томпсон" is "Кен Томпсон"): the names of a Russian question,
+    to link by meaning (the keyword pass above reads Latin capitals only)."""
+    found = []
+    for match in _CYRILLIC_NAME.finditer(text):
+        words = match.group(0).split()
+        if _OPENS.search(text[: match.start()]):
+            words = words[1:]
+        if len(words) > 1:
+            found.append(" ".join(words))
+    return found
+
+
+# -- the full pass: which extractor reads which language -----------------------------------------
+
+SPACY = "spacy"
+NATASHA = "natasha"
+_EXTRACTORS = {"en": SPACY, "und": SPACY, "ru": NATASHA}  # "und": too short to tell, read as English
+
+
+def extractor_for(code: str) -> str | None:
+    """The display name of the offline entity extractor for a language (a :mod:`wikigr.lang`
+    code): ``"spacy"`` for English (and text whose language is unknown), ``"natasha"`` for
+    Russian, None where there is none (the graph skips such documents)."""
+    return _EXTRACTORS.get(code)
+
+
 # -- the full pass: spaCy ------------------------------------------------------------------------
 
 _NER_SKIP = frozenset({"DATE", "TIME", "PERCENT", "MONEY", "QUANTITY", "ORDINAL", "CARDINAL"})
@@ -214,7 +266,7 @@ def load_spacy() -> Any:
 class SpacyExtractor:
     """Named entities, noun phrases and subject–verb–object facts, from spaCy's small model."""
 
-    name = "spacy"
+    name = SPACY
 
     def __init__(self, nlp: Any | None = None, batch_size: int = 64) -> None:
         self.nlp = nlp if nlp is not None else load_spacy()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from wikigr.graph.extract import CONCEPT, STOP_NAMES, normalize, title_name
+from wikigr.graph.extract import CONCEPT, CYRILLIC, STOP_NAMES, normalize, russian_stems, title_name
 
 if TYPE_CHECKING:
     from wikigr.pack.reader import PackStore
@@ -177,6 +177,7 @@ class EntityGraph:
         mention_matrix = adjacency[: self.n_chunks, self.n_chunks :]
         self.entity_df = np.asarray((mention_matrix > 0).sum(axis=0)).ravel()
         self.has_vectors = has_vectors  # the store holds name vectors (packs before them do not)
+        self.stems: dict[str, int] | None = None  # see stem_index
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -248,9 +249,11 @@ class EntityGraph:
         """Entities the question names: entity index -> 1.0.
 
         Word n-grams of the normalised question are looked up by exact name (the longest match
-        wins where matches overlap). A one-word match counts only where the question writes the
-        word as a name (capitalised, not first) or as a code identifier; a noun phrase
-        (``concept``) only with two words or more, and only when ``concepts`` is set.
+        wins where matches overlap); a Russian question's n-grams also by their words' stems
+        (:meth:`stem_index`), so that an inflected name finds its entity. A one-word match
+        counts only where the question writes the word as a name (capitalised, not first) or as
+        a code identifier; a noun phrase (``concept``) only with two words or more, and only when
+        ``concepts`` is set.
         """
         words = _TOKEN.findall(question)
         tokens: list[str] = []
@@ -259,6 +262,7 @@ class EntityGraph:
             for part in normalize(word).split():
                 tokens.append(part)
                 named.append((word[:1].isupper() and i > 0) or any(c in word for c in "._()"))
+        stems = russian_stems(tokens) if CYRILLIC.search(question) else None
         found: list[tuple[int, int, int]] = []  # (start, end, entity)
         for n in range(min(self.max_ngram, len(tokens)), 0, -1):
             for start in range(len(tokens) - n + 1):
@@ -266,6 +270,8 @@ class EntityGraph:
                 if all(t in STOP_NAMES for t in gram):
                     continue
                 e = self.entity_index.get(" ".join(gram))
+                if e is None and stems is not None:  # "Кеном Томпсоном" names "Кен Томпсон"
+                    e = self.stem_index().get(" ".join(stems[start : start + n]))
                 if e is None:
                     continue
                 if n == 1 and not named[start]:
@@ -276,6 +282,16 @@ class EntityGraph:
                     continue  # inside a longer match
                 found.append((start, start + n, e))
         return {e: 1.0 for _, _, e in found}
+
+    def stem_index(self) -> dict[str, int]:
+        """The entities whose names hold Cyrillic words, by the Russian stems of their words
+        ("лаборатория белла" is "лаборатор белл"); made on the first Russian question."""
+        if self.stems is None:
+            self.stems = {}
+            for e, key in enumerate(self.entity_keys):
+                if CYRILLIC.search(key):
+                    self.stems.setdefault(" ".join(russian_stems(key.split())), e)
+        return self.stems
 
     def link_by_meaning(self, store: PackStore, vectors: np.ndarray, threshold: float) -> dict[int, float]:
         """For each row of ``vectors`` (name spans of the question, embedded), the entity whose
@@ -344,6 +360,7 @@ _CACHED_ATTRIBUTES = frozenset(
         "transition",
         "entity_df",
         "has_vectors",
+        "stems",
     }
 )
 
@@ -475,4 +492,5 @@ def read_graph_cache(path: Path) -> EntityGraph | None:
     graph.transition = SparseMatrix(indptr, indices, data, size)
     graph.entity_df = arrays["entity_df"]
     graph.has_vectors = bool(has_vectors)
+    graph.stems = None
     return graph

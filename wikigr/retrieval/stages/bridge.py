@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wikigr.graph.extract import CYRILLIC, russian_stems
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 from wikigr.retrieval.stages.ppr import pack_entity_graph
 
@@ -47,24 +48,31 @@ def _title_keys(title: str) -> set[str]:
 
 
 class TitleIndex:
-    """Title name -> the chunks of the articles with that title; loaded once per agent."""
+    """Title name -> the chunks of the articles with that title; loaded once per agent. A title in
+    Russian is also found by its words' stems, in whatever case a text writes it."""
 
     def __init__(self, chunk_titles: list[tuple[str, str, str]]) -> None:
         self.chunks: dict[str, list[str]] = {}  # title key -> chunk ids
+        self.stems: dict[str, str] = {}  # the stems of a Russian title key -> the key
         self.article: dict[str, str] = {}  # chunk id -> article id
         for chunk_id, article_id, title in chunk_titles:
             self.article[chunk_id] = article_id
             for key in _title_keys(title):
                 self.chunks.setdefault(key, []).append(chunk_id)
+                if CYRILLIC.search(key):
+                    self.stems.setdefault(" ".join(russian_stems(key.split())), key)
 
     def named_in(self, text: str) -> dict[str, str]:
         """The chunks of every article whose title ``text`` names: chunk id -> the title key."""
         words = _WORD.findall(text)
         lower = [w.lower() for w in words]
+        stems = russian_stems(lower) if self.stems and CYRILLIC.search(text) else None
         found: dict[str, str] = {}
         for n in range(MAX_TITLE_WORDS, 0, -1):  # the longest title first
             for start in range(len(lower) - n + 1):
                 key = " ".join(lower[start : start + n])
+                if key not in self.chunks and stems is not None:  # "о Калифорнийском университете"
+                    key = self.stems.get(" ".join(stems[start : start + n]), key)
                 hits = self.chunks.get(key)
                 if hits is None or (n == 1 and not words[start][:1].isupper()):
                     continue

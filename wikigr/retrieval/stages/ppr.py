@@ -2,7 +2,8 @@
 
 Passage (chunk) nodes and entity nodes share one graph: a chunk links to the entities it
 mentions, entities link to each other through facts and synonyms (and, when weighted, through
-co-occurrence). The question is linked to entities by exact name match of its word n-grams; the
+co-occurrence). The question is linked to entities by exact name match of its word n-grams (a
+Russian question's also by their stems), else by meaning (its names' embeddings); the
 reset distribution puts each linked entity's weight on it divided by the number of chunks that
 mention it (a specific name counts more than a common one), and the ranking so far (min-max
 scaled, times ``passage_weight``) on the passages. Chunks are then ranked by their PageRank mass,
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from wikigr.graph.extract import CODE, keyword_entities
+from wikigr.graph.extract import CODE, cyrillic_names, keyword_entities, normalize
 from wikigr.retrieval.stage import Candidate, Context, QueryState, Skip, Stage, register
 from wikigr.retrieval.stages.fusion import minmax
 
@@ -90,10 +91,11 @@ def link_question(state: QueryState, graph: EntityGraph, options: PPROptions) ->
     linked = graph.link(state.question, options.link_concepts)
     by_meaning = 0
     if graph.has_vectors and options.link_threshold < 1.0:
+        names = [m.name for m in keyword_entities("", state.question) if m.type != CODE]
         spans = [
-            m.name
-            for m in keyword_entities("", state.question)
-            if m.type != CODE and " " in m.key and graph.entity_index.get(m.key) not in linked
+            name
+            for name in [*names, *cyrillic_names(state.question)]
+            if " " in normalize(name) and graph.entity_index.get(normalize(name)) not in linked
         ]
         if spans:
             nearest = graph.link_by_meaning(
