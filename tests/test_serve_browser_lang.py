@@ -104,6 +104,8 @@ def test_a_russian_browser_gets_the_russian_page_and_an_answer(chromium: Any, bu
         assert question.get_attribute("placeholder") == RU["form.question_placeholder"]
         tabs = [tab.text for tab in browser.find_elements(By.CSS_SELECTOR, '[role="tab"]')]
         assert tabs == [RU["tabs.trace"], RU["tabs.graph"], RU["tabs.eval"], RU["tabs.pack"]]
+        options = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#pack option")]
+        assert options == ["fixture (4 статьи, 11 фрагментов)"]
         pressed = browser.find_element(By.CSS_SELECTOR, 'button[aria-pressed="true"]')
         assert pressed.get_attribute("data-lang") == "ru"
 
@@ -115,6 +117,7 @@ def test_a_russian_browser_gets_the_russian_page_and_an_answer(chromium: Any, bu
         assert status.startswith("Ответ за ") and " с (трассировка " in status, status
         meta = browser.find_element(By.ID, "answer-meta").text
         assert meta.startswith("профиль ") and "уверенность 0," in meta, meta  # a decimal comma
+        assert "ответ: из текста" in meta
         chart = " ".join(t.text for t in browser.find_elements(By.CSS_SELECTOR, "#trace-chart svg text"))
         assert " мс" in chart and "всего" in chart
 

@@ -12,6 +12,7 @@ const LANG = document.documentElement.lang || "en";
 const LANG_COOKIE = "wikigr_lang";
 const STRINGS = JSON.parse($("strings")?.textContent || "{}");
 const PLURALS = new Intl.PluralRules(LANG);
+const COUNT = new Intl.NumberFormat(LANG, { maximumFractionDigits: 0 });
 const DECIMAL = new Intl.NumberFormat(LANG).formatToParts(1.5).find((p) => p.type === "decimal").value;
 
 function fill(text, vars) {
@@ -28,7 +29,7 @@ function t(key, vars = {}) {
 function plural(key, n, vars = {}) {
   const forms = STRINGS[key] || {};
   const text = forms[PLURALS.select(n)] ?? forms.other;
-  return text === undefined ? key : fill(text, { ...vars, n });
+  return text === undefined ? key : fill(text, { ...vars, n: COUNT.format(n) });
 }
 
 // `value` with `digits` decimals, as the page's language writes them.
@@ -139,7 +140,7 @@ async function loadPacks() {
   const select = $("pack");
   select.replaceChildren();
   for (const pack of page.packs) {
-    select.append(el("option", { value: pack.name, text: `${pack.name} (${pack.size})` }));
+    select.append(el("option", { value: pack.name, text: `${pack.name} (${packSize(pack)})` }));
   }
   if (page.packs.length > 1) select.append(el("option", { value: "all", text: t("form.all_packs") }));
   if (!page.packs.length) status(t("status.no_packs"), true);
@@ -149,6 +150,12 @@ async function loadPacks() {
   if (wanted && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
   select.addEventListener("change", () => loadPack(select.value));
   if (select.value) await loadPack(select.value);
+}
+
+// A pack's size in the list (`wikigr pack list`), in the page's language.
+function packSize(row) {
+  if (row.source_kind === "openml") return plural("pack.runs", row.runs);
+  return `${plural("pack.articles", row.articles)}, ${plural("pack.option_chunks", row.chunks)}`;
 }
 
 async function loadPack(name) {
@@ -314,13 +321,18 @@ function drawAnswer(result) {
   answer.append(text.slice(last));
   const meta = [
     t("answer.profile", { profile: result.profile }),
-    t("answer.mode", { mode: result.trace.answer_mode || t("answer.mode_none") }),
+    t("answer.mode", { mode: answerMode(result.trace.answer_mode) }),
     t("answer.confidence", { confidence: fixed(result.confidence, 3) }),
   ];
   $("answer-meta").replaceChildren(meta.join(" · "));
   if (result.low_confidence) {
     $("answer-meta").append(el("span", { class: "low", text: t("answer.low") }));
   }
+}
+
+function answerMode(mode) {
+  const names = { claude: t("answer.mode.claude"), extractive: t("answer.mode.extractive") };
+  return mode ? names[mode] || mode : t("answer.mode.none");
 }
 
 function drawSources(sources) {
