@@ -5,6 +5,51 @@ const API = "/api/v1";
 const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
+// -- words: each from the page's string table (static/i18n/LANG.json), which the server puts in
+// the page in the language it chose (the switch's cookie, else the browser's Accept-Language)
+
+const LANG = document.documentElement.lang || "en";
+const LANG_COOKIE = "wikigr_lang";
+const STRINGS = JSON.parse($("strings")?.textContent || "{}");
+const PLURALS = new Intl.PluralRules(LANG);
+const COUNT = new Intl.NumberFormat(LANG, { maximumFractionDigits: 0 });
+const DECIMAL = new Intl.NumberFormat(LANG).formatToParts(1.5).find((p) => p.type === "decimal").value;
+
+function fill(text, vars) {
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole));
+}
+
+// The text of `key`, its {names} filled from `vars`.
+function t(key, vars = {}) {
+  const text = STRINGS[key];
+  return typeof text === "string" ? fill(text, vars) : key;
+}
+
+// The text of `key` for the count `n` in the language's plural form, {n} and `vars` filled.
+function plural(key, n, vars = {}) {
+  const forms = STRINGS[key] || {};
+  const text = forms[PLURALS.select(n)] ?? forms.other;
+  return text === undefined ? key : fill(text, { ...vars, n: COUNT.format(n) });
+}
+
+// `value` with `digits` decimals, as the page's language writes them.
+function fixed(value, digits) {
+  return value.toFixed(digits).replace(".", DECIMAL);
+}
+
+// The switch: the choice is kept in a cookie (the server reads it for the page), then the page reloads.
+function setUpLanguages() {
+  for (const button of document.querySelectorAll("button[data-lang]")) {
+    const lang = button.dataset.lang;
+    button.setAttribute("aria-pressed", String(lang === LANG));
+    button.addEventListener("click", () => {
+      if (lang === LANG) return;
+      document.cookie = `${LANG_COOKIE}=${lang}; path=/; max-age=31536000; samesite=strict`;
+      location.reload();
+    });
+  }
+}
+
 const page = {
   packs: [],
   info: null,
@@ -50,7 +95,7 @@ async function api(path, options = {}) {
 }
 
 function ms(value) {
-  return value >= 100 ? `${Math.round(value)} ms` : `${value.toFixed(1)} ms`;
+  return t("unit.ms", { value: value >= 100 ? String(Math.round(value)) : fixed(value, 1) });
 }
 
 function truncate(text, n) {
@@ -95,10 +140,10 @@ async function loadPacks() {
   const select = $("pack");
   select.replaceChildren();
   for (const pack of page.packs) {
-    select.append(el("option", { value: pack.name, text: `${pack.name} (${pack.size})` }));
+    select.append(el("option", { value: pack.name, text: `${pack.name} (${packSize(pack)})` }));
   }
-  if (page.packs.length > 1) select.append(el("option", { value: "all", text: "all packs" }));
-  if (!page.packs.length) status("No pack is served: build or install one (wikigr pack create / install).", true);
+  if (page.packs.length > 1) select.append(el("option", { value: "all", text: t("form.all_packs") }));
+  if (!page.packs.length) status(t("status.no_packs"), true);
   const profile = $("profile");
   for (const name of Object.keys(profiles.profiles)) profile.append(el("option", { value: name, text: name }));
   const wanted = new URLSearchParams(location.search).get("pack");
@@ -107,15 +152,21 @@ async function loadPacks() {
   if (select.value) await loadPack(select.value);
 }
 
+// A pack's size in the list (`wikigr pack list`), in the page's language.
+function packSize(row) {
+  if (row.source_kind === "openml") return plural("pack.runs", row.runs);
+  return `${plural("pack.articles", row.articles)}, ${plural("pack.option_chunks", row.chunks)}`;
+}
+
 async function loadPack(name) {
   const box = $("pack-info");
   const chart = $("eval-chart");
   if (name === "all") {
-    box.replaceChildren(el("p", { class: "hint", text: "Every pack served answers together; pick one to see its details." }));
-    chart.replaceChildren(el("p", { class: "hint", text: "Pick one pack to see its evaluations." }));
+    box.replaceChildren(el("p", { class: "hint", text: t("pack.all") }));
+    chart.replaceChildren(el("p", { class: "hint", text: t("eval.all_packs") }));
     return;
   }
-  box.replaceChildren(el("p", { class: "hint", text: `Opening ${name}…` }));
+  box.replaceChildren(el("p", { class: "hint", text: t("pack.opening", { name }) }));
   try {
     const [info, evals] = await Promise.all([api(`/packs/${encodeURIComponent(name)}`), api(`/packs/${encodeURIComponent(name)}/eval`)]);
     page.info = info;
@@ -128,26 +179,30 @@ async function loadPack(name) {
 
 function drawPackInfo(info) {
   const stats = info.store_stats || {};
+  const size = info.source_kind === "openml"
+    ? plural("pack.runs", stats.runs)
+    : [plural("pack.articles", stats.articles), plural("pack.sections", stats.sections), plural("pack.chunks", stats.chunks)].join(", ");
+  const entities = [plural("pack.entities", stats.entities), plural("pack.facts", stats.facts), plural("pack.relations", stats.relations)];
   const rows = [
-    ["name", info.name],
-    ["description", info.description || "—"],
-    ["kind", info.source_kind],
-    ["size", info.source_kind === "openml" ? `${stats.runs} runs` : `${stats.articles} articles, ${stats.sections} sections, ${stats.chunks} passages`],
-    ["links", String(stats.links ?? "—")],
-    ["entity graph", info.entity_graph ? `${stats.entities} entities, ${stats.facts} facts, ${stats.relations} relations` : "none"],
-    ["embedder", `${info.embedder.name} (${info.embedder.dimension}-d)`],
-    ["vector search", info.vector_search === "hnsw" ? "HNSW index" : "exact cosine"],
-    ["default profile", `${info.profile}: ${info.stages.join(" → ")}`],
-    ["answers", info.claude ? "Claude (ANTHROPIC_API_KEY is set)" : "extractive (no API key)"],
-    ["sources", `${info.sources.ok} of ${info.sources.total} fetched`],
-    ["created", info.created_at],
-    ["version", `${info.version} (wikigr ${info.wikigr_version})`],
+    [t("pack.name"), info.name],
+    [t("pack.description"), info.description || "—"],
+    [t("pack.kind"), info.source_kind],
+    [t("pack.size"), size],
+    [t("pack.links"), String(stats.links ?? "—")],
+    [t("pack.entity_graph"), info.entity_graph ? entities.join(", ") : t("pack.no_graph")],
+    [t("pack.embedder"), t("pack.dimension", { name: info.embedder.name, dimension: info.embedder.dimension })],
+    [t("pack.vector_search"), info.vector_search === "hnsw" ? t("pack.hnsw") : t("pack.exact")],
+    [t("pack.default_profile"), `${info.profile}: ${info.stages.join(" → ")}`],
+    [t("pack.answers"), info.claude ? t("pack.claude") : t("pack.extractive")],
+    [t("pack.sources"), t("pack.fetched", { ok: info.sources.ok, total: info.sources.total })],
+    [t("pack.created"), info.created_at],
+    [t("pack.version"), `${info.version} (wikigr ${info.wikigr_version})`],
   ];
   const list = el("dl", { class: "info" });
   for (const [key, value] of rows) list.append(el("dt", { text: key }), el("dd", { text: value }));
   const parts = [list];
   if (info.titles && info.titles.length) {
-    parts.push(el("h3", { text: "Pages (most linked first)" }));
+    parts.push(el("h3", { text: t("pack.titles") }));
     const titles = el("ul", { class: "titles" });
     for (const title of info.titles.slice(0, 24)) titles.append(el("li", { text: title }));
     parts.push(titles);
@@ -163,7 +218,7 @@ async function ask(event) {
   const question = $("question").value.trim();
   const pack = $("pack").value;
   if (!question || !pack) {
-    status(question ? "Pick a pack first." : "Type a question first.", true);
+    status(question ? t("status.pick_pack") : t("status.type_question"), true);
     return;
   }
   const body = { pack, question };
@@ -172,7 +227,7 @@ async function ask(event) {
   page.busy = true;
   $("ask").disabled = true;
   const started = performance.now();
-  status("Searching…");
+  status(t("status.searching"));
   const answer = $("answer");
   answer.replaceChildren();
   answer.classList.add("streaming");
@@ -194,7 +249,7 @@ async function ask(event) {
     for await (const [name, data] of events(response)) {
       if (name === "sources") {
         drawSources(data.sources);
-        status("Writing the answer…");
+        status(t("status.writing"));
       } else if (name === "delta") {
         written += data.text;
         answer.textContent = written;
@@ -207,12 +262,12 @@ async function ask(event) {
         throw new Error(data.error);
       }
     }
-    if (!result) throw new Error("the answer stopped before it was complete");
+    if (!result) throw new Error(t("status.incomplete"));
     drawAnswer(result);
     drawSources(result.sources);
     drawTrace(result.trace);
-    const seconds = ((performance.now() - started) / 1000).toFixed(2);
-    status(`Answered in ${seconds} s (trace ${result.trace_id}).`);
+    const seconds = fixed((performance.now() - started) / 1000, 2);
+    status(t("status.answered", { seconds, trace: result.trace_id }));
     document.body.dataset.answeredMs = String(Math.round(performance.now())); // since the navigation began
     document.body.dataset.answered = result.trace_id;
     graph.load(result.sources);
@@ -264,11 +319,20 @@ function drawAnswer(result) {
     last = match.index + match[0].length;
   }
   answer.append(text.slice(last));
-  const meta = [`profile ${result.profile}`, `answer ${result.trace.answer_mode || "none"}`, `confidence ${result.confidence.toFixed(3)}`];
+  const meta = [
+    t("answer.profile", { profile: result.profile }),
+    t("answer.mode", { mode: answerMode(result.trace.answer_mode) }),
+    t("answer.confidence", { confidence: fixed(result.confidence, 3) }),
+  ];
   $("answer-meta").replaceChildren(meta.join(" · "));
   if (result.low_confidence) {
-    $("answer-meta").append(el("span", { class: "low", text: " · low confidence: the pack may not answer this" }));
+    $("answer-meta").append(el("span", { class: "low", text: t("answer.low") }));
   }
+}
+
+function answerMode(mode) {
+  const names = { claude: t("answer.mode.claude"), extractive: t("answer.mode.extractive") };
+  return mode ? names[mode] || mode : t("answer.mode.none");
 }
 
 function drawSources(sources) {
@@ -279,12 +343,12 @@ function drawSources(sources) {
     const item = el("li", { id: `source-${i + 1}` },
       el("span", { class: "where", text: where }),
       el("span", { class: "pack", text: source.pack }),
-      el("span", { class: "score", text: source.score.toFixed(3) }),
+      el("span", { class: "score", text: fixed(source.score, 3) }),
       el("br"),
       el("a", { href: source.url, target: "_blank", rel: "noopener noreferrer", text: source.url }));
-    if (source.origin === "multidoc") item.append(el("span", { class: "pack", text: "(related)" }));
+    if (source.origin === "multidoc") item.append(el("span", { class: "pack", text: t("answer.related") }));
     if (source.text) {
-      item.append(el("details", {}, el("summary", { text: "passage" }), el("p", { text: source.text })));
+      item.append(el("details", {}, el("summary", { text: t("answer.passage") }), el("p", { text: source.text })));
     }
     list.append(item);
   });
@@ -296,20 +360,21 @@ function drawTrace(trace) {
   const box = $("trace-chart");
   const stages = trace.stages || [];
   if (!stages.length) {
-    box.replaceChildren(el("p", { class: "hint", text: "No stage ran." }));
+    box.replaceChildren(el("p", { class: "hint", text: t("trace.none") }));
     return;
   }
   const width = 560, row = 22, left = 150, right = 80, top = 26;
   const height = top + row * stages.length + 8;
   const most = Math.max(...stages.map((s) => s.ms), 0.001);
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": `Time per stage, ${ms(trace.total_ms)} in all` });
-  chart.append(svg("text", { x: 0, y: 14 }, `profile ${trace.profile} · total ${ms(trace.total_ms)} · retrieval ${ms(trace.retrieval_ms)}`));
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("trace.label", { total: ms(trace.total_ms) }) });
+  const summary = { profile: trace.profile, total: ms(trace.total_ms), retrieval: ms(trace.retrieval_ms) };
+  chart.append(svg("text", { x: 0, y: 14 }, t("trace.summary", summary)));
   stages.forEach((stage, i) => {
     const y = top + i * row;
     const length = Math.max(1, ((width - left - right) * stage.ms) / most);
     const kind = stage.skipped ? "bar skipped" : stage.stage.endsWith("synthesize") ? "bar synth" : "bar";
     const bar = svg("rect", { class: kind, x: left, y: y + 3, width: length, height: row - 8, rx: 2 });
-    const note = stage.skipped ? `skipped: ${stage.skipped}` : `${stage.in} → ${stage.out} passages`;
+    const note = stage.skipped ? t("trace.skipped", { reason: stage.skipped }) : plural("trace.passages", stage.out, { in: stage.in });
     bar.append(svg("title", {}, `${stage.stage}: ${ms(stage.ms)} (${note})`));
     chart.append(
       svg("text", { x: left - 6, y: y + row / 2 + 4, "text-anchor": "end" }, truncate(stage.stage, 24)),
@@ -330,15 +395,15 @@ function drawEval(evals) {
   const profiles = Object.keys(evals.latest || {});
   if (!profiles.length) {
     box.replaceChildren(
-      el("p", { class: "hint", text: `No evaluation of ${evals.pack} yet (${evals.questions} questions in eval/questions.jsonl).` }),
-      el("p", { class: "hint", text: `Run: wikigr eval ${evals.pack} --all-profiles --judge offline` }));
+      el("p", { class: "hint", text: plural("eval.none", evals.questions, { pack: evals.pack }) }),
+      el("p", { class: "hint", text: t("eval.run", { command: `wikigr eval ${evals.pack} --all-profiles --judge offline` }) }));
     return;
   }
   const metrics = EVAL_METRICS.filter((m) => profiles.some((p) => typeof evals.latest[p].summary[m] === "number"));
   const width = 560, left = 90, barH = 12, gap = 10;
   const group = metrics.length * barH + gap;
   const height = 30 + profiles.length * group + 24;
-  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "Evaluation metrics per profile" });
+  const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": t("eval.label") });
   const colours = ["#1f5fbf", "#2e9e5b", "#e07b1a", "#7a4fd0", "#b42318", "#5b6475"];
   metrics.forEach((m, i) => {
     chart.append(svg("rect", { x: left + i * 85, y: 4, width: 10, height: 10, fill: colours[i] }));
@@ -353,22 +418,29 @@ function drawEval(evals) {
       const value = run.summary[m];
       if (typeof value !== "number") return;
       const bar = svg("rect", { x: left, y: y0 + i * barH, width: Math.max(1, value * scale), height: barH - 2, fill: colours[i] });
-      bar.append(svg("title", {}, `${profile} ${m}: ${value.toFixed(3)} (${run.summary.questions} questions, ${run.date})`));
-      chart.append(bar, svg("text", { class: "value", x: left + value * scale + 4, y: y0 + i * barH + barH - 3 }, value.toFixed(2)));
+      const about = { profile, metric: m, value: fixed(value, 3), date: run.date };
+      bar.append(svg("title", {}, plural("eval.bar", run.summary.questions, about)));
+      chart.append(bar, svg("text", { class: "value", x: left + value * scale + 4, y: y0 + i * barH + barH - 3 }, fixed(value, 2)));
     });
   });
   chart.append(svg("line", { class: "axis", x1: left, x2: left, y1: 24, y2: height - 20 }));
   const table = el("table", { class: "meta" });
-  table.append(el("tr", {}, ...["profile", "questions", "p50 latency", "judge", "date"].map((h) => el("th", { text: h }))));
+  const heads = [t("eval.profile"), t("eval.questions"), t("eval.latency"), t("eval.judge"), t("eval.date")];
+  table.append(el("tr", {}, ...heads.map((h) => el("th", { text: h }))));
   for (const profile of profiles) {
     const run = evals.latest[profile];
     const p50 = run.summary.latency_p50_ms;
-    table.append(el("tr", {}, ...[profile, String(run.summary.questions), p50 === undefined ? "—" : ms(p50), run.judge || "none", run.date || ""].map((v) => el("td", { text: v }))));
+    table.append(el("tr", {}, ...[profile, String(run.summary.questions), p50 === undefined ? "—" : ms(p50), run.judge || t("eval.judge_none"), run.date || ""].map((v) => el("td", { text: v }))));
   }
   box.replaceChildren(chart, table);
 }
 
 // -- the graph: an SVG force layout -----------------------------------------------------------
+
+function kindName(kind) {
+  const names = { chunk: t("graph.kind.chunk"), article: t("graph.kind.article"), entity: t("graph.kind.entity") };
+  return names[kind] || kind;
+}
 
 const graph = {
   nodes: [],
@@ -388,7 +460,7 @@ const graph = {
       byPack.get(s.pack).push(s.chunk_id);
     }
     if (!byPack.size) {
-      box.replaceChildren(el("p", { class: "hint", text: "No passage to draw." }));
+      box.replaceChildren(el("p", { class: "hint", text: t("graph.empty") }));
       return;
     }
     await this.fetch([...byPack].map(([pack, chunks]) => [pack, chunks.map((c) => ["chunk", c])]));
@@ -415,7 +487,7 @@ const graph = {
         for (const e of part.edges) edges.push({ ...e, source: prefix + e.source, target: prefix + e.target });
       }
       this.draw(nodes, edges);
-      $("graph-detail").textContent = withEntities ? "" : "This pack has no entity graph: passages, pages and links only (wikigr pack graph PACK adds one).";
+      $("graph-detail").textContent = withEntities ? "" : t("graph.no_entities");
     } catch (error) {
       box.replaceChildren(el("p", { class: "low", text: error.message }));
     }
@@ -433,7 +505,7 @@ const graph = {
     });
     this.edges = edges.filter((e) => index.has(e.source) && index.has(e.target))
       .map((e) => ({ ...e, a: index.get(e.source), b: index.get(e.target) }));
-    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": `Graph of ${nodes.length} nodes` });
+    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": plural("graph.label", nodes.length) });
     const lines = svg("g");
     const dots = svg("g");
     for (const e of this.edges) {
@@ -444,7 +516,7 @@ const graph = {
     for (const n of this.nodes) {
       const radius = n.kind === "article" ? 9 : n.kind === "chunk" ? 7 : 6;
       n.r = n.focus ? radius + 3 : radius;
-      n.g = svg("g", { class: `node ${n.kind}${n.focus ? " focus" : ""}`, tabindex: 0, role: "button", "aria-label": `${n.kind}: ${n.label}` });
+      n.g = svg("g", { class: `node ${n.kind}${n.focus ? " focus" : ""}`, tabindex: 0, role: "button", "aria-label": `${kindName(n.kind)}: ${n.label}` });
       n.g.append(svg("circle", { class: n.kind, r: n.r }), svg("text", { x: n.r + 3, y: 4 }, truncate(n.label || n.raw, 28)));
       n.g.addEventListener("pointerdown", (event) => this.grab(event, n));
       n.g.addEventListener("click", () => this.select(n));
@@ -468,12 +540,12 @@ const graph = {
   select(n) {
     for (const other of this.nodes) other.g.classList.toggle("selected", other === n);
     const box = $("graph-detail");
-    const parts = [el("strong", { text: `${n.kind}: ${n.label}` })];
+    const parts = [el("strong", { text: `${kindName(n.kind)}: ${n.label}` })];
     if (n.type) parts.push(` (${n.type})`);
     if (n.text) parts.push(el("p", { text: n.text }));
     if (n.url) parts.push(el("a", { href: n.url, target: "_blank", rel: "noopener noreferrer", text: n.url }));
     if (n.kind === "entity") {
-      const more = el("button", { type: "button", class: "link", text: " explore around this entity" });
+      const more = el("button", { type: "button", class: "link", text: t("graph.explore") });
       more.addEventListener("click", () => this.explore(n.pack, n.raw.slice("entity:".length)));
       parts.push(el("br"), more);
     }
@@ -568,6 +640,7 @@ const graph = {
 // -- start -----------------------------------------------------------------------------------
 
 document.addEventListener("DOMContentLoaded", async () => {
+  setUpLanguages();
   setUpTabs();
   $("ask-form").addEventListener("submit", ask);
   try {
@@ -578,6 +651,6 @@ document.addEventListener("DOMContentLoaded", async () => {
     document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "yes";
   } catch (error) {
-    status(`Cannot reach the server: ${error.message}`, true);
+    status(t("status.unreachable", { error: error.message }), true);
   }
 });
