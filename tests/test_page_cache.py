@@ -21,7 +21,7 @@ from wikigr.build import BuildOptions, build_pack
 from wikigr.pack.queries import StoreQueries
 from wikigr.pack.store import open_store
 from wikigr.retrieval import page_cache
-from wikigr.retrieval.page_index import read_page_tables
+from wikigr.retrieval.page_index import page_tables, store_page_tables
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = (
@@ -173,7 +173,7 @@ def test_a_warm_cache_answers_as_the_store_does(pack: Path, wikigr_home: Path, r
     cold = _answers(pack)  # an empty home: read from the store, then kept
     entry = _entry(wikigr_home)
     with open_store(pack / "pack.db") as store:
-        from_store = read_page_tables(store)
+        from_store = store_page_tables(store)
     kept = page_cache.read_page_tables(entry)
     assert kept is not None
     for field in ("chunk_ids", "pages", "urls", "target_fragments", "parts", "shown", "described"):
@@ -301,3 +301,18 @@ def test_a_damaged_entry_is_rebuilt_silently(pack: Path, wikigr_home: Path) -> N
     entry.with_suffix(".npy").unlink()  # half an entry
     assert _answers(pack) == cold
     assert page_cache.read_page_tables(entry) is not None
+
+
+def test_where_nothing_can_be_kept_the_definitions_are_read_per_page(pack: Path, wikigr_home: Path) -> None:
+    cached = _answers(pack)
+    (wikigr_home / "cache").mkdir(exist_ok=True)
+    for f in _cache_files(wikigr_home):
+        f.unlink()
+    (wikigr_home / "cache" / "pages").rmdir()
+    (wikigr_home / "cache" / "pages").write_text("a file where the folder would be")
+    assert _answers(pack) == cached  # each chunk's definitions read when its page is looked at
+    assert (wikigr_home / "cache" / "pages").read_text() == "a file where the folder would be"
+    with open_store(pack / "pack.db") as store:
+        assert page_cache.page_cache_file(store) is not None  # a place, where nothing can be written:
+        tables = page_tables(store)  # every chunk's text is not read ahead
+    assert not tables.has_definitions and not tables.shown and tables.chunk_ids

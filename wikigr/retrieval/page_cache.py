@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from contextlib import suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -61,6 +62,7 @@ class PageTables:
     shown: list[str]  # per definition: the name its line shows
     described: list[str]  # per definition: the words that describe it (its line's name parts and
     # those of the first sentence after it), space-separated
+    has_definitions: bool = True  # False: the definitions were not read (none are listed)
 
 
 _LISTS = ("chunk_ids", "pages", "urls", "target_fragments", "parts", "shown", "described")
@@ -93,7 +95,7 @@ def page_cache_file(store: PackStore) -> Path | None:
 def write_page_tables(path: Path, tables: PageTables) -> None:
     """Save ``tables`` beside ``path`` when they check out as they would on read; a cache that
     cannot be written only costs time."""
-    if not _consistent(tables):
+    if not tables.has_definitions or not _consistent(tables):
         return
     data: dict[str, Any] = {name: getattr(tables, name) for name in _LISTS}
     data.update({name: getattr(tables, name).tolist() for name in _INTEGERS})
@@ -134,8 +136,18 @@ def read_page_tables(path: Path) -> PageTables | None:
         if integers is None:
             return None
         values[name] = integers
-    tables = PageTables(**{f.name: values[f.name] for f in fields(PageTables)})
+    tables = PageTables(**{f.name: values[f.name] for f in fields(PageTables) if f.name in values})
     return tables if _consistent(tables) else None
+
+
+def writable(folder: Path) -> bool:
+    """Whether files can be written in ``folder`` (made if need be): where they cannot, work done
+    only to be kept is not done."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def _integers(value: object) -> np.ndarray | None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from wikigr.errors import WikigrError
 from wikigr.retrieval.api_names import api_names, ends_with, shown_name
-from wikigr.retrieval.page_cache import PageTables, cached_page_tables, write_page_tables
+from wikigr.retrieval.page_cache import PageTables, cached_page_tables, writable, write_page_tables
 from wikigr.retrieval.stage import Context, Skip
 
 if TYPE_CHECKING:
@@ -43,19 +43,22 @@ def name_parts(text: str) -> set[str]:
 
 def page_tables(store: PackStore) -> PageTables:
     """What :class:`PageIndex` reads of ``store``: kept in ``$WIKIGR_HOME/cache/pages/`` under the
-    store's digest (:mod:`wikigr.retrieval.page_cache`), so that a fresh process reads one file
-    instead of scanning the store (every vector through Arrow, the links, every chunk's text)."""
+    store's digest (:mod:`wikigr.retrieval.page_cache`), so that a fresh process reads two files
+    instead of scanning the store (every vector through Arrow, the links, every chunk's text).
+    Where they cannot be kept, the definitions are not read ahead (a page's, when asked)."""
     path, cached = cached_page_tables(store)
     if cached is not None:
         return cached
-    tables = read_page_tables(store)
-    if path is not None:
+    keep = path is not None and writable(path.parent)
+    tables = store_page_tables(store, definitions=keep)
+    if path is not None and keep:
         write_page_tables(path, tables)
     return tables
 
 
-def read_page_tables(store: PackStore) -> PageTables:
-    """:class:`PageTables` read from ``store`` itself."""
+def store_page_tables(store: PackStore, definitions: bool = True) -> PageTables:
+    """:class:`PageTables` read from ``store`` itself; ``definitions``: with those of every chunk
+    (else none, and ``has_definitions`` False)."""
     ids, articles, matrix = store.chunk_matrix()
     pages = list(dict.fromkeys(articles))
     page_index = {p: i for i, p in enumerate(pages)}
@@ -87,7 +90,7 @@ def read_page_tables(store: PackStore) -> PageTables:
             by_part[part].append(i)
 
     # The definitions each chunk shows: the name its line shows and the words that describe it.
-    texts = store.chunk_texts(ids)
+    texts = store.chunk_texts(ids) if definitions else {}
     defining_rows: list[int] = []
     defining_indptr = [0]
     shown: list[str] = []
@@ -121,6 +124,7 @@ def read_page_tables(store: PackStore) -> PageTables:
         defining_indptr=integers(defining_indptr),
         shown=shown,
         described=described,
+        has_definitions=definitions,
     )
 
 
@@ -232,7 +236,7 @@ class PageIndex:
         # The definitions chunks show, read per page when asked.
         self._tables = tables
         self._defining = {row: i for i, row in enumerate(tables.defining_rows.tolist())}
-        self._described: dict[int, list[tuple[int, tuple[frozenset[str], ...]]]] = {}
+        self._described: dict[int, list[tuple[int, list[tuple[str, frozenset[str]]]]]] = {}
 
     def best_chunks(self, articles: list[str], vector: np.ndarray) -> dict[str, float]:
         """For each of ``articles``, its chunk most similar (cosine) to ``vector``: chunk id ->
@@ -273,41 +277,44 @@ class PageIndex:
         self, store: PackStore, page: int, fragment: str, similarity: np.ndarray
     ) -> ChunkHit | None:
         """The chunk of ``page`` that shows the definition of ``fragment`` (the one showing most of
-        its name, then the most similar to the question, when several do), or None."""
+        its name, as the fragment or its end, then the most similar to the question, when several
+        do), or None."""
         shown = [
             (parts, float(similarity[r]), self.chunk_ids[r])
-            for r in np.flatnonzero(self.chunk_page == page).tolist()
-            if (parts := self._shown_in(r, fragment))
+            for r, found in self._page_definitions(store, page)
+            if (parts := max((n.count(".") + 1 for n, _ in found if ends_with(fragment, n)), default=0))
         ]
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
 
-    def _definitions(self, row: int) -> range:
-        """The definitions chunk ``row`` shows (indices into the tables' ``shown``)."""
-        i = self._defining.get(row)
-        if i is None:
-            return range(0)
-        bounds = self._tables.defining_indptr
-        return range(int(bounds[i]), int(bounds[i + 1]))
-
-    def _shown_in(self, row: int, fragment: str) -> int:
-        """How much of ``fragment`` a definition chunk ``row`` shows names, in dotted parts (0:
-        none): the fragment or its end (:func:`defines`)."""
-        names = (self._tables.shown[d] for d in self._definitions(row))
-        return max((name.count(".") + 1 for name in names if ends_with(fragment, name)), default=0)
-
     def described_chunks(self, store: PackStore, page: int) -> list[tuple[int, tuple[frozenset[str], ...]]]:
         """Each chunk of ``page`` that shows definitions: (its row, the name parts of each
-        definition's line and the first sentence after it). Kept per page. (``store`` is not read:
-        the definitions come with the index.)"""
+        definition's line and the first sentence after it)."""
+        return [(r, tuple(words for _, words in found)) for r, found in self._page_definitions(store, page)]
+
+    def _page_definitions(
+        self, store: PackStore, page: int
+    ) -> list[tuple[int, list[tuple[str, frozenset[str]]]]]:
+        """Each chunk of ``page`` that shows definitions: (its row, each definition's shown name
+        and the words that describe it), from the tables or, when they hold none, from the
+        chunks' texts in ``store``. Kept per page."""
         kept = self._described.get(page)
-        if kept is None:
-            described = self._tables.described
-            kept = []
-            for r in np.flatnonzero(self.chunk_page == page).tolist():
-                if definitions := self._definitions(r):
-                    kept.append((r, tuple(frozenset(described[d].split()) for d in definitions)))
-            self._described[page] = kept
+        if kept is not None:
+            return kept
+        kept = []
+        rows = np.flatnonzero(self.chunk_page == page).tolist()
+        t = self._tables
+        if t.has_definitions:
+            for r in rows:
+                if (i := self._defining.get(r)) is not None:
+                    shows = range(int(t.defining_indptr[i]), int(t.defining_indptr[i + 1]))
+                    kept.append((r, [(t.shown[d], frozenset(t.described[d].split())) for d in shows]))
+        else:
+            texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
+            for r in rows:
+                if found := _descriptions(_definition_lines(texts.get(self.chunk_ids[r], ""))):
+                    kept.append((r, found))
+        self._described[page] = kept
         return kept
 
     def definitions_in(self, text: str, page: int) -> list[tuple[str, str, str, bool]]:
