@@ -170,8 +170,12 @@ def no_store_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_a_warm_cache_answers_as_the_store_does(pack: Path, wikigr_home: Path, request: Any) -> None:
+    before = wikigr_home / "cache" / "vectors"  # where an earlier version kept the chunk vectors alone
+    before.mkdir(parents=True)
+    (before / f"{'0' * 40}.npz").write_bytes(b"PK")
     cold = _answers(pack)  # an empty home: read from the store, then kept
     entry = _entry(wikigr_home)
+    assert not before.exists()
     with open_store(pack / "pack.db") as store:
         from_store = store_page_tables(store)
     kept = page_cache.read_page_tables(entry)

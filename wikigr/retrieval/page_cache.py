@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 from contextlib import suppress
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -106,6 +107,7 @@ def write_page_tables(path: Path, tables: PageTables) -> None:
         write_atomic(path.with_suffix(".npy"), vectors.getvalue())
         write_atomic(path.with_suffix(".json"), text)
         prune(path.parent, PAGE_CACHE_KEEP)
+    shutil.rmtree(path.parent.with_name("vectors"), ignore_errors=True)  # the chunk vectors alone, before
 
 
 def read_page_tables(path: Path) -> PageTables | None:
