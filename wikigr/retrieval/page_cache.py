@@ -7,7 +7,7 @@ The files are named after the sha256 of the store's files (:func:`wikigr.home.st
 store written since, by ``pack update``, a rebuild or in place, gets another name and is read
 again), the format and the code that derives the tables: ``KEY.npy`` holds the chunk vectors (read
 as ``np.load`` reads an ``.npy`` file, no pickles) and ``KEY.json`` the rest. (An ``.npz`` of them
-all took about 10 ms to read, most of it in zipfile; these two, about 3 ms at 2,000 chunks.) Each
+all took about 10 ms to read, most of it in zipfile; these two, about 3 ms at 2,000 chunks, ad hoc.) Each
 file is written whole or not at all, and two processes write the same content under one key. On
 read they are checked like any input: size caps, names, types, counts, indices within bounds,
 finite vectors. Files that do not check out are not used: the tables are read from the store again
