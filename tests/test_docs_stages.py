@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -424,38 +423,6 @@ def test_page_score_runs_without_links_and_refuses_bad_vectors(tmp_path: Path) -
     assert "not all finite" in _skipped(first, "page_score")
     assert "not all finite" in _skipped(second, "page_score")  # the verdict is kept per agent
     assert second.sources
-
-
-def test_chunk_vectors_are_cached_and_read_back_the_same(
-    docs_pack: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from wikigr.pack.store import Store
-    from wikigr.retrieval import page_index
-
-    with open_store(docs_pack / "pack.db") as store:
-        ids, articles, matrix = store.chunk_matrix()
-        first = page_index.chunk_vectors(store)  # reads the store, writes the cache
-        [cache] = (wikigr_home / "cache" / "vectors").iterdir()
-        with monkeypatch.context() as patch:
-
-            def no_scan(self: Store) -> None:
-                raise AssertionError("read from the store again")
-
-            patch.setattr(Store, "chunk_matrix", no_scan)
-            cached = page_index.chunk_vectors(store)
-        for got in (first, cached):
-            assert got[0] == ids and got[1] == articles
-            assert got[2].dtype == np.float32 and np.array_equal(got[2], matrix)
-        # A cache file is data: a damaged or altered one is not used; the store is read again.
-        for damage in (b"not a zip", cache.read_bytes()[:-40]):
-            cache.write_bytes(damage)
-            assert np.array_equal(page_index.chunk_vectors(store)[2], matrix)
-        bad = matrix.copy()
-        bad[0, 0] = np.nan
-        page_index._write_vectors(cache, ids, articles, bad)
-        assert page_index._read_vectors(cache) is None
-        page_index._write_vectors(cache, ids[:-1], articles[:-1], matrix)  # counts disagree
-        assert page_index._read_vectors(cache) is None
 
 
 # -- page_score: the definition of an API the question names -------------------------------------

@@ -1,28 +1,25 @@
 """The pages of a documentation pack, read once per agent for the ``page_score`` stage
-(:mod:`wikigr.retrieval.stages.page_score`) and ``multidoc``: the pack's chunk vectors (kept in
-``$WIKIGR_HOME/cache/vectors/``), each chunk's page, the links between pages and their link texts,
-and the definitions a page's chunks show (a line that shows an API's name, as Sphinx's
-``str.join(iterable)``, and the sentence after it that describes it).
+(:mod:`wikigr.retrieval.stages.page_score`) and ``multidoc``: the pack's chunk vectors, each chunk's
+page, the links between pages and their link texts, and the definitions a page's chunks show (a
+line that shows an API's name, as Sphinx's ``str.join(iterable)``, and the sentence after it that
+describes it). What is read of the store is kept in ``$WIKIGR_HOME/cache/pages/``
+(:mod:`wikigr.retrieval.page_cache`): a fresh process reads it back instead of the store.
 """
 
 from __future__ import annotations
 
 import functools
-import io
+import itertools
 import math
 import re
-import zipfile
-import zlib
 from collections import defaultdict
-from contextlib import suppress
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from wikigr.errors import WikigrError
-from wikigr.home import prune, store_cache_file, write_atomic
 from wikigr.retrieval.api_names import api_names, ends_with, shown_name
+from wikigr.retrieval.page_cache import PageTables, cached_page_tables, writable, write_page_tables
 from wikigr.retrieval.stage import Context, Skip
 
 if TYPE_CHECKING:
@@ -34,10 +31,6 @@ MAX_NAMED = 2  # names of a question looked up
 MAX_ANCHORS = 2_000_000  # link texts read from a pack
 MAX_ANCHOR_CHARS = 300  # characters of one link text (fragment and text) looked at
 MIN_PREFIX = 4  # shortest name or word matched by prefix
-VECTOR_CACHE_FORMAT = 1
-VECTOR_CACHE_KEEP = 16  # packs whose chunk vectors are kept
-MAX_VECTOR_CACHE_BYTES = 2 * 1024 * 1024 * 1024
-_SEPARATOR = "\x00"  # between ids (no chunk or article id holds it)
 
 
 _FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+")  # where a description's summary sentence ends
@@ -48,60 +41,91 @@ def name_parts(text: str) -> set[str]:
     return set(_NAME_PART.findall(text.casefold()))
 
 
-def chunk_vectors(store: PackStore) -> tuple[list[str], list[str], np.ndarray]:
-    """:meth:`Store.chunk_matrix`, kept in ``$WIKIGR_HOME/cache/vectors/`` under the store's digest:
-    a fresh process reads the (n, dim) matrix back in milliseconds instead of a full scan of the
-    store through Arrow (about 70 ms for 2,000 chunks). The file is checked like any other input:
-    dtypes, shapes, counts and finite values; anything else and the store is read again."""
-    path = store_cache_file(store, "vectors", f"wikigr chunk vectors {VECTOR_CACHE_FORMAT}")
-    if path is not None:
-        cached = _read_vectors(path)
-        if cached is not None:
-            return cached
+def page_tables(store: PackStore) -> PageTables:
+    """What :class:`PageIndex` reads of ``store``: kept in ``$WIKIGR_HOME/cache/pages/`` under the
+    store's digest (:mod:`wikigr.retrieval.page_cache`), so that a fresh process reads two files
+    instead of scanning the store (every vector through Arrow, the links, every chunk's text).
+    Where they cannot be kept, the definitions are not read ahead (a page's, when asked)."""
+    path, cached = cached_page_tables(store)
+    if cached is not None:
+        return cached
+    keep = path is not None and writable(path.parent)
+    tables = store_page_tables(store, definitions=keep)
+    if path is not None and keep:
+        write_page_tables(path, tables)
+    return tables
+
+
+def store_page_tables(store: PackStore, definitions: bool = True) -> PageTables:
+    """:class:`PageTables` read from ``store`` itself; ``definitions``: with those of every chunk
+    (else none, and ``has_definitions`` False)."""
     ids, articles, matrix = store.chunk_matrix()
-    if path is not None:
-        _write_vectors(path, ids, articles, matrix)
-    return ids, articles, matrix
+    pages = list(dict.fromkeys(articles))
+    page_index = {p: i for i, p in enumerate(pages)}
+    urls = store.article_urls()
+    in_degrees = np.zeros(len(pages), dtype=np.int64)
+    for article, degree in store.article_in_degrees().items():
+        if article in page_index:
+            in_degrees[page_index[article]] = degree
 
+    # Link targets: (page, fragment) -> how many links, and the name parts of the fragment and of
+    # the link texts; then name part -> targets.
+    counts: dict[tuple[int, str], int] = defaultdict(int)
+    names: dict[tuple[int, str], set[str]] = defaultdict(set)
+    for n, (_source, target, anchor) in enumerate(store.link_anchors()):
+        if n >= MAX_ANCHORS:
+            break
+        if not isinstance(anchor, str) or target not in page_index:
+            continue
+        fragment, _, text = anchor[:MAX_ANCHOR_CHARS].partition("\t")
+        if not fragment:
+            continue  # a link to a page, not to a definition in it
+        place = (page_index[target], fragment)
+        counts[place] += 1
+        names[place] |= name_parts(fragment) | name_parts(text)
+    targets = list(counts)
+    by_part: dict[str, list[int]] = defaultdict(list)
+    for i, place in enumerate(targets):
+        for part in names[place]:
+            by_part[part].append(i)
 
-def _write_vectors(path: Path, ids: list[str], articles: list[str], matrix: np.ndarray) -> None:
-    """Save the chunk vectors at ``path`` (``.npz``, no pickles), whole or not at all."""
-    if any(_SEPARATOR in value for value in (*ids, *articles)):
-        return
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        allow_pickle=False,
-        matrix=np.ascontiguousarray(matrix, dtype=np.float32),
-        ids=np.frombuffer(_SEPARATOR.join(ids).encode("utf-8"), dtype=np.uint8),
-        articles=np.frombuffer(_SEPARATOR.join(articles).encode("utf-8"), dtype=np.uint8),
+    # The definitions each chunk shows: the name its line shows and the words that describe it.
+    texts = store.chunk_texts(ids) if definitions else {}
+    defining_rows: list[int] = []
+    defining_indptr = [0]
+    shown: list[str] = []
+    described: list[str] = []
+    for row, chunk_id in enumerate(ids):
+        # Not through _definition_lines: every chunk once would only push out what it remembers.
+        found = _descriptions(_find_definition_lines(texts.get(chunk_id, "")))
+        if found:
+            defining_rows.append(row)
+            shown.extend(name for name, _ in found)
+            described.extend(" ".join(sorted(words)) for _, words in found)
+            defining_indptr.append(len(shown))
+
+    def integers(values: list[int]) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64)
+
+    return PageTables(
+        chunk_ids=ids,
+        pages=pages,
+        urls=[urls.get(p, p) for p in pages],  # what a citation shows
+        chunk_page=np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles)),
+        matrix=matrix,
+        in_degrees=in_degrees,
+        target_page=integers([page for page, _ in targets]),
+        target_fragments=[fragment for _, fragment in targets],
+        target_counts=integers([counts[t] for t in targets]),
+        parts=list(by_part),
+        part_indptr=integers([0, *itertools.accumulate(len(rows) for rows in by_part.values())]),
+        part_rows=integers([i for rows in by_part.values() for i in rows]),
+        defining_rows=integers(defining_rows),
+        defining_indptr=integers(defining_indptr),
+        shown=shown,
+        described=described,
+        has_definitions=definitions,
     )
-    with suppress(OSError):  # a cache that cannot be written only costs time
-        write_atomic(path, buffer.getvalue())
-        prune(path.parent, VECTOR_CACHE_KEEP)
-
-
-def _read_vectors(path: Path) -> tuple[list[str], list[str], np.ndarray] | None:
-    try:
-        if path.stat().st_size > MAX_VECTOR_CACHE_BYTES:
-            return None
-        with path.open("rb") as f, np.load(f, allow_pickle=False) as npz:
-            if set(npz.files) != {"matrix", "ids", "articles"}:
-                return None
-            matrix, ids_blob, articles_blob = npz["matrix"], npz["ids"], npz["articles"]
-        if matrix.dtype != np.float32 or matrix.ndim != 2:
-            return None
-        if ids_blob.dtype != np.uint8 or articles_blob.dtype != np.uint8:
-            return None
-        ids = ids_blob.tobytes().decode("utf-8").split(_SEPARATOR) if ids_blob.size else []
-        articles = articles_blob.tobytes().decode("utf-8").split(_SEPARATOR) if articles_blob.size else []
-    except (OSError, ValueError, EOFError, KeyError, TypeError, UnicodeDecodeError, zipfile.BadZipFile):
-        return None
-    except zlib.error:
-        return None
-    if len(ids) != matrix.shape[0] or len(articles) != len(ids) or not bool(np.isfinite(matrix).all()):
-        return None
-    return ids, articles, matrix
 
 
 def defines(text: str, fragment: str) -> bool:
@@ -111,11 +135,9 @@ def defines(text: str, fragment: str) -> bool:
     return _shown(text, fragment) > 0
 
 
-@functools.lru_cache(maxsize=1024)
-def _definition_lines(text: str) -> tuple[tuple[str, str, str], ...]:
+def _find_definition_lines(text: str) -> tuple[tuple[str, str, str], ...]:
     """The lines of ``text`` that show a definition: (the line, the line after it, the name it
-    shows), in order; code blocks are not looked at (``@lru_cache`` there decorates an example).
-    Remembered for recent texts: a candidate's is read for its place in its page and its anchor."""
+    shows), in order; code blocks are not looked at (``@lru_cache`` there decorates an example)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     found = []
     code = False
@@ -129,6 +151,19 @@ def _definition_lines(text: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
+# Remembered for recent texts: a candidate's is read for its place in its page and its anchor.
+_definition_lines = functools.lru_cache(maxsize=1024)(_find_definition_lines)
+
+
+def _descriptions(lines: tuple[tuple[str, str, str], ...]) -> list[tuple[str, frozenset[str]]]:
+    """Each definition of ``lines`` (:func:`_find_definition_lines`): the name its line shows, and
+    the words that describe it (the name parts of its line and of the first sentence after it)."""
+    return [
+        (shown, frozenset(name_parts(line) | name_parts(_FIRST_SENTENCE.split(after, 1)[0])))
+        for line, after, shown in lines
+    ]
+
+
 def _held(words: set[str], line: str, description: str) -> int:
     """How many of the question's ``words`` a definition's line and its ``description`` hold."""
     return len(words & (name_parts(line) | name_parts(description)))
@@ -138,10 +173,7 @@ def _held(words: set[str], line: str, description: str) -> int:
 def described_by(text: str) -> tuple[frozenset[str], ...]:
     """The words that describe each definition ``text`` shows: the name parts of its line and of
     the first sentence after it."""
-    return tuple(
-        frozenset(name_parts(line) | name_parts(_FIRST_SENTENCE.split(after, 1)[0]))
-        for line, after, _ in _definition_lines(text)
-    )
+    return tuple(words for _, words in _descriptions(_definition_lines(text)))
 
 
 def _shown(text: str, fragment: str) -> int:
@@ -157,67 +189,54 @@ class PageIndex:
     """What the stage needs of a pack, loaded once per agent (``ctx.cache``) and checked: the
     chunk vectors and their pages, each page's in-degree, and the link-target names."""
 
-    def __init__(self, ctx: Context) -> None:
-        store = ctx.store
-        ids, articles, matrix = chunk_vectors(store)
-        dim = ctx.embedder.dimension
-        if matrix.ndim != 2 or (len(ids) and matrix.shape[1] != dim):
-            raise Skip(f"the pack's chunk vectors have {matrix.shape[-1]} dimensions, the embedder {dim}")
+    def __init__(self, tables: PageTables, dimension: int) -> None:
+        ids, matrix = tables.chunk_ids, tables.matrix
+        if matrix.ndim != 2 or (len(ids) and matrix.shape[1] != dimension):
+            raise Skip(
+                f"the pack's chunk vectors have {matrix.shape[-1]} dimensions, the embedder {dimension}"
+            )
         if not np.isfinite(matrix).all():
             raise Skip("the pack's chunk vectors are not all finite numbers")
         self.chunk_ids = ids
-        self.pages = list(dict.fromkeys(articles))
-        urls = store.article_urls()
-        self.urls = [urls.get(p, p) for p in self.pages]  # what a citation shows
-        page_index = {p: i for i, p in enumerate(self.pages)}
-        self.page_index = page_index
-        self.chunk_page = np.fromiter((page_index[a] for a in articles), dtype=np.int64, count=len(articles))
+        self.pages = tables.pages
+        self.urls = tables.urls  # what a citation shows
+        self.page_index = {p: i for i, p in enumerate(self.pages)}
+        self.chunk_page = tables.chunk_page
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self._norms: np.ndarray | None = None  # the rows' norms, when best_chunks first needs them
-        self._described: dict[int, list[tuple[int, tuple[frozenset[str], ...]]]] = {}
         self.chunks_per_page = len(ids) / max(1, len(self.pages))
 
-        degrees = store.article_in_degrees()
         self.authority = np.zeros(len(self.pages))
-        for article, degree in degrees.items():
-            if article in page_index and degree > 0:
-                self.authority[page_index[article]] = math.log1p(degree)
+        for page, degree in enumerate(tables.in_degrees.tolist()):
+            if degree > 0:
+                self.authority[page] = math.log1p(degree)
         top = float(self.authority.max()) if len(self.authority) else 0.0
         if top > 0:
             self.authority /= top
         self.has_links = top > 0
 
-        # Link targets: (page, fragment) -> how many links, and the name parts of the fragment and
-        # of the link texts; then name part -> targets.
-        counts: dict[tuple[int, str], int] = defaultdict(int)
-        names: dict[tuple[int, str], set[str]] = defaultdict(set)
-        for n, (_source, target, anchor) in enumerate(store.link_anchors()):
-            if n >= MAX_ANCHORS:
-                break
-            if not isinstance(anchor, str) or target not in page_index:
-                continue
-            fragment, _, text = anchor[:MAX_ANCHOR_CHARS].partition("\t")
-            if not fragment:
-                continue  # a link to a page, not to a definition in it
-            place = (page_index[target], fragment)
-            counts[place] += 1
-            names[place] |= name_parts(fragment) | name_parts(text)
-        targets = list(counts)
+        # Link targets (a page and a fragment in it), and name part -> the targets it names.
+        counts = tables.target_counts.tolist()
         self.fragments: dict[str, list[tuple[int, str]]] = defaultdict(list)  # last part -> targets
-        for page, fragment in sorted(targets, key=lambda t: -counts[t]):
+        for i in sorted(range(len(counts)), key=lambda i: -counts[i]):  # the most linked first
+            page, fragment = int(tables.target_page[i]), tables.target_fragments[i]
             if _DOTTED.fullmatch(fragment):  # a name (it becomes a citation's anchor): nothing else
                 self.fragments[fragment.rsplit(".", 1)[-1]].append((page, fragment))
-        self.target_page = np.asarray([t[0] for t in targets], dtype=np.int64)
-        self.target_weight = np.asarray([1.0 + math.log1p(counts[t]) for t in targets])
-        by_part: dict[str, list[int]] = defaultdict(list)
-        for i, place in enumerate(targets):
-            for part in names[place]:
-                by_part[part].append(i)
-        self.by_part = {part: np.asarray(rows, dtype=np.int64) for part, rows in by_part.items()}
+        self.target_page = tables.target_page
+        self.target_weight = np.asarray([1.0 + math.log1p(count) for count in counts])
+        bounds = tables.part_indptr.tolist()
+        self.by_part = {
+            part: tables.part_rows[bounds[i] : bounds[i + 1]] for i, part in enumerate(tables.parts)
+        }
         self.by_prefix: dict[str, list[str]] = defaultdict(list)
         for part in self.by_part:
             if len(part) >= MIN_PREFIX:
                 self.by_prefix[part[:MIN_PREFIX]].append(part)
+
+        # The definitions chunks show, read per page when asked.
+        self._tables = tables
+        self._defining = {row: i for i, row in enumerate(tables.defining_rows.tolist())}
+        self._described: dict[int, list[tuple[int, list[tuple[str, frozenset[str]]]]]] = {}
 
     def best_chunks(self, articles: list[str], vector: np.ndarray) -> dict[str, float]:
         """For each of ``articles``, its chunk most similar (cosine) to ``vector``: chunk id ->
@@ -258,31 +277,44 @@ class PageIndex:
         self, store: PackStore, page: int, fragment: str, similarity: np.ndarray
     ) -> ChunkHit | None:
         """The chunk of ``page`` that shows the definition of ``fragment`` (the one showing most of
-        its name, then the most similar to the question, when several do), or None."""
-        rows = np.flatnonzero(self.chunk_page == page).tolist()
-        texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
-        last = fragment.rsplit(".", 1)[-1]
+        its name, as the fragment or its end, then the most similar to the question, when several
+        do), or None."""
         shown = [
-            (_shown(text, fragment), float(similarity[r]), self.chunk_ids[r])
-            for r in rows
-            if last in (text := texts.get(self.chunk_ids[r], ""))
+            (parts, float(similarity[r]), self.chunk_ids[r])
+            for r, found in self._page_definitions(store, page)
+            if (parts := max((n.count(".") + 1 for n, _ in found if ends_with(fragment, n)), default=0))
         ]
         parts, score, chunk_id = max(shown, default=(0, 0.0, ""))
         return store.chunk_details({chunk_id: score})[0] if parts else None
 
     def described_chunks(self, store: PackStore, page: int) -> list[tuple[int, tuple[frozenset[str], ...]]]:
         """Each chunk of ``page`` that shows definitions: (its row, the name parts of each
-        definition's line and the first sentence after it). Read once per page and kept."""
+        definition's line and the first sentence after it)."""
+        return [(r, tuple(words for _, words in found)) for r, found in self._page_definitions(store, page)]
+
+    def _page_definitions(
+        self, store: PackStore, page: int
+    ) -> list[tuple[int, list[tuple[str, frozenset[str]]]]]:
+        """Each chunk of ``page`` that shows definitions: (its row, each definition's shown name
+        and the words that describe it), from the tables or, when they hold none, from the
+        chunks' texts in ``store``. Kept per page."""
         kept = self._described.get(page)
-        if kept is None:
-            rows = np.flatnonzero(self.chunk_page == page).tolist()
-            texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
-            kept = []
+        if kept is not None:
+            return kept
+        kept = []
+        rows = np.flatnonzero(self.chunk_page == page).tolist()
+        t = self._tables
+        if t.has_definitions:
             for r in rows:
-                found = described_by(texts.get(self.chunk_ids[r], ""))
-                if found:
+                if (i := self._defining.get(r)) is not None:
+                    shows = range(int(t.defining_indptr[i]), int(t.defining_indptr[i + 1]))
+                    kept.append((r, [(t.shown[d], frozenset(t.described[d].split())) for d in shows]))
+        else:
+            texts = store.chunk_texts([self.chunk_ids[r] for r in rows])
+            for r in rows:
+                if found := _descriptions(_definition_lines(texts.get(self.chunk_ids[r], ""))):
                     kept.append((r, found))
-            self._described[page] = kept
+        self._described[page] = kept
         return kept
 
     def definitions_in(self, text: str, page: int) -> list[tuple[str, str, str, bool]]:
@@ -335,7 +367,7 @@ class PageIndex:
             raise cached
         if cached is None:
             try:
-                cached = cls(ctx)
+                cached = cls(page_tables(ctx.store), ctx.embedder.dimension)
             except Skip as skip:
                 ctx.cache["page_index"] = skip
                 raise
@@ -356,7 +388,12 @@ class PageIndex:
                     word.startswith(part) or (part.startswith(word) and len(part) - len(word) <= 3)
                 ):
                     found.append(self.by_part[part])
-        return np.unique(np.concatenate(found)) if found else None
+        if not found:
+            return None
+        hit = np.zeros(len(self.target_page), dtype=bool)  # not np.unique: it imports numpy.ma (20 ms)
+        for rows in found:
+            hit[rows] = True
+        return np.flatnonzero(hit)
 
     def link_scores(self, query: str) -> np.ndarray:
         """Per page: how well the query's words name its link targets (the best page has 1)."""
