@@ -27,18 +27,29 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 A factoid question's sentences are ranked with ``weights``, any other's (how to, what X does, a
 list; and a question that asks for code, "which function ...") with ``open_weights``
 (:meth:`AnswerOptions.weights_for`).
+
+Words are read as keyword search reads them, in the question's language (``QueryState.language``:
+a Russian question's words and a Russian sentence's meet stemmed, «таймаут» in «таймаута»). A
+question in another language than all the pack's documents (``QueryState.across``) shares no words
+with them: its lexical signals (``keyword``, ``joint``, ``context``, ``novelty``) get no weight, and
+``dense``, scaled to 0-1 over the question's sentences, takes ``joint``'s (:func:`across_weights`);
+up to :data:`POOL` sentences are embedded, since the other signals cannot choose them.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from wikigr import lang
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize
-from wikigr.pack.keyword import KeywordIndex, tokenize
+from wikigr.pack.analyze import Analyzer, language_stopwords
+from wikigr.pack.keyword import KeywordIndex
 from wikigr.question import DATE, NUMBER, Question
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES, DEFAULT_CANDIDATE_WEIGHTS, asked_tokens
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
@@ -187,11 +198,14 @@ class Scored:
 
 
 class Vocabulary:
-    """Tokens and their IDF: the pack's BM25 index when it has one, else the passages at hand."""
+    """Tokens and their IDF: the pack's BM25 index when it has one, else the passages at hand. Text
+    is read in ``language`` (the question's), as the index reads it."""
 
-    def __init__(self, index: KeywordIndex | None, passages: list[str]) -> None:
+    def __init__(self, index: KeywordIndex | None, passages: list[str], language: str | None = None) -> None:
         self.index = index
-        self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
+        self._tokenize: Callable[[str], list[str]] = _analyzer(language).tokens
+        if index is not None:
+            self._tokenize = functools.partial(index.tokens, language=language)
         self._local: dict[str, int] = {}
         self._tokens: dict[str, list[str]] = {}
         if index is None:
@@ -214,6 +228,14 @@ class Vocabulary:
             df = self.index.document_frequency(token) if self.index is not None else self._local.get(token, 0)
             self._idf[token] = math.log(1 + (self._docs - df + 0.5) / (df + 0.5))
         return self._idf[token]
+
+
+def _analyzer(language: str | None) -> Analyzer:
+    """How text in ``language`` is read without a keyword index: entity stop names dropped, and
+    the language's own stopwords and stemmer where it has one (English: none)."""
+    stemmer = lang.stemmer_name(language) if language else None
+    own = frozenset(language_stopwords(language)) if language and stemmer else frozenset()
+    return Analyzer(frozenset(STOP_NAMES) | own, stemmer, lang.language_script(language or lang.ENGLISH))
 
 
 def share(question: dict[str, float], tokens: set[str]) -> float:
@@ -285,7 +307,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         index: KeywordIndex | None = state.ctx.keyword_index()
     except Skip:
         index = None
-    vocabulary = Vocabulary(index, [c.text for c in top])
+    vocabulary = Vocabulary(index, [c.text for c in top], state.language)
     question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
     question_entities, per_passage = _entities(state, top)
     bridges = _bridges(
@@ -364,11 +386,32 @@ def preselect(scored: list[Scored], weights: dict[str, float], limit: int) -> li
 
 def add_dense(state: QueryState, scored: list[Scored], embed_words: int = EMBED_WORDS) -> None:
     """Set ``dense``: the sentences' embeddings (their first ``embed_words`` words, in one batch)
-    against the question's."""
+    against the question's; across languages, scaled to 0-1 over ``scored``."""
     if scored:
         vectors = state.ctx.embedder.embed([" ".join(s.unit.text.split()[:embed_words]) for s in scored])
-        for s, similarity in zip(scored, vectors @ state.vector(), strict=True):
-            s.features["dense"] = float(similarity)
+        similarities = [float(similarity) for similarity in vectors @ state.vector()]
+        if state.across:
+            low, high = min(similarities), max(similarities)
+            similarities = [(x - low) / (high - low) if high > low else 1.0 for x in similarities]
+        for s, similarity in zip(scored, similarities, strict=True):
+            s.features["dense"] = similarity
+
+
+LEXICAL = ("keyword", "joint", "context", "novelty")  # the signals made of the question's words
+
+
+def across_weights(weights: dict[str, float]) -> dict[str, float]:
+    """``weights`` for a question in another language than the passages: no weight on the
+    signals made of its words (0, or the same, for every sentence), and ``joint``'s, the main one,
+    on ``dense``."""
+    return {**weights, **dict.fromkeys(LEXICAL, 0.0), "dense": weights["joint"]}
+
+
+def weights_for(state: QueryState, options: AnswerOptions) -> dict[str, float]:
+    """The sentence weights of ``state``'s question (:meth:`AnswerOptions.weights_for`, and
+    :func:`across_weights` for a question in another language than the pack's documents)."""
+    weights = options.weights_for(state.question)
+    return across_weights(weights) if state.across else weights
 
 
 def rank(scored: list[Scored], weights: dict[str, float]) -> list[Scored]:
@@ -382,8 +425,8 @@ def score_sentences(state: QueryState, passages: list[Candidate], options: Answe
     """The sentences of the top passages an answer may quote, scored (see the module's docstring),
     best first."""
     scored = sentence_features(state, passages, options)
-    weights = options.weights_for(state.question)
+    weights = weights_for(state, options)
     if weights["dense"]:
-        scored = preselect(scored, weights, options.max_sentences)
+        scored = preselect(scored, weights, POOL if state.across else options.max_sentences)
         add_dense(state, scored)
     return rank(scored, weights)

@@ -41,11 +41,12 @@ from wikigr.retrieval.sentence_scores import (
     score_sentences,
     sentence_features,
     share,
+    weights_for,
 )
 from wikigr.retrieval.stage import Candidate, QueryState
 
 NO_PASSAGE = "No passage in this pack matches the question."
-_END_PUNCT = re.compile(r"([.!?]+)([\"'”’)\]]*)$")
+_END_PUNCT = re.compile(r"([.!?]+)([\"'”’»)\]]*)$")
 
 
 def clip(text: str, words: int) -> str:
@@ -58,7 +59,7 @@ def clip(text: str, words: int) -> str:
 
 # a page's footnote mark after a word: "all cased characters [4] in", "... the default [2]." (not
 # code: "[0] * 3", "returns [1, 2]")
-_FOOTNOTE = re.compile(r"(?<=[A-Za-z]) \[\d{1,3}\](?=\s+[a-z]|[.,;:!?)]|$)")
+_FOOTNOTE = re.compile(r"(?<=[A-Za-zА-Яа-яЁё]) \[\d{1,3}\](?=\s+[a-zа-яё]|[.,;:!?)]|$)")
 
 
 def cite(text: str, source: int) -> str:
@@ -378,7 +379,7 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     by_source: dict[int, list[Scored]] = {}
     for scored in sentence_features(state, passages, wide):
         by_source.setdefault(scored.source, []).append(scored)
-    weights = options.weights_for(state.question)
+    weights = weights_for(state, options)
     if weights["dense"]:  # the few worth embedding, from each source
         each = max(2, options.max_sentences // max(1, len(by_source)))
         kept = [s for group in by_source.values() for s in preselect(group, weights, each)]
