@@ -6,7 +6,7 @@ and from Wikipedia-like articles (plain paragraphs). A sentence ends at ``. ! ? 
 closing quote or bracket) followed by white space and a capital, a digit or an opening quote —
 but not after an abbreviation ("e.g.", "Dr."), an initial ("G. Stanley Hall") or inside an
 identifier or a number (``socket.settimeout()``, ``3.11``), which have no space after the dot.
-A paragraph written mostly in Cyrillic is split by ``razdel`` (natasha's rule-based segmenter), which
+A paragraph in Cyrillic (a third of its letters at least) is split by ``razdel`` (natasha's rule-based segmenter), which
 knows Russian abbreviations («т. е.», «и т. д.», «см.», «г.»), initials («А. С. Пушкин») and «»
 quotes.
 
@@ -28,7 +28,6 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from wikigr import lang
 from wikigr.documents import CELLS
 from wikigr.retrieval.api_names import called_name
 
@@ -132,10 +131,23 @@ def _is_abbreviation(before: str) -> bool:
     return word.casefold() in ABBREVIATIONS
 
 
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def _cyrillic(text: str) -> bool:
+    """Whether ``text`` is Cyrillic prose: at least a third of its letters, Latin identifiers and
+    all ("Вызовите socket.settimeout(5.0)."), are Cyrillic."""
+    if text.isascii():
+        return False
+    cyrillic = len(_CYRILLIC.findall(text))
+    return cyrillic > 0 and 2 * cyrillic >= len(_LATIN.findall(text))
+
+
 def split_sentences(paragraph: str) -> list[str]:
     """The sentences of a paragraph of prose (line breaks are spaces)."""
     text = " ".join(paragraph.split())
-    if not text.isascii() and lang.script(text) == "cyrillic":
+    if _cyrillic(text):
         from razdel import sentenize  # Russian rules; imported by an answer that quotes Cyrillic
 
         return [found.text for found in sentenize(text) if found.text.strip()]

@@ -336,6 +336,7 @@ class RouterStage(Stage):
             detail["across"] = state.across_note()
             if o.policy == "auto":
                 detail["strategy"] = ladder[0]
+                detail["strategy_why"] += f", without the lexical stages ({', '.join(LEXICAL)})"
         attempts: list[dict[str, Any]] = []
         best: tuple[float, list[Candidate]] | None = None
         if state.candidates:  # the profile's own ranking is the first attempt
