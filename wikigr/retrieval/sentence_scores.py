@@ -30,10 +30,8 @@ list; and a question that asks for code, "which function ...") with ``open_weigh
 
 Words are read as keyword search reads them, in the question's language (``QueryState.language``:
 a Russian question's words and a Russian sentence's meet stemmed, «таймаут» in «таймаута»). A
-question in another language than all the pack's documents (``QueryState.across``) shares no words
-with them: its lexical signals (``keyword``, ``joint``, ``context``, ``novelty``) get no weight, and
-``dense``, scaled to 0-1 over the question's sentences, takes ``joint``'s (:func:`across_weights`);
-up to :data:`POOL` sentences are embedded, since the other signals cannot choose them.
+question in another language than the sentences shares only the words the two languages write
+alike (names, identifiers, numbers: "BLAKE2", ``socket.settimeout``); its word signals count those.
 """
 
 from __future__ import annotations
@@ -203,8 +201,10 @@ class Vocabulary:
 
     def __init__(self, index: KeywordIndex | None, passages: list[str], language: str | None = None) -> None:
         self.index = index
-        self._tokenize: Callable[[str], list[str]] = _analyzer(language).tokens
-        if index is not None:
+        self._tokenize: Callable[[str], list[str]]
+        if index is None:
+            self._tokenize = _analyzer(language).tokens
+        else:
             self._tokenize = functools.partial(index.tokens, language=language)
         self._local: dict[str, int] = {}
         self._tokens: dict[str, list[str]] = {}
@@ -386,32 +386,11 @@ def preselect(scored: list[Scored], weights: dict[str, float], limit: int) -> li
 
 def add_dense(state: QueryState, scored: list[Scored], embed_words: int = EMBED_WORDS) -> None:
     """Set ``dense``: the sentences' embeddings (their first ``embed_words`` words, in one batch)
-    against the question's; across languages, scaled to 0-1 over ``scored``."""
+    against the question's."""
     if scored:
         vectors = state.ctx.embedder.embed([" ".join(s.unit.text.split()[:embed_words]) for s in scored])
-        similarities = [float(similarity) for similarity in vectors @ state.vector()]
-        if state.across:
-            low, high = min(similarities), max(similarities)
-            similarities = [(x - low) / (high - low) if high > low else 1.0 for x in similarities]
-        for s, similarity in zip(scored, similarities, strict=True):
-            s.features["dense"] = similarity
-
-
-LEXICAL = ("keyword", "joint", "context", "novelty")  # the signals made of the question's words
-
-
-def across_weights(weights: dict[str, float]) -> dict[str, float]:
-    """``weights`` for a question in another language than the passages: no weight on the
-    signals made of its words (0, or the same, for every sentence), and ``joint``'s, the main one,
-    on ``dense``."""
-    return {**weights, **dict.fromkeys(LEXICAL, 0.0), "dense": weights["joint"]}
-
-
-def weights_for(state: QueryState, options: AnswerOptions) -> dict[str, float]:
-    """The sentence weights of ``state``'s question (:meth:`AnswerOptions.weights_for`, and
-    :func:`across_weights` for a question in another language than the pack's documents)."""
-    weights = options.weights_for(state.question)
-    return across_weights(weights) if state.across else weights
+        for s, similarity in zip(scored, vectors @ state.vector(), strict=True):
+            s.features["dense"] = float(similarity)
 
 
 def rank(scored: list[Scored], weights: dict[str, float]) -> list[Scored]:
@@ -425,8 +404,8 @@ def score_sentences(state: QueryState, passages: list[Candidate], options: Answe
     """The sentences of the top passages an answer may quote, scored (see the module's docstring),
     best first."""
     scored = sentence_features(state, passages, options)
-    weights = weights_for(state, options)
+    weights = options.weights_for(state.question)
     if weights["dense"]:
-        scored = preselect(scored, weights, POOL if state.across else options.max_sentences)
+        scored = preselect(scored, weights, options.max_sentences)
         add_dense(state, scored)
     return rank(scored, weights)

@@ -6,9 +6,9 @@ and from Wikipedia-like articles (plain paragraphs). A sentence ends at ``. ! ? 
 closing quote or bracket) followed by white space and a capital, a digit or an opening quote —
 but not after an abbreviation ("e.g.", "Dr."), an initial ("G. Stanley Hall") or inside an
 identifier or a number (``socket.settimeout()``, ``3.11``), which have no space after the dot.
-A paragraph in Cyrillic (a third of its letters at least) is split by ``razdel`` (natasha's rule-based segmenter), which
-knows Russian abbreviations («т. е.», «и т. д.», «см.», «г.»), initials («А. С. Пушкин») and «»
-quotes.
+A paragraph in Cyrillic (a third of its letters at least) is split by ``razdel`` (natasha's
+rule-based segmenter), which knows Russian abbreviations («т. е.», «и т. д.», «см.», «г.»),
+initials («А. С. Пушкин») and «» quotes.
 
 A *label* is a short line without final punctuation: a signature (``class dict(**kwargs)``) or a
 heading. A code-like label is attached to the sentence that follows it, so that the answer says

@@ -41,7 +41,6 @@ from wikigr.retrieval.sentence_scores import (
     score_sentences,
     sentence_features,
     share,
-    weights_for,
 )
 from wikigr.retrieval.stage import Candidate, QueryState
 
@@ -379,7 +378,7 @@ def enumeration(state: QueryState, passages: list[Candidate], options: AnswerOpt
     by_source: dict[int, list[Scored]] = {}
     for scored in sentence_features(state, passages, wide):
         by_source.setdefault(scored.source, []).append(scored)
-    weights = weights_for(state, options)
+    weights = options.weights_for(state.question)
     if weights["dense"]:  # the few worth embedding, from each source
         each = max(2, options.max_sentences // max(1, len(by_source)))
         kept = [s for group in by_source.values() for s in preselect(group, weights, each)]
