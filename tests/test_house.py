@@ -13,7 +13,15 @@ ROOT = Path(__file__).resolve().parent.parent / "wikigr"
 MAX_LINES = 600
 # What the ground floor may import besides itself: modules that import no floor of wikigr's.
 BASE = frozenset(
-    {"wikigr", "wikigr.errors", "wikigr.schema", "wikigr.progress", "wikigr.home", "wikigr.embed"}
+    {
+        "wikigr",
+        "wikigr.errors",
+        "wikigr.schema",
+        "wikigr.progress",
+        "wikigr.home",
+        "wikigr.embed",
+        "wikigr.lang",
+    }
 )
 # A pack kind's package may branch on its own kind; nothing else may (a registry lookup is no branch).
 KIND_PACKAGES = ("wikigr.openml", "wikigr.documents_kind")

@@ -19,12 +19,9 @@ Any problem is an :class:`~wikigr.errors.InvalidPackError`. Queries are scored s
 memory-mapped arrays (the sum of the query tokens' precomputed weights, as bm25s does), so loading an
 index does not import bm25s.
 
-Tokenisation (the same for chunks and queries): NFKC, then runs of word characters joined by dots
-(``socket.settimeout``); each run gives its alphanumeric parts (``socket``, ``settimeout``), their
-camelCase pieces (``setTimeout`` → ``set``, ``timeout``), and, for a dotted or underscored identifier,
-the whole identifier and its underscored components (``pd.read_csv`` → ``pd.read_csv``, ``read_csv``).
-Tokens are casefolded; English stopwords are dropped from the parts (never from whole identifiers).
-There is no stemmer: none is available without a new dependency.
+Tokens: see :mod:`wikigr.pack.analyze` (English as wikigr always read it; a chunk in another
+language with its own stemmer and stopwords, given at build time; a query in its own language).
+``wikigr_keyword.json`` records the analysis, and a query reads it from there.
 
 An empty corpus (or one without a single token) is accepted: it writes an index that returns nothing.
 """
@@ -33,11 +30,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
-import unicodedata
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from tokenize import TokenError
 from typing import Any
@@ -46,6 +41,17 @@ import numpy as np
 import numpy.typing as npt
 
 from wikigr.errors import InvalidPackError
+from wikigr.pack.analyze import Analysis, AnalysisError, Analyzer, default_stopwords, fold, runs, tokenize
+
+__all__ = [
+    "KEYWORD_DIR",
+    "KeywordIndex",
+    "KeywordUnion",
+    "build_keyword_index",
+    "default_stopwords",
+    "fold",
+    "tokenize",
+]
 
 KEYWORD_DIR = "bm25"
 """The index's folder inside a pack: ``build_keyword_index(pack / KEYWORD_DIR, ...)``."""
@@ -64,12 +70,8 @@ MAX_PARAMS_BYTES = 64 * 1024
 MAX_CHUNK_IDS_BYTES = 512 * 1024 * 1024
 MAX_VOCAB_BYTES = 512 * 1024 * 1024
 MAX_ARRAY_BYTES = 8 * 1024 * 1024 * 1024
-MAX_STOPWORDS = 10_000
 
 METHOD = "lucene"
-TOKENIZER_NAME = "wikigr-keyword"
-TOKENIZER_VERSION = 1
-MAX_TOKEN_CHARS = 100
 
 _DATA_DTYPE = np.dtype(np.float32)
 _INDEX_DTYPE = np.dtype(np.int32)
@@ -78,81 +80,25 @@ _INDPTR_DTYPE = np.dtype(np.int64)
 # What numpy's header parser may raise on a malformed header (it is ast-based: it never runs code).
 _NPY_ERRORS = (OSError, ValueError, SyntaxError, EOFError, TypeError, KeyError, IndexError, TokenError)
 
-_RUN_RE = re.compile(r"\w+(?:\.\w+)*")
-_PART_RE = re.compile(r"[^\W_]+")
-_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
-# --------------------------------------------------------------------------------------------
-# Tokenisation
-
-
-def default_stopwords() -> tuple[str, ...]:
-    """The English stopwords bm25s ships (Lucene's list), recorded in each index at build time."""
-    from bm25s.stopwords import STOPWORDS_EN  # type: ignore[import-untyped]
-
-    return tuple(sorted({str(w).casefold() for w in STOPWORDS_EN}))
-
-
-def _tokenizer_settings(stopwords: Sequence[str]) -> dict[str, Any]:
-    return {
-        "name": TOKENIZER_NAME,
-        "version": TOKENIZER_VERSION,
-        "normalization": "NFKC",
-        "lowercase": "casefold",
-        "identifiers": True,
-        "camel_case": True,
-        "stemmer": None,
-        "max_token_chars": MAX_TOKEN_CHARS,
-        "stopwords": list(stopwords),
-    }
-
-
-def _iter_tokens(text: str, stopwords: frozenset[str]) -> Iterator[str]:
-    for run in _RUN_RE.findall(unicodedata.normalize("NFKC", text)):
-        yield from _run_tokens(run, stopwords)
-
-
-def _run_tokens(run: str, stopwords: frozenset[str]) -> list[str]:
-    """The tokens of one run of word characters (see the module docstring)."""
-    tokens: list[str] = []
-    simple = "." not in run and "_" not in run  # the common case: one alphanumeric part
-    parts = [run] if simple else _PART_RE.findall(run)
-    for part in parts:
-        folded = part.casefold()
-        if folded not in stopwords:
-            tokens.append(folded)
-        tail = part[1:]
-        if tail != tail.lower():  # an upper-case letter after the first: maybe camelCase
-            pieces = _CAMEL_RE.split(part)
-            if len(pieces) > 1:
-                tokens.extend(f for f in (piece.casefold() for piece in pieces) if f not in stopwords)
-    if not simple and parts and (len(parts) > 1 or run != parts[0]):
-        tokens.append(run.casefold())
-        if "." in run:
-            tokens.extend(c.casefold() for c in run.split(".") if "_" in c and _PART_RE.search(c))
-    return tokens
-
-
-def fold(token: str) -> str:
-    """``token`` without its accents: "aschenbrödel" is "aschenbrodel"."""
-    return "".join(c for c in unicodedata.normalize("NFKD", token) if not unicodedata.combining(c))
-
-
-def tokenize(text: str, stopwords: Sequence[str] | frozenset[str] | None = None) -> list[str]:
-    """The tokens of ``text``, as indexed and as queried (see the module docstring)."""
-    stop = frozenset(default_stopwords() if stopwords is None else stopwords)
-    return [t for t in _iter_tokens(text, stop) if len(t) <= MAX_TOKEN_CHARS]
-
 
 # --------------------------------------------------------------------------------------------
 # Building
 
 
 def build_keyword_index(
-    folder: Path, chunk_ids: list[str], texts: list[str], k1: float = 1.2, b: float = 0.75
+    folder: Path,
+    chunk_ids: list[str],
+    texts: list[str],
+    k1: float = 1.2,
+    b: float = 0.75,
+    languages: Sequence[str] | None = None,
 ) -> None:
     """Index ``texts`` (chunk ``chunk_ids[i]`` has text ``texts[i]``) and save the index in ``folder``.
+
+    ``languages[i]`` is chunk i's document language (``wikigr.lang`` codes, ``und`` allowed): a
+    chunk in a language with a Snowball stemmer is analysed in that language
+    (:mod:`wikigr.pack.analyze`); None (or only English) gives the English index wikigr always
+    wrote, byte for byte.
 
     ``folder`` (normally ``pack / KEYWORD_DIR``) is created, or replaced as a whole if it exists:
     the index is written to a sibling temporary folder first, so a failed build leaves no half index.
@@ -169,26 +115,30 @@ def build_keyword_index(
         raise ValueError(f"k1 must be a finite number >= 0, not {k1!r}")
     if isinstance(b, bool) or not isinstance(b, int | float) or not math.isfinite(b) or not 0 <= b <= 1:
         raise ValueError(f"b must be between 0 and 1, not {b!r}")
+    if languages is not None and (
+        len(languages) != len(texts) or not all(isinstance(code, str) for code in languages)
+    ):
+        raise ValueError(f"languages must be {len(texts)} language codes, one per text")
     k1, b = float(k1), float(b)
 
     import bm25s  # type: ignore[import-untyped]  # only builds need it
 
-    stopwords = default_stopwords()
-    stop = frozenset(stopwords)
+    analysis = Analysis.for_chunks(languages)
     vocab: dict[str, int] = {}  # first-seen order, so the files are reproducible
-    known: dict[str, list[int]] = {}  # a run of word characters -> its tokens' columns (runs repeat)
+    # per analyzer, a run of word characters -> its tokens' columns (runs repeat)
+    known: dict[int, dict[str, list[int]]] = {}
 
-    def run_ids(run: str) -> list[int]:
-        ids = known.get(run)
+    def run_ids(run: str, analyzer: Analyzer, seen: dict[str, list[int]]) -> list[int]:
+        ids = seen.get(run)
         if ids is None:
-            tokens = [t for t in _run_tokens(run, stop) if len(t) <= MAX_TOKEN_CHARS]
-            ids = known[run] = [vocab.setdefault(t, len(vocab)) for t in tokens]
+            ids = seen[run] = [vocab.setdefault(t, len(vocab)) for t in analyzer.run_tokens(run)]
         return ids
 
-    corpus_ids = [
-        [i for run in _RUN_RE.findall(unicodedata.normalize("NFKC", text)) for i in run_ids(run)]
-        for text in texts
-    ]
+    corpus_ids = []
+    for n, text in enumerate(texts):
+        analyzer = analysis.for_language(languages[n] if languages is not None else None)
+        seen = known.setdefault(id(analyzer), {})
+        corpus_ids.append([i for run in runs(text) for i in run_ids(run, analyzer, seen)])
 
     retriever = bm25s.BM25(k1=k1, b=b, method=METHOD, backend="numpy", csc_backend="numpy")
     if vocab:
@@ -229,7 +179,7 @@ def build_keyword_index(
                 "b": b,
                 "num_documents": len(texts),
                 "vocabulary_size": len(vocab),
-                "tokenizer": _tokenizer_settings(stopwords),
+                "tokenizer": analysis.settings(),
                 "bm25s_version": str(getattr(bm25s, "__version__", "")),
             },
         )
@@ -324,7 +274,7 @@ def _float_field(meta: dict[str, Any], key: str, path: Path) -> float:
     return float(value)
 
 
-def _check_meta(path: Path, meta: Any) -> tuple[int, int, float, float, tuple[str, ...]]:
+def _check_meta(path: Path, meta: Any) -> tuple[int, int, float, float, Analysis]:
     if not isinstance(meta, dict):
         raise InvalidPackError(f"corrupt keyword index {path}: not a JSON object")
     version = meta.get("format_version")
@@ -342,25 +292,14 @@ def _check_meta(path: Path, meta: Any) -> tuple[int, int, float, float, tuple[st
     num_docs = _int_field(meta, "num_documents", path)
     vocab_size = _int_field(meta, "vocabulary_size", path)
     k1, b = _float_field(meta, "k1", path), _float_field(meta, "b", path)
-    tokenizer = meta.get("tokenizer")
-    if not isinstance(tokenizer, dict):
-        raise InvalidPackError(f"corrupt keyword index {path}: tokenizer must be an object")
-    stopwords = tokenizer.get("stopwords")
-    if (
-        not isinstance(stopwords, list)
-        or len(stopwords) > MAX_STOPWORDS
-        or not all(isinstance(w, str) for w in stopwords)
-    ):
-        raise InvalidPackError(f"corrupt keyword index {path}: tokenizer.stopwords must be a list of strings")
-    tok_version = tokenizer.get("version")
-    if isinstance(tok_version, int) and not isinstance(tok_version, bool) and tok_version > TOKENIZER_VERSION:
+    try:
+        analysis = Analysis.from_settings(meta.get("tokenizer"))
+    except AnalysisError as exc:
+        message = str(exc)
         raise InvalidPackError(
-            f"keyword index tokenizer version {tok_version} is newer than this wikigr supports "
-            f"({TOKENIZER_VERSION}): upgrade wikigr"
-        )
-    if tokenizer != _tokenizer_settings(stopwords):
-        raise InvalidPackError(f"corrupt keyword index {path}: unsupported tokenizer settings")
-    return num_docs, vocab_size, k1, b, tuple(stopwords)
+            message if message.startswith("keyword index") else f"corrupt keyword index {path}: {message}"
+        ) from None
+    return num_docs, vocab_size, k1, b, analysis
 
 
 class KeywordIndex:
@@ -374,7 +313,7 @@ class KeywordIndex:
         data: npt.NDArray[np.float32],
         indices: npt.NDArray[np.int32],
         indptr: npt.NDArray[np.int64],
-        stopwords: Sequence[str],
+        analysis: Analysis,
         k1: float,
         b: float,
     ) -> None:
@@ -383,7 +322,7 @@ class KeywordIndex:
         self._data = data
         self._indices = indices
         self._indptr = indptr
-        self._stopwords = frozenset(stopwords)
+        self.analysis = analysis
         self.k1 = k1
         self.b = b
         self._folded: frozenset[str] | None = None
@@ -402,7 +341,7 @@ class KeywordIndex:
         if not folder.is_dir():
             raise InvalidPackError(f"keyword index missing: {folder} is not a folder")
         meta_path = folder / META_FILE
-        num_docs, vocab_size, k1, b, stopwords = _check_meta(meta_path, _read_json(meta_path, MAX_META_BYTES))
+        num_docs, vocab_size, k1, b, analysis = _check_meta(meta_path, _read_json(meta_path, MAX_META_BYTES))
 
         params_path = folder / PARAMS_FILE
         params = _read_json(params_path, MAX_PARAMS_BYTES)
@@ -446,7 +385,7 @@ class KeywordIndex:
             data=data,
             indices=indices,
             indptr=indptr,
-            stopwords=stopwords,
+            analysis=analysis,
             k1=k1,
             b=b,
         )
@@ -476,9 +415,10 @@ class KeywordIndex:
                 )
             seen.add(column)
 
-    def tokens(self, text: str) -> list[str]:
-        """The tokens of ``text`` as this index reads them (its own stopwords)."""
-        return tokenize(text, self._stopwords)
+    def tokens(self, text: str, language: str | None = None) -> list[str]:
+        """The tokens of ``text`` as this index reads a text in ``language`` (None: English): the
+        analysis the index recorded for that language, or its English one."""
+        return self.analysis.tokens(text, language)
 
     def idf(self, tokens: Sequence[str]) -> dict[str, float]:
         """A smoothed inverse document frequency of each token, ``ln((N + 1) / (df + 1)) + 0.5``
@@ -507,8 +447,9 @@ class KeywordIndex:
             return 0
         return int(self._indptr[column + 1] - self._indptr[column])
 
-    def search(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The ``k`` best chunks for ``query`` as ``(chunk id, BM25 score)``, best first.
+    def search(self, query: str, k: int, language: str | None = None) -> list[tuple[str, float]]:
+        """The ``k`` best chunks for ``query`` (in ``language``: see :meth:`tokens`) as
+        ``(chunk id, BM25 score)``, best first.
 
         Only chunks with a positive score are returned, so a query without any indexed token gives
         ``[]``; ties are broken by indexing order. ``k`` may exceed the corpus; ``k == 0`` gives
@@ -520,7 +461,7 @@ class KeywordIndex:
             raise ValueError(f"k must be >= 0, not {k}")
         if k == 0 or not len(self):
             return []
-        return self._search(dict.fromkeys(tokenize(query, self._stopwords), 1.0), k)  # each token once
+        return self._search(dict.fromkeys(self.tokens(query, language), 1.0), k)  # each token once
 
     def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
         """The ``k`` best chunks by the sum of the tokens' BM25 weights, each weight times the
@@ -559,7 +500,14 @@ class KeywordUnion(KeywordIndex):
         if not parts:
             raise ValueError("a union needs at least one index")
         self.parts = list(parts)
-        self._stopwords = self.parts[0]._stopwords
+        own: dict[str, tuple[str, Sequence[str]]] = {}
+        for part in self.parts:  # a shard analyses the languages of its own chunks
+            for code, analyzed in part.analysis.own.items():
+                if own.setdefault(code, analyzed) != analyzed:
+                    raise InvalidPackError(
+                        f"the shards' keyword indexes analyse {code!r} differently: rebuild the pack"
+                    )
+        self.analysis = Analysis(self.parts[0].analysis.stopwords, own)
         self.k1, self.b = self.parts[0].k1, self.parts[0].b
         self._folded = None
 

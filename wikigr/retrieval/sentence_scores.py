@@ -27,18 +27,27 @@ The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 A factoid question's sentences are ranked with ``weights``, any other's (how to, what X does, a
 list; and a question that asks for code, "which function ...") with ``open_weights``
 (:meth:`AnswerOptions.weights_for`).
+
+Words are read as keyword search reads them, in the question's language (``QueryState.language``:
+a Russian question's words and a Russian sentence's meet stemmed, «таймаут» in «таймаута»). A
+question in another language than the sentences shares only the words the two languages write
+alike (names, identifiers, numbers: "BLAKE2", ``socket.settimeout``); its word signals count those.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from wikigr import lang
 from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normalize
-from wikigr.pack.keyword import KeywordIndex, tokenize
+from wikigr.pack.analyze import Analyzer, language_stopwords
+from wikigr.pack.keyword import KeywordIndex
 from wikigr.question import DATE, NUMBER, Question
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES, DEFAULT_CANDIDATE_WEIGHTS, asked_tokens
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
@@ -187,11 +196,16 @@ class Scored:
 
 
 class Vocabulary:
-    """Tokens and their IDF: the pack's BM25 index when it has one, else the passages at hand."""
+    """Tokens and their IDF: the pack's BM25 index when it has one, else the passages at hand. Text
+    is read in ``language`` (the question's), as the index reads it."""
 
-    def __init__(self, index: KeywordIndex | None, passages: list[str]) -> None:
+    def __init__(self, index: KeywordIndex | None, passages: list[str], language: str | None = None) -> None:
         self.index = index
-        self._tokenize = index.tokens if index is not None else (lambda t: tokenize(t, STOP_NAMES))
+        self._tokenize: Callable[[str], list[str]]
+        if index is None:
+            self._tokenize = _analyzer(language).tokens
+        else:
+            self._tokenize = functools.partial(index.tokens, language=language)
         self._local: dict[str, int] = {}
         self._tokens: dict[str, list[str]] = {}
         if index is None:
@@ -214,6 +228,14 @@ class Vocabulary:
             df = self.index.document_frequency(token) if self.index is not None else self._local.get(token, 0)
             self._idf[token] = math.log(1 + (self._docs - df + 0.5) / (df + 0.5))
         return self._idf[token]
+
+
+def _analyzer(language: str | None) -> Analyzer:
+    """How text in ``language`` is read without a keyword index: entity stop names dropped, and
+    the language's own stopwords and stemmer where it has one (English: none)."""
+    stemmer = lang.stemmer_name(language) if language else None
+    own = frozenset(language_stopwords(language)) if language and stemmer else frozenset()
+    return Analyzer(frozenset(STOP_NAMES) | own, stemmer, lang.language_script(language or lang.ENGLISH))
 
 
 def share(question: dict[str, float], tokens: set[str]) -> float:
@@ -285,7 +307,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         index: KeywordIndex | None = state.ctx.keyword_index()
     except Skip:
         index = None
-    vocabulary = Vocabulary(index, [c.text for c in top])
+    vocabulary = Vocabulary(index, [c.text for c in top], state.language)
     question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
     question_entities, per_passage = _entities(state, top)
     bridges = _bridges(

@@ -6,6 +6,9 @@ and from Wikipedia-like articles (plain paragraphs). A sentence ends at ``. ! ? 
 closing quote or bracket) followed by white space and a capital, a digit or an opening quote —
 but not after an abbreviation ("e.g.", "Dr."), an initial ("G. Stanley Hall") or inside an
 identifier or a number (``socket.settimeout()``, ``3.11``), which have no space after the dot.
+A paragraph in Cyrillic (a third of its letters at least) is split by ``razdel`` (natasha's
+rule-based segmenter), which knows Russian abbreviations («т. е.», «и т. д.», «см.», «г.»),
+initials («А. С. Пушкин») and «» quotes.
 
 A *label* is a short line without final punctuation: a signature (``class dict(**kwargs)``) or a
 heading. A code-like label is attached to the sentence that follows it, so that the answer says
@@ -128,9 +131,26 @@ def _is_abbreviation(before: str) -> bool:
     return word.casefold() in ABBREVIATIONS
 
 
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def _cyrillic(text: str) -> bool:
+    """Whether ``text`` is Cyrillic prose: at least a third of its letters, Latin identifiers and
+    all ("Вызовите socket.settimeout(5.0)."), are Cyrillic."""
+    if text.isascii():
+        return False
+    cyrillic = len(_CYRILLIC.findall(text))
+    return cyrillic > 0 and 2 * cyrillic >= len(_LATIN.findall(text))
+
+
 def split_sentences(paragraph: str) -> list[str]:
     """The sentences of a paragraph of prose (line breaks are spaces)."""
     text = " ".join(paragraph.split())
+    if _cyrillic(text):
+        from razdel import sentenize  # Russian rules; imported by an answer that quotes Cyrillic
+
+        return [found.text for found in sentenize(text) if found.text.strip()]
     out: list[str] = []
     start = 0
     for match in _END.finditer(text):
@@ -432,7 +452,7 @@ def split_units(text: str) -> list[Unit]:
     _point_at_tables(units)
     if units and units[0].kind in (TEXT, ITEM) and not units[0].row:  # a row is cut only when short
         first = units[0].text
-        units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘([`_")
+        units[0].fragment = not (first[:1].isupper() or first[:1].isdigit() or first[:1] in "\"'“‘«„([`_")
     return units
 
 

@@ -45,7 +45,7 @@ from wikigr.retrieval.sentence_scores import (
 from wikigr.retrieval.stage import Candidate, QueryState
 
 NO_PASSAGE = "No passage in this pack matches the question."
-_END_PUNCT = re.compile(r"([.!?]+)([\"'”’)\]]*)$")
+_END_PUNCT = re.compile(r"([.!?]+)([\"'”’»)\]]*)$")
 
 
 def clip(text: str, words: int) -> str:
@@ -58,7 +58,7 @@ def clip(text: str, words: int) -> str:
 
 # a page's footnote mark after a word: "all cased characters [4] in", "... the default [2]." (not
 # code: "[0] * 3", "returns [1, 2]")
-_FOOTNOTE = re.compile(r"(?<=[A-Za-z]) \[\d{1,3}\](?=\s+[a-z]|[.,;:!?)]|$)")
+_FOOTNOTE = re.compile(r"(?<=[A-Za-zА-Яа-яЁё]) \[\d{1,3}\](?=\s+[a-zа-яё]|[.,;:!?)]|$)")
 
 
 def cite(text: str, source: int) -> str:

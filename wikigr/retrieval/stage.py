@@ -27,6 +27,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from wikigr import lang
 from wikigr.errors import InvalidPackError, UsageError
 from wikigr.question import Question
 
@@ -170,11 +171,41 @@ class QueryState:
     trace: dict[str, Any] = field(default_factory=dict)  # added to the top of the trace (tool_calls...)
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
+    _language: str | None = None  # see language
 
     @property
     def asked(self) -> Question:
         """The question's analysis (its kind, what it asks for, its words), made once."""
         return Question.of(self.question)
+
+    @property
+    def language(self) -> str:
+        """The question's language (a :mod:`wikigr.lang` code), told once per query from its script
+        and the pack's languages (:func:`wikigr.lang.question_language`): keyword search and the
+        answer read the question in it."""
+        if self._language is None:
+            self._language = lang.question_language(self.question, self.ctx.pack.manifest.language_codes())
+        return self._language
+
+    @property
+    def pack_languages(self) -> list[str]:
+        """The languages of the pack's documents, most documents first (``und`` left out; an old
+        pack's: English)."""
+        return [code for code in self.ctx.pack.manifest.language_codes() if code != lang.UNKNOWN] or [
+            lang.ENGLISH
+        ]
+
+    @property
+    def across(self) -> bool:
+        """Whether the question is in another language than all the pack's documents (a Russian
+        question on English pages): its words are not the documents' words, and it is matched by
+        meaning (the router leans on the vectors; the answer says nothing of its "missing" words)."""
+        return self.language != lang.UNKNOWN and self.language not in self.pack_languages
+
+    def across_note(self) -> str:
+        """``"the question is in Russian and the pack in English: matched by meaning"`` (traced)."""
+        pack = " and ".join(lang.name(code) for code in self.pack_languages)
+        return f"the question is in {lang.name(self.language)} and the pack in {pack}: matched by meaning"
 
     def vector(self, text: str | None = None) -> np.ndarray:
         """The embedding of ``text`` (default: the question), computed once."""

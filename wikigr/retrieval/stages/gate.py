@@ -4,8 +4,10 @@ never mentions, say so instead of pretending."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from wikigr import lang
 from wikigr.embed import ordinary_words
 from wikigr.pack.keyword import KeywordIndex, fold
 from wikigr.question import QUESTION_WORDS
@@ -25,15 +27,31 @@ class GateOptions:
     threshold: float = 0.3  # on the best cosine similarity between the question and a chunk
 
 
-def absent_words(question: str, index: KeywordIndex) -> list[str]:
+def absent_words(
+    question: str,
+    index: KeywordIndex,
+    language: str = lang.ENGLISH,
+    pack_languages: Sequence[str] = (lang.ENGLISH,),
+) -> list[str]:
     """The words of ``question`` that no chunk of the pack holds, in any form, and that say what
     the question is about: a name ("Rust", capitalised but not as a sentence's first word) or a
     word that is no common English one ("nginx", "quicksort", "jsno"), as written, at most
     :data:`MAX_ABSENT`, looked up in the pack's keyword ``index``; a small pack may well lack
     "method". Quoted words are the asker's own names and are not looked for, nor are the runs of a
-    script written without spaces (a run of Chinese is no word)."""
+    script written without spaces (a run of Chinese is no word).
+
+    The question is read in its ``language`` and the pack holds documents in ``pack_languages``.
+    Words of another language than the documents' are not "missing": a question in a language the
+    pack lacks has its words in that language's script left out (a Russian question on English
+    pages: its Russian words; a Latin name or identifier in it is still looked for), and so are
+    words in a script none of the pack's languages is written in. A word of a language other than
+    English is reported only as a name (there is no list of its common words)."""
     common = QUESTION_WORDS | _ASKING
     text = _QUOTED.sub(" ", question)
+    known = {code for code in pack_languages if code != lang.UNKNOWN} or {lang.ENGLISH}
+    foreign = language != lang.UNKNOWN and language not in known
+    own_script = lang.language_script(language)
+    scripts = {lang.language_script(code) for code in known} | {"latin"}  # names, code: Latin anywhere
     absent: list[str] = []
     seen: set[str] = set()
     for match in _WORD.finditer(text):
@@ -41,14 +59,18 @@ def absent_words(question: str, index: KeywordIndex) -> list[str]:
         if word.casefold() in seen or any(ord(c) >= _UNSPACED for c in word):
             continue
         seen.add(word.casefold())
-        tokens = [t for t in index.tokens(word) if t not in common]
+        written = lang.script(word)
+        if written not in scripts or (foreign and written == own_script):
+            continue  # a word of another language than the pack's
+        tokens = [t for t in index.tokens(word, language) if t not in common]
         forms = {form for t in tokens for form in _forms(t)}
         if not tokens or any(index.document_frequency(form) for form in forms):
             continue  # the cheap look-ups first: most words are there
         if {fold(form) for form in forms} & index.unaccented():  # "Aschenbrodel": "Aschenbrödel"
             continue
         named = word[:1].isupper() and not _SENTENCE_START.search(text[: match.start()])
-        if named or word.casefold() not in ordinary_words():
+        english = language in (lang.ENGLISH, lang.UNKNOWN) or written != own_script
+        if named or (english and word.casefold() not in ordinary_words()):
             absent.append(word)
             if len(absent) == MAX_ABSENT:
                 break
@@ -91,7 +113,8 @@ class GateStage(Stage):
             state.confidence = max((float(v @ question) for v in vectors.values()), default=0.0)
         state.low_confidence = state.confidence < self.options.threshold
         try:
-            state.absent = absent_words(state.question, state.ctx.keyword_index())
+            index = state.ctx.keyword_index()
+            state.absent = absent_words(state.question, index, state.language, state.pack_languages)
         except Skip:  # no keyword index: nothing to look the words up in
             state.absent = []
         state.note(
@@ -100,3 +123,5 @@ class GateStage(Stage):
             threshold=self.options.threshold,
             absent=state.absent,
         )
+        if state.across:
+            state.note(self.name, across=state.across_note())

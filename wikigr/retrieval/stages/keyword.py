@@ -32,8 +32,8 @@ class KeywordStage(Stage):
     def run(self, state: QueryState) -> None:
         index = state.ctx.keyword_index()
         keyword: dict[str, float] = {}
-        for query in state.queries or [state.question]:
-            for chunk_id, score in index.search(query, self.options.candidates):
+        for query in state.queries or [state.question]:  # read in the question's language
+            for chunk_id, score in index.search(query, self.options.candidates, state.language):
                 keyword[chunk_id] = max(keyword.get(chunk_id, 0.0), score)
         by_id = {c.chunk_id: c for c in state.candidates}
         missing = {cid: s for cid, s in keyword.items() if cid not in by_id}
@@ -61,4 +61,10 @@ class KeywordStage(Stage):
             candidate.score = fused.get(chunk_id, 0.0)
         state.candidates = list(by_id.values())
         state.sort()
-        state.note(self.name, keyword_hits=len(keyword), added=len(missing), fusion=self.options.fusion)
+        state.note(
+            self.name,
+            keyword_hits=len(keyword),
+            added=len(missing),
+            fusion=self.options.fusion,
+            language=state.language,
+        )

@@ -23,6 +23,14 @@ whatever the policy, it answers, run once on the query itself (there is nothing 
 escalate to). An OpenML pack's is ``openml``: openml_tools, its tools answer from its runs
 (docs/openml.md).
 
+A question in another language than all the pack's documents (``QueryState.across``: a Russian
+question on English pages; the question's language is told once per query, from its script and the
+pack's languages) shares no words with the passages: each strategy runs without its lexical stages
+(:data:`LEXICAL`: keyword, title_match, pair), as ``NAME_meaning`` (``pages_meaning``: literals,
+vector, page_score; ``hybrid`` is then ``vector``), and attempts are scored by similarity. The
+trace's ``across`` says so. A question in one of the pack's languages (English on English) is
+routed as before.
+
 Two policies choose the strategies to try. ``auto`` (the ``auto`` profile, the default) looks at
 the pack first. A passage corpus (at most ``passage_chunks`` chunks per article on average, and
 pages that do not link to each other: short passages titled by their subject) gets ``entity`` —
@@ -74,6 +82,18 @@ STRATEGIES: dict[str, list[str]] = {
     "links": ["vector", "keyword", "title_match", "bridge", "pair"],
     "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
 }
+LEXICAL = ("keyword", "title_match", "pair")  # the stages that match the question's words with the passages'
+# A question in another language than all the pack's documents is matched by meaning: each
+# strategy without its lexical stages (``pages`` → ``pages_meaning``: literals, vector, page_score).
+MEANING: dict[str, str] = {
+    name: "vector" if [s for s in stages if s not in LEXICAL] == STRATEGIES["vector"] else f"{name}_meaning"
+    for name, stages in STRATEGIES.items()
+    if set(stages) & set(LEXICAL)
+}
+STRATEGIES.update(
+    {meaning: [s for s in STRATEGIES[name] if s not in LEXICAL] for name, meaning in MEANING.items()}
+)
+WIDE = ("wide", "wide_meaning")  # the strategies that fetch wide_factor x the candidates
 LADDERS: dict[str, list[str]] = {
     "simple": ["vector", "hybrid", "graph", "wide"],
     "relation": ["graph", "graph_paths", "wide"],
@@ -194,7 +214,7 @@ class RouterStage(Stage):
             for stage_name in stage_names or STRATEGIES[name]:
                 cls = stage_class(stage_name)
                 options = copy.copy(ctx.options.get(stage_name) or cls.Options())
-                if name == "wide" and hasattr(options, "candidates") and stage_name in ("vector", "keyword"):
+                if name in WIDE and hasattr(options, "candidates") and stage_name in ("vector", "keyword"):
                     options.candidates *= self.options.wide_factor
                 stages.append(cls(options))
             self._stages[name] = stages
@@ -232,7 +252,7 @@ class RouterStage(Stage):
         top = [c.chunk_id for c in candidates[: self.options.score_top]]
         if not top:
             return 0.0
-        if self.options.score == "coverage":
+        if self.options.score == "coverage" and not state.across:  # across languages: no shared words
             words = state.asked.content_words
             found: set[str] = set()
             for c in candidates[: self.options.score_top]:
@@ -252,6 +272,7 @@ class RouterStage(Stage):
             usage=state.usage,
             _vectors=state._vectors,
             _nearest=state._nearest,
+            _language=state.language,
         )
         start = time.perf_counter()
         stages = [run_stage(stage, trial) for stage in self._strategy(strategy, state.ctx)]
@@ -310,6 +331,12 @@ class RouterStage(Stage):
             detail = {"pack": shape.describe(), "strategy": strategy, "strategy_why": strategy_why}
         else:
             ladder = list(LADDERS[kind])
+        if state.across:  # lean on the vectors: no strategy matches the question's words
+            ladder = list(dict.fromkeys(MEANING.get(strategy, strategy) for strategy in ladder))
+            detail["across"] = state.across_note()
+            if o.policy == "auto":
+                detail["strategy"] = ladder[0]
+                detail["strategy_why"] += f", without the lexical stages ({', '.join(LEXICAL)})"
         attempts: list[dict[str, Any]] = []
         best: tuple[float, list[Candidate]] | None = None
         if state.candidates:  # the profile's own ranking is the first attempt
