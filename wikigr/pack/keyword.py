@@ -150,9 +150,15 @@ def tokenize(text: str, stopwords: Sequence[str] | frozenset[str] | None = None)
 
 
 def build_keyword_index(
-    folder: Path, chunk_ids: list[str], texts: list[str], k1: float = 1.2, b: float = 0.75
+    folder: Path,
+    chunk_ids: list[str],
+    texts: list[str],
+    k1: float = 1.2,
+    b: float = 0.75,
+    languages: Sequence[str] | None = None,
 ) -> None:
     """Index ``texts`` (chunk ``chunk_ids[i]`` has text ``texts[i]``) and save the index in ``folder``.
+    ``languages``: each chunk's language (wikigr.lang code; None: all English).
 
     ``folder`` (normally ``pack / KEYWORD_DIR``) is created, or replaced as a whole if it exists:
     the index is written to a sibling temporary folder first, so a failed build leaves no half index.
