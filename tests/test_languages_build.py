@@ -1,0 +1,334 @@
+"""Languages at build time (issue 38): each document's language detected and counted in the
+manifest, the embedder chosen by them unless the user chose one, ``pack info``'s languages and
+analyzers, ``pack update``'s counts. Real builds of small Russian and English documents."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cli.test_cli import assert_one_error, cli
+from wikigr.build.cache import BuildCache
+from wikigr.build.languages import MULTILINGUAL, choose_embedder, document_language
+from wikigr.build.options import BuildOptions
+from wikigr.build.prepare import PreparedDocument
+from wikigr.build.ray import from_arrow, to_arrow
+from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
+from wikigr.errors import EmbedderUnavailableError
+from wikigr.pack.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RUSSIAN = {
+    "chai.md": "# Чай\n\nЗелёный чай заваривают водой не горячее восьмидесяти градусов, чтобы листья "
+    "не горчили. Чайник перед заваркой прогревают кипятком, а первую заварку сливают.\n",
+    "kofe.md": "# Кофе\n\nКофе мелют непосредственно перед приготовлением: молотые зёрна быстро теряют "
+    "аромат. Турку ставят на слабый огонь и снимают, как только поднимется пенка.\n",
+}
+ENGLISH = {
+    "kettle.md": "# Kettles\n\nAn electric kettle boils water quickly; descale it with vinegar every month "
+    "so that the heating element keeps working well.\n",
+}
+
+
+def _folder(tmp_path: Path, files: dict[str, str], name: str = "docs") -> Path:
+    folder = tmp_path / name
+    folder.mkdir(exist_ok=True)
+    for file, text in files.items():
+        (folder / file).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _notes(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("note:")]
+
+
+def _multilingual_or_skip() -> None:
+    try:
+        get_embedder(MULTILINGUAL)
+    except EmbedderUnavailableError as exc:
+        pytest.skip(f"the multilingual embedder is not in this wikigr yet: {exc}")
+
+
+# -- the choice, without a model ------------------------------------------------------------------
+
+
+def test_an_english_pack_keeps_the_built_in_model_without_a_note() -> None:
+    assert choose_embedder({"en": 7}, None) == (DEFAULT_EMBEDDER, None)
+    assert choose_embedder({"en": 2, "und": 3}, None) == (DEFAULT_EMBEDDER, None)  # undetermined: not others
+    assert choose_embedder({}, None) == (DEFAULT_EMBEDDER, None)
+
+
+def test_a_pack_not_all_english_is_built_multilingual_and_says_so_in_one_line() -> None:
+    name, note = choose_embedder({"en": 2, "ru": 5}, None)
+    assert name == MULTILINGUAL
+    assert note == (
+        "note: 5 of 7 documents are not in English (Russian 5, English 2): building with the multilingual "
+        "embedder (--embedder multilingual); pass --embedder to choose another"
+    )
+    assert choose_embedder({"ru": 1, "und": 1}, None)[1] == (
+        "note: 1 of 2 documents are not in English (Russian 1, undetermined 1): building with the "
+        "multilingual embedder (--embedder multilingual); pass --embedder to choose another"
+    )
+
+
+def test_a_chosen_embedder_is_kept_and_the_english_model_for_other_languages_is_noted() -> None:
+    assert choose_embedder({"ru": 5}, MULTILINGUAL) == (MULTILINGUAL, None)
+    assert choose_embedder({"ru": 5}, "st:some-model") == ("st:some-model", None)
+    assert choose_embedder({"en": 5}, DEFAULT_EMBEDDER) == (DEFAULT_EMBEDDER, None)
+    name, note = choose_embedder({"ru": 5, "en": 2}, DEFAULT_EMBEDDER)
+    assert name == DEFAULT_EMBEDDER
+    assert note is not None and "\n" not in note
+    assert note.startswith("note: 5 of 7 documents are not in English (Russian 5, English 2)")
+    assert "questions in other languages will not be understood well" in note
+
+
+def test_what_counts_as_a_chosen_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    assert BuildOptions().chosen_embedder() is None
+    assert BuildOptions(embedder=DEFAULT_EMBEDDER, embedder_chosen=True).chosen_embedder() == DEFAULT_EMBEDDER
+    assert BuildOptions(embedder=MULTILINGUAL).chosen_embedder() == MULTILINGUAL
+    monkeypatch.setenv("WIKIGR_EMBEDDER", DEFAULT_EMBEDDER)
+    assert BuildOptions().chosen_embedder() == DEFAULT_EMBEDDER
+
+
+def test_a_document_s_language_is_read_from_its_title_and_text() -> None:
+    text = RUSSIAN["chai.md"].split("\n\n", 1)[1]
+    assert document_language("Чай", [{"title": "Чай", "text": text}]) == "ru"
+    assert document_language("Kettles", [{"title": "", "text": ENGLISH["kettle.md"]}]) == "en"
+    assert document_language("", [{"title": "", "text": "x = 1"}]) == "und"
+
+
+def test_the_language_travels_with_a_prepared_document(tmp_path: Path) -> None:
+    """Through the resume cache and a Ray batch's Arrow table (what a worker sends back)."""
+    item = PreparedDocument(
+        source="file:///a.md",
+        fetch={"url": "file:///a.md", "final_url": "file:///a.md"},
+        title="Чай",
+        sections=[{"title": "Чай", "level": 1, "text": "текст"}],
+        chunks=[{"section": 0, "ord": 0, "text": "текст"}],
+        embeddings=np.ones((1, 4), np.float32),
+        language="ru",
+    )
+    assert from_arrow(to_arrow([item], 4))[0].language == "ru"
+    embedder = get_embedder(DEFAULT_EMBEDDER)
+    cache = BuildCache.for_build(tmp_path / "cache", embedder, BuildOptions())
+    cache.save(item)
+    loaded = BuildCache.for_build(tmp_path / "cache", embedder, BuildOptions()).load(item.source)
+    assert loaded is not None and loaded.language == "ru"
+    assert BuildCache.embedder_of(tmp_path / "cache") == embedder.name
+
+
+# -- real builds -----------------------------------------------------------------------------------
+
+
+def test_an_english_folder_builds_as_before(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    folder = _folder(tmp_path, ENGLISH)
+    code, out, err = cli(capsys, "pack", "create", "kettles", "--url", str(folder), "--no-graph")
+    assert code == 0, err
+    assert _notes(err) == [] and "Languages:" not in out
+    manifest = load_manifest(wikigr_home / "packs" / "kettles" / "manifest.json")
+    assert manifest.embedder.name == DEFAULT_EMBEDDER
+    assert manifest.languages == {"en": 1}
+
+
+def test_a_mixed_folder_records_its_languages_and_pack_info_shows_them_with_their_analyzers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path
+) -> None:
+    folder = _folder(tmp_path, {**RUSSIAN, **ENGLISH})
+    code, out, err = cli(
+        capsys, "pack", "create", "drinks", "--url", str(folder), "--no-graph", "--embedder", DEFAULT_EMBEDDER
+    )
+    assert code == 0, err
+    notes = _notes(err)
+    assert len(notes) == 1 and "will not be understood well" in notes[0], err
+    assert "2 of 3 documents are not in English (Russian 2, English 1)" in notes[0]
+    assert f"Languages: Russian (2), English (1); embedder {DEFAULT_EMBEDDER}" in out
+    manifest = load_manifest(wikigr_home / "packs" / "drinks" / "manifest.json")
+    assert manifest.languages == {"ru": 2, "en": 1}
+
+    code, out, err = cli(capsys, "pack", "info", "drinks")
+    assert code == 0, err
+    assert "Russian (2), English (1)" in out
+    assert "Russian: keywords Snowball russian, entities natasha" in out
+    assert "English: keywords unstemmed, entities spacy" in out
+
+    code, out, err = cli(capsys, "pack", "info", "drinks", "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    assert info["languages"] == {"ru": 2, "en": 1}
+    assert info["language_summary"] == "Russian (2), English (1)"
+    assert info["analyzers"] == [
+        {
+            "language": "ru",
+            "name": "Russian",
+            "documents": 2,
+            "keyword": "Snowball russian",
+            "entities": "natasha",
+        },
+        {"language": "en", "name": "English", "documents": 1, "keyword": "unstemmed", "entities": "spacy"},
+    ]
+
+    code, out, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "drinks-json",
+        "--url",
+        str(folder),
+        "--no-graph",
+        "--json",
+        "--embedder",
+        DEFAULT_EMBEDDER,
+    )
+    assert code == 0, err
+    built = json.loads(out)
+    assert built["languages"] == {"ru": 2, "en": 1} and built["embedder"] == DEFAULT_EMBEDDER
+    assert built["notes"] == _notes(err)
+
+
+def test_a_russian_folder_without_embedder_is_built_multilingual_and_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _multilingual_or_skip()
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    folder = _folder(tmp_path, {**RUSSIAN, **ENGLISH})
+    code, _, err = cli(capsys, "pack", "create", "drinks", "--url", str(folder), "--no-graph")
+    assert code == 0, err
+    notes = _notes(err)
+    assert notes == [
+        "note: 2 of 3 documents are not in English (Russian 2, English 1): building with the multilingual "
+        "embedder (--embedder multilingual); pass --embedder to choose another"
+    ], err
+    manifest = load_manifest(wikigr_home / "packs" / "drinks" / "manifest.json")
+    assert manifest.embedder.name == get_embedder(MULTILINGUAL).name
+    assert manifest.languages == {"ru": 2, "en": 1}
+
+    code, _, err = cli(
+        capsys, "pack", "create", "drinks2", "--url", str(folder), "--no-graph", "--embedder", MULTILINGUAL
+    )
+    assert code == 0, err
+    assert _notes(err) == []
+
+
+def test_shards_and_a_passage_corpus_record_languages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path
+) -> None:
+    folder = _folder(tmp_path, {**RUSSIAN, **ENGLISH})
+    code, _, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "split",
+        "--url",
+        str(folder),
+        "--no-graph",
+        "--shards",
+        "2",
+        "--embedder",
+        DEFAULT_EMBEDDER,
+    )
+    assert code == 0, err
+    pack = wikigr_home / "packs" / "split"
+    manifest = load_manifest(pack / "manifest.json")
+    assert manifest.languages == {"ru": 2, "en": 1}
+    parts = [load_manifest(pack / shard.path / "manifest.json").languages for shard in manifest.shards]
+    assert sum(sum(p.values()) for p in parts) == 3 and all(parts)
+
+    corpus = tmp_path / "corpus.json"
+    passages = [
+        {"title": "Чай", "text": RUSSIAN["chai.md"]},
+        {"title": "Kettles", "text": ENGLISH["kettle.md"]},
+    ]
+    corpus.write_text(json.dumps(passages, ensure_ascii=False), encoding="utf-8")
+    code, _, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "passages",
+        "--corpus",
+        str(corpus),
+        "--no-graph",
+        "--embedder",
+        DEFAULT_EMBEDDER,
+    )
+    assert code == 0, err
+    assert load_manifest(wikigr_home / "packs" / "passages" / "manifest.json").languages == {"en": 1, "ru": 1}
+
+
+def test_update_counts_a_russian_document_added_and_an_old_pack_gets_its_languages(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    folder = _folder(tmp_path, ENGLISH)
+    code, _, err = cli(capsys, "pack", "create", "kitchen", "--url", str(folder), "--no-graph")
+    assert code == 0, err
+    path = wikigr_home / "packs" / "kitchen" / "manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["languages"]  # as a pack built before languages were recorded
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, out, err = cli(capsys, "pack", "info", "kitchen")
+    assert code == 0, err
+    assert "English (not recorded)" in out
+
+    code, out, err = cli(capsys, "pack", "update", "kitchen", "--json")  # nothing changed: the store kept
+    assert code == 0, err
+    assert json.loads(out)["counts"]["unchanged"] == 1
+    assert load_manifest(path).languages == {"en": 1}
+
+    (folder / "chai.md").write_text(RUSSIAN["chai.md"], encoding="utf-8")
+    code, out, err = cli(capsys, "pack", "update", "kitchen", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["counts"]["added"] == 1
+    assert report["languages"] == {"en": 1, "ru": 1} == load_manifest(path).languages
+    assert len(report["notes"]) == 1 and "will not be understood well" in report["notes"][0]
+
+    (folder / "kettle.md").unlink()
+    code, out, err = cli(capsys, "pack", "update", "kitchen", "--json")
+    assert code == 0, err
+    assert load_manifest(path).languages == {"ru": 1}
+
+
+def test_a_pack_built_before_languages_were_recorded_is_english(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pack = tmp_path / "pydocs"
+    shutil.copytree(ROOT / "packs" / "pydocs", pack)
+    assert load_manifest(pack / "manifest.json").languages == {}
+    code, out, err = cli(capsys, "pack", "info", str(pack))
+    assert code == 0, err
+    assert "English (not recorded)" in out and "English: keywords unstemmed, entities spacy" in out
+    code, out, err = cli(capsys, "pack", "info", str(pack), "--json")
+    assert code == 0, err
+    info = json.loads(out)
+    assert info["languages"] == {} and info["language_summary"] == "English (not recorded)"
+    assert [a["language"] for a in info["analyzers"]] == ["en"] and info["analyzers"][0]["documents"] is None
+
+
+def test_malformed_languages_in_a_manifest_are_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path, ENGLISH)
+    out_dir = tmp_path / "pack"
+    code, _, err = cli(
+        capsys, "pack", "create", "bad", "--url", str(folder), "--no-graph", "--out", str(out_dir)
+    )
+    assert code == 0, err
+    path = out_dir / "manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["languages"] = {"Russian": 1}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    code, _, err = cli(capsys, "pack", "info", str(out_dir))
+    assert code == 1
+    assert_one_error(err, "languages: 'Russian' is not a language code")
+    code, _, err = cli(capsys, "pack", "validate", str(out_dir))
+    assert code == 1
+    assert_one_error(err, "languages: 'Russian' is not a language code")
