@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.cli.test_cli import assert_one_error, cli
+from tests.test_ray import ray_cluster  # noqa: F401 - the session's local Ray
+from wikigr.build import build_pack
 from wikigr.build.cache import BuildCache
 from wikigr.build.languages import MULTILINGUAL, choose_embedder, document_language
 from wikigr.build.options import BuildOptions
@@ -20,6 +23,7 @@ from wikigr.build.ray import from_arrow, to_arrow
 from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.pack.manifest import load_manifest
+from wikigr.pack.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,6 +222,27 @@ def test_a_russian_folder_without_embedder_is_built_multilingual_and_says_so(
     assert _notes(err) == []
 
 
+def test_without_the_multilingual_model_a_russian_folder_is_built_with_the_built_in_one_and_says_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's own choice cannot be loaded here: the build goes on with the built-in model."""
+    try:
+        get_embedder(MULTILINGUAL)
+        pytest.skip("the multilingual embedder loads here")
+    except EmbedderUnavailableError:
+        pass
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    folder = _folder(tmp_path, RUSSIAN)
+    code, _, err = cli(capsys, "pack", "create", "drinks", "--url", str(folder), "--no-graph")
+    assert code == 0, err
+    notes = _notes(err)
+    assert len(notes) == 1, err
+    assert notes[0].startswith("note: 2 of 2 documents are not in English (Russian 2), but the multilingual")
+    assert f"building with {DEFAULT_EMBEDDER}" in notes[0]
+    manifest = load_manifest(wikigr_home / "packs" / "drinks" / "manifest.json")
+    assert manifest.embedder.name == DEFAULT_EMBEDDER and manifest.languages == {"ru": 2}
+
+
 def test_shards_and_a_passage_corpus_record_languages(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, wikigr_home: Path
 ) -> None:
@@ -332,3 +357,60 @@ def test_malformed_languages_in_a_manifest_are_refused_in_one_line(
     code, _, err = cli(capsys, "pack", "validate", str(out_dir))
     assert code == 1
     assert_one_error(err, "languages: 'Russian' is not a language code")
+
+
+# -- on Ray ----------------------------------------------------------------------------------------
+
+
+def _corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"title": name, "text": text} for name, text in {**RUSSIAN, **ENGLISH}.items()]
+    corpus.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return corpus
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_ray_build_records_the_languages_its_workers_detect(tmp_path: Path) -> None:
+    from wikigr.build.ray import RayOptions
+
+    corpus = _corpus(tmp_path)
+    chosen = BuildOptions(embedder=DEFAULT_EMBEDDER, embedder_chosen=True, graph=False)
+    local = build_pack("local", [], out=tmp_path / "local", corpus=corpus, options=chosen)
+    notes: list[str] = []
+    distributed = build_pack(
+        "ray",
+        [],
+        out=tmp_path / "ray",
+        corpus=corpus,
+        options=replace(chosen, ray=RayOptions(batch_chunks=1)),
+        on_note=notes.append,
+    )
+    assert local.manifest.languages == distributed.manifest.languages == {"ru": 2, "en": 1}
+    assert notes == local.notes == distributed.notes and len(notes) == 1
+    with Store.open(distributed.path / "pack.db") as store:
+        assert store.rows("MATCH (c:Chunk) RETURN count(c)")[0][0] == distributed.chunks_embedded
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_ray_build_of_russian_documents_is_embedded_again_with_the_multilingual_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers embed with the built-in model as they parse; the documents then call for the
+    multilingual one, and they are embedded again with it (the vectors a local build gives)."""
+    from wikigr.build.ray import RayOptions
+
+    _multilingual_or_skip()
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    corpus = _corpus(tmp_path)
+    local = build_pack("local", [], out=tmp_path / "local", corpus=corpus, options=BuildOptions(graph=False))
+    distributed = build_pack(
+        "ray", [], out=tmp_path / "ray", corpus=corpus, options=BuildOptions(graph=False, ray=RayOptions())
+    )
+    assert local.manifest.embedder == distributed.manifest.embedder
+    assert local.manifest.embedder.name == get_embedder(MULTILINGUAL).name
+    assert local.notes == distributed.notes and len(local.notes) == 1
+    with Store.open(local.path / "pack.db") as a, Store.open(distributed.path / "pack.db") as b:
+        ids_a, _, vectors_a = a.chunk_matrix()
+        ids_b, _, vectors_b = b.chunk_matrix()
+    assert sorted(ids_a) == sorted(ids_b)
+    np.testing.assert_allclose(vectors_a[np.argsort(ids_a)], vectors_b[np.argsort(ids_b)], atol=1e-4)

@@ -74,3 +74,14 @@ def choose_embedder(languages: Mapping[str, int], chosen: str | None) -> tuple[s
         )
         return chosen, note
     return chosen, None
+
+
+def fallback_note(languages: Mapping[str, int], reason: str) -> str:
+    """The note of a build whose documents call for the multilingual embedder when it cannot be
+    loaded here (``reason``): the pack is built with the built-in English model instead."""
+    found = f"{not_english(languages)} of {sum(languages.values())} documents are not in English"
+    return (
+        f"note: {found} ({_shown(languages)}), but the multilingual embedder cannot be loaded here "
+        f"({reason.rstrip('.')}): building with {DEFAULT_EMBEDDER}, which will not understand questions in "
+        "other languages well"
+    )

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from wikigr.build.cache import BuildCache
-from wikigr.build.languages import choose_embedder, language_counts
+from wikigr.build.languages import choose_embedder, fallback_note, language_counts
 from wikigr.build.options import BuildOptions, BuildReport
 from wikigr.build.prepare import (
     CORPUS_ALONE,
@@ -39,7 +39,7 @@ from wikigr.build.write import (
     write_support_files,
 )
 from wikigr.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
-from wikigr.errors import BuildError, UsageError, WikigrError
+from wikigr.errors import BuildError, EmbedderUnavailableError, UsageError, WikigrError
 from wikigr.graph.build import GraphReport
 from wikigr.home import expand_user
 from wikigr.pack import pack as layout
@@ -173,17 +173,24 @@ def build_pack(
             raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
 
         # The embedder, now that the documents' languages are known (wikigr.build.languages).
-        choice, note = choose_embedder(language_counts(d.language for d in docs), chosen)
+        languages = language_counts(d.language for d in docs)
+        choice, note = choose_embedder(languages, chosen)
+        if chosen is None and choice != embedder.name:
+            try:
+                switched = get_embedder(choice)
+            except EmbedderUnavailableError as exc:  # the build's choice, not the user's: it goes on
+                switched = get_embedder(DEFAULT_EMBEDDER)
+                note = fallback_note(languages, str(exc))
+            if switched.name != embedder.name:  # what was embedded already is embedded again
+                embedder = switched
+                options = replace(options, embedder=embedder.name)
+                cache = BuildCache.for_build(scratch, embedder, options)  # the other model's cache: anew
+                waiting = {id(item) for item in pending}
+                pending += [d for d in prepared.values() if d.error is None and id(d) not in waiting]
         if note is not None:
             notes.append(note)
             if on_note is not None:
                 on_note(note)
-        if chosen is None and choice != embedder.name:  # what was embedded already is embedded again
-            embedder = get_embedder(choice)
-            options = replace(options, embedder=embedder.name)
-            cache = BuildCache.for_build(scratch, embedder, options)  # the other model's cache: anew
-            waiting = {id(item) for item in pending}
-            pending += [d for d in prepared.values() if d.error is None and id(d) not in waiting]
         if options.ray is None:
             t0 = time.perf_counter()
             embedded = embed_pending(pending, embedder, cache, progress)
