@@ -414,3 +414,37 @@ def test_a_ray_build_of_russian_documents_is_embedded_again_with_the_multilingua
         ids_b, _, vectors_b = b.chunk_matrix()
     assert sorted(ids_a) == sorted(ids_b)
     np.testing.assert_allclose(vectors_a[np.argsort(ids_a)], vectors_b[np.argsort(ids_b)], atol=1e-4)
+
+
+def test_the_served_pack_info_lists_the_languages_and_analyzers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import httpx
+
+    from tests.test_serve import running
+    from wikigr.serve.app import create_app
+
+    folder = _folder(tmp_path, {**RUSSIAN, **ENGLISH})
+    pack = tmp_path / "drinks"
+    code, _, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "drinks",
+        "--url",
+        str(folder),
+        "--no-graph",
+        "--out",
+        str(pack),
+        "--embedder",
+        DEFAULT_EMBEDDER,
+    )
+    assert code == 0, err
+    with running(create_app([pack])) as url:
+        info = httpx.get(f"{url}/api/v1/packs/drinks", timeout=600).json()
+    assert info["languages"] == {"ru": 2, "en": 1}
+    assert info["language_summary"] == "Russian (2), English (1)"
+    assert [(a["language"], a["keyword"], a["entities"]) for a in info["analyzers"]] == [
+        ("ru", "Snowball russian", "natasha"),
+        ("en", "unstemmed", "spacy"),
+    ]
