@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import assert_one_error, cli
+from tests.httpserver import LocalServer
 from tests.test_ray import ray_cluster  # noqa: F401 - the session's local Ray
 from wikigr.build import build_pack
 from wikigr.build.cache import BuildCache
@@ -448,3 +449,28 @@ def test_the_served_pack_info_lists_the_languages_and_analyzers(
         ("ru", "Snowball russian", "natasha"),
         ("en", "unstemmed", "spacy"),
     ]
+
+
+def test_a_crawled_pack_records_the_languages_of_the_pages_found(
+    capsys: pytest.CaptureFixture[str], server: LocalServer, wikigr_home: Path
+) -> None:
+    tea = RUSSIAN["chai.md"].split("\n\n", 1)[1]
+    server.add(
+        "/docs/index.html", f"<title>Чай</title><h1>Чай</h1><p>{tea}</p><a href='kettle.html'>Kettles</a>"
+    )
+    server.add(
+        "/docs/kettle.html", f"<title>Kettles</title><p>{ENGLISH['kettle.md'].split(chr(10) * 2)[1]}</p>"
+    )
+    code, _, err = cli(
+        capsys,
+        "pack",
+        "create",
+        "crawled",
+        "--crawl",
+        server.url("/docs/index.html"),
+        "--no-graph",
+        "--embedder",
+        DEFAULT_EMBEDDER,
+    )
+    assert code == 0, err
+    assert load_manifest(wikigr_home / "packs" / "crawled" / "manifest.json").languages == {"en": 1, "ru": 1}
