@@ -19,12 +19,14 @@ from wikigr.build import build_pack
 from wikigr.build.cache import BuildCache
 from wikigr.build.languages import MULTILINGUAL, choose_embedder, document_language
 from wikigr.build.options import BuildOptions
-from wikigr.build.prepare import PreparedDocument
+from wikigr.build.prepare import PreparedDocument, embed_pending, prepare_passage, read_corpus
 from wikigr.build.ray import from_arrow, to_arrow
 from wikigr.embed import DEFAULT_EMBEDDER, get_embedder
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.pack.manifest import load_manifest
 from wikigr.pack.store import Store
+from wikigr.pack.transaction import partial_path
+from wikigr.progress import no_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -474,3 +476,49 @@ def test_a_crawled_pack_records_the_languages_of_the_pages_found(
     )
     assert code == 0, err
     assert load_manifest(wikigr_home / "packs" / "crawled" / "manifest.json").languages == {"en": 1, "ru": 1}
+
+
+def _interrupted(tmp_path: Path, corpus: Path, options: BuildOptions) -> int:
+    """What a build of ``corpus`` into tmp_path/pack that chose the multilingual embedder left when
+    it was interrupted: its first passage embedded and cached. Returns that passage's chunks."""
+    multilingual = get_embedder(MULTILINGUAL)
+    cache = BuildCache.for_build(partial_path(tmp_path / "pack") / BuildCache.FOLDER, multilingual, options)
+    first = prepare_passage(read_corpus(corpus)[0], options)
+    embed_pending([first], multilingual, cache, no_progress)
+    return len(first.chunks)
+
+
+def test_an_interrupted_build_resumes_with_the_embedder_it_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _multilingual_or_skip()
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    corpus, options = _corpus(tmp_path), BuildOptions(graph=False)
+    cached = _interrupted(tmp_path, corpus, options)
+    report = build_pack("pack", [], out=tmp_path / "pack", corpus=corpus, options=options)
+    assert report.resumed == 1
+    assert report.manifest.embedder.name == get_embedder(MULTILINGUAL).name
+    assert report.chunks_embedded == report.manifest.stats.chunks - cached  # the cached one kept
+
+
+def test_a_resumed_build_whose_documents_call_for_the_other_embedder_embeds_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _multilingual_or_skip()
+    monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
+    corpus = tmp_path / "corpus.json"  # English only: the multilingual cache's vectors are not the pack's
+    texts = [ENGLISH["kettle.md"], "Teapots keep heat; warm a clay teapot with hot water before brewing tea."]
+    corpus.write_text(
+        json.dumps([{"title": f"t{i}", "text": t} for i, t in enumerate(texts)]), encoding="utf-8"
+    )
+    options = BuildOptions(graph=False)
+    _interrupted(tmp_path, corpus, options)
+    report = build_pack("pack", [], out=tmp_path / "pack", corpus=corpus, options=options)
+    assert report.resumed == 1 and report.notes == []
+    assert report.manifest.embedder.name == DEFAULT_EMBEDDER
+    assert report.chunks_embedded == report.manifest.stats.chunks  # all of them, with the built-in model
+    fresh = build_pack("fresh", [], out=tmp_path / "fresh", corpus=corpus, options=options)
+    with Store.open(report.path / "pack.db") as a, Store.open(fresh.path / "pack.db") as b:
+        ids_a, _, vectors_a = a.chunk_matrix()
+        ids_b, _, vectors_b = b.chunk_matrix()
+    np.testing.assert_allclose(vectors_a[np.argsort(ids_a)], vectors_b[np.argsort(ids_b)], atol=1e-5)
