@@ -40,6 +40,10 @@ ENGLISH = {
     "kettle.md": "# Kettles\n\nAn electric kettle boils water quickly; descale it with vinegar every month "
     "so that the heating element keeps working well.\n",
 }
+GERMAN = (
+    "Grüner Tee wird mit Wasser aufgegossen, das nicht mehr kocht; nach zwei Minuten gießt man ihn ab, "
+    "damit er nicht bitter wird."
+)
 
 
 def _folder(tmp_path: Path, files: dict[str, str], name: str = "docs") -> Path:
@@ -274,6 +278,7 @@ def test_shards_and_a_passage_corpus_record_languages(
     passages = [
         {"title": "Чай", "text": RUSSIAN["chai.md"]},
         {"title": "Kettles", "text": ENGLISH["kettle.md"]},
+        {"title": "Tee", "text": GERMAN},
     ]
     corpus.write_text(json.dumps(passages, ensure_ascii=False), encoding="utf-8")
     code, _, err = cli(
@@ -288,7 +293,11 @@ def test_shards_and_a_passage_corpus_record_languages(
         DEFAULT_EMBEDDER,
     )
     assert code == 0, err
-    assert load_manifest(wikigr_home / "packs" / "passages" / "manifest.json").languages == {"en": 1, "ru": 1}
+    languages = load_manifest(wikigr_home / "packs" / "passages" / "manifest.json").languages
+    assert languages == {"de": 1, "en": 1, "ru": 1}
+    code, out, err = cli(capsys, "pack", "info", "passages")
+    assert code == 0, err
+    assert "German: keywords Snowball german, entities none (graph skipped)" in out
 
 
 def test_update_counts_a_russian_document_added_and_an_old_pack_gets_its_languages(

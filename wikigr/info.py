@@ -56,8 +56,6 @@ def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> di
 
 NOT_RECORDED = "English (not recorded)"
 """The languages of a pack built before they were recorded."""
-NO_EXTRACTOR = "none (graph skipped)"
-"""The entity extractor of a language without an offline model: its documents get no entity graph."""
 
 
 def language_summary(languages: Mapping[str, int]) -> str:
@@ -90,14 +88,6 @@ def analyzers(manifest: Manifest) -> list[dict[str, Any]]:
             "entities": _extractor_for(code),
         }
         for code in manifest.language_codes()
-    ]
-
-
-def analyzer_lines(manifest: Manifest) -> list[str]:
-    """:func:`analyzers` as lines: ``Russian: keywords Snowball russian, entities natasha``."""
-    return [
-        f"{a['name']}: keywords {a['keyword']}, entities {a['entities'] or NO_EXTRACTOR}"
-        for a in analyzers(manifest)
     ]
 
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from wikigr.cli.output import err, out, print_json, printable, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
-
-if TYPE_CHECKING:
-    from wikigr.pack.manifest import Manifest
 
 app = typer.Typer(
     help="Build, list, inspect, validate, share and update knowledge packs.", no_args_is_help=True
@@ -410,7 +407,7 @@ def info(
         ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
         ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
-        *_language_rows(data, m),
+        *_language_rows(data),
         *kind.info_counts(stats),  # what the pack's kind counts: the document graph, the OpenML star
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
         *kind.info_notes(m),
@@ -422,16 +419,19 @@ def info(
     out.print(table)
 
 
-def _language_rows(data: dict[str, Any], manifest: Manifest) -> list[tuple[str, str]]:
-    """``pack info``'s rows on a pack's languages and their analyzers (none for a kind without
-    passages, which :func:`wikigr.info.pack_info` describes without them)."""
-    from wikigr.info import analyzer_lines
-
+def _language_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``pack info``'s rows on a pack's languages and how each one's words are analysed (none
+    for a kind without passages, which :func:`wikigr.info.pack_info` describes without them)."""
     if "language_summary" not in data:
         return []
-    rows = [("languages", str(data["language_summary"]))]
-    rows += [("analyzers" if i == 0 else "", line) for i, line in enumerate(analyzer_lines(manifest))]
-    return rows
+    lines = [
+        f"{a['name']}: keywords {a['keyword']}, entities {a['entities'] or 'none (graph skipped)'}"
+        for a in data["analyzers"]
+    ]
+    return [
+        ("languages", data["language_summary"]),
+        *(("analyzers" if i == 0 else "", line) for i, line in enumerate(lines)),
+    ]
 
 
 @app.command("validate")
