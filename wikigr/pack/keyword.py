@@ -158,7 +158,6 @@ def build_keyword_index(
     languages: Sequence[str] | None = None,
 ) -> None:
     """Index ``texts`` (chunk ``chunk_ids[i]`` has text ``texts[i]``) and save the index in ``folder``.
-    ``languages``: each chunk's language (wikigr.lang code; None: all English).
 
     ``folder`` (normally ``pack / KEYWORD_DIR``) is created, or replaced as a whole if it exists:
     the index is written to a sibling temporary folder first, so a failed build leaves no half index.
