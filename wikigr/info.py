@@ -8,13 +8,22 @@ of its shards' (an entity mentioned in two shards is counted in each), its title
 the shards' merged (wikigr.pack.shards), and the manifest lists the shards. :func:`agent_pack_info`
 adds what an open agent answers with (its profile, stages, Claude, the entity graph).
 
+A pack of passages is also described by its languages (:func:`language_summary`: the documents per
+language its manifest records; a pack built before they were recorded is English) and how each
+language's words are analysed (:func:`analyzers`: the keyword index's stemmer, the entity graph's
+extractor).
+
 This sits above wikigr/pack (it reads the digest a skill is written from: wikigr.skill).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from wikigr import lang
+from wikigr.pack.kind import pack_kind
+from wikigr.pack.manifest import Manifest
 from wikigr.pack.pack import Pack
 from wikigr.pack.reader import PackStore
 from wikigr.skill import PackDigest, digest, shards_digest
@@ -41,6 +50,55 @@ def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> di
         },
         "titles": covered.titles,
         "categories": covered.categories,
+        **_languages(manifest),
+    }
+
+
+NOT_RECORDED = "English (not recorded)"
+"""The languages of a pack built before they were recorded."""
+
+
+def language_summary(languages: Mapping[str, int]) -> str:
+    """``{"ru": 5, "en": 2}`` → ``"Russian (5), English (2)"``; :data:`NOT_RECORDED` when empty."""
+    if not languages:
+        return NOT_RECORDED
+    return lang.summarize({"undetermined" if c == lang.UNKNOWN else c: n for c, n in languages.items()})
+
+
+def keyword_analyzer(code: str) -> str:
+    """How the keyword index reads a language's words: ``Snowball russian``, or ``unstemmed``."""
+    stemmer = lang.stemmer_name(code)
+    return f"Snowball {stemmer}" if stemmer else "unstemmed"
+
+
+def _extractor_for(code: str) -> str | None:
+    # TODO(H4): wikigr.graph.extract.extractor_for(code) replaces this at merge.
+    return {"en": "spacy", "ru": "natasha"}.get(code)
+
+
+def analyzers(manifest: Manifest) -> list[dict[str, Any]]:
+    """Per language of the pack (most documents first), how its words are analysed: the keyword
+    index's analyzer and the entity extractor (None: no offline model, the graph skips them)."""
+    return [
+        {
+            "language": code,
+            "name": "undetermined" if code == lang.UNKNOWN else lang.name(code),
+            "documents": manifest.languages.get(code),
+            "keyword": keyword_analyzer(code),
+            "entities": _extractor_for(code),
+        }
+        for code in manifest.language_codes()
+    ]
+
+
+def _languages(manifest: Manifest) -> dict[str, Any]:
+    """What :func:`pack_info` says of a pack's languages (nothing for a kind without passages)."""
+    if not pack_kind(manifest.source_kind).passages:
+        return {}
+    return {
+        "languages": dict(manifest.languages),
+        "language_summary": language_summary(manifest.languages),
+        "analyzers": analyzers(manifest),
     }
 
 

@@ -16,7 +16,7 @@ from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import PreparedDocument, source_key
 from wikigr.embed import Embedder
 
-CACHE_FORMAT = 2  # 2: documents carry their link texts (anchors)
+CACHE_FORMAT = 3  # 2: documents carry their link texts (anchors); 3: and their language
 
 
 class BuildCache:
@@ -37,6 +37,15 @@ class BuildCache:
             "wikigr": __version__,
         }
         return cls(root, fingerprint)
+
+    @staticmethod
+    def embedder_of(root: Path) -> str | None:
+        """The embedder the cache in ``root`` was made for, if there is one."""
+        try:
+            name = schema.parse_json((root / "meta.json").read_bytes()).get("embedder")
+        except (OSError, ValueError, AttributeError):  # ValueError: schema.JSONError too
+            return None
+        return name if isinstance(name, str) else None
 
     def __init__(self, root: Path, fingerprint: dict[str, Any]) -> None:
         self.root = root

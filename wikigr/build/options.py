@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wikigr.embed import default_embedder_name
+from wikigr.embed import DEFAULT_EMBEDDER, default_embedder_name
 from wikigr.graph.build import GraphOptions, GraphReport
 from wikigr.pack.manifest import Manifest
 from wikigr.sources.crawl import CrawlOptions, CrawlReport
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 class BuildOptions:
     description: str = ""
     embedder: str = field(default_factory=default_embedder_name)
+    # Whether ``embedder`` was chosen (``--embedder``), even if it names the built-in model; see
+    # :meth:`chosen_embedder` for what else counts as a choice.
+    embedder_chosen: bool = False
     fetch: FetchOptions = field(default_factory=FetchOptions)
     max_words: int = 200
     overlap_words: int = 30
@@ -34,6 +38,14 @@ class BuildOptions:
     ray: RayOptions | None = None
     # Crawl from seed URLs (wikigr.sources.crawl), besides the sources listed; None: no crawl.
     crawl: CrawlOptions | None = None
+
+    def chosen_embedder(self) -> str | None:
+        """The embedder the user chose (``embedder_chosen``, ``$WIKIGR_EMBEDDER``, or another
+        than the built-in model), or None: the build then chooses by the documents' languages
+        (wikigr.build.languages.choose_embedder)."""
+        if self.embedder_chosen or os.environ.get("WIKIGR_EMBEDDER") or self.embedder != DEFAULT_EMBEDDER:
+            return self.embedder
+        return None
 
     def public_url(self, url: str) -> str:
         for local, public in self.public_urls:
@@ -53,3 +65,4 @@ class BuildReport:
     seconds: dict[str, float]  # fetch, embed, write, total
     graph: GraphReport | None = None  # what the entity graph build did (None: skipped)
     crawl: CrawlReport | None = None  # what the crawl did (None: no crawl)
+    notes: list[str] = field(default_factory=list)  # one-line notes on the build's choices (its embedder)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from wikigr.build.cache import BuildCache
+from wikigr.build.languages import choose_embedder, fallback_note, language_counts
 from wikigr.build.options import BuildOptions, BuildReport
 from wikigr.build.prepare import (
     CORPUS_ALONE,
@@ -28,7 +29,7 @@ from wikigr.build.prepare import (
     prepare_passage,
     read_corpus,
 )
-from wikigr.build.ray import prepare_on_ray
+from wikigr.build.ray import RayEmbedder, prepare_on_ray
 from wikigr.build.shards import write_shards
 from wikigr.build.write import (
     classify_sources,
@@ -37,8 +38,8 @@ from wikigr.build.write import (
     write_documents_pack,
     write_support_files,
 )
-from wikigr.embed import get_embedder
-from wikigr.errors import BuildError, UsageError
+from wikigr.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
+from wikigr.errors import BuildError, EmbedderUnavailableError, UsageError, WikigrError
 from wikigr.graph.build import GraphReport
 from wikigr.home import expand_user
 from wikigr.pack import pack as layout
@@ -58,6 +59,7 @@ def build_pack(
     url_list: str | None = None,
     corpus: Path | None = None,
     shards: int = 1,
+    on_note: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Build (or rebuild) the pack ``name`` from ``sources`` (URLs, file URLs or directories) or
     from a passage ``corpus`` file (see :func:`read_corpus`).
@@ -65,6 +67,11 @@ def build_pack(
     The pack lands at ``out`` (default: ``$WIKIGR_HOME/packs/NAME``). ``url_list`` is written as the
     pack's ``urls.txt`` (default: the sources, one per line). ``shards`` > 1 writes the pack in
     that many stores (wikigr.build.shards).
+
+    The embedder is ``options``' when the user chose one (:meth:`BuildOptions.chosen_embedder`);
+    else it is chosen once the documents are parsed, by their languages
+    (wikigr.build.languages.choose_embedder), and the choice's one-line note, if any, is given to
+    ``on_note`` as it is made (and kept in the report's ``notes``).
     """
     layout.check_new_name(name)
     options = options or BuildOptions()
@@ -85,13 +92,19 @@ def build_pack(
     check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    embedder = get_embedder(options.embedder)
+    chosen = options.chosen_embedder()
+    embedder = get_embedder(chosen or DEFAULT_EMBEDDER)  # chosen, or what an English pack is built with
     seconds: dict[str, float] = {}
+    notes: list[str] = []
 
     crawled: CrawlReport | None = None
     with pack_transaction(target, fresh=options.fresh) as txn:
         partial = txn.partial
-        cache = BuildCache.for_build(txn.scratch(BuildCache.FOLDER), embedder, options)
+        scratch = txn.scratch(BuildCache.FOLDER)
+        if chosen is None:  # embed as the interrupted build chose to, if it got that far
+            embedder = _resumed_embedder(BuildCache.embedder_of(scratch), embedder)
+            options = replace(options, embedder=embedder.name)  # what Ray's workers load
+        cache = BuildCache.for_build(scratch, embedder, options)
 
         by_url = {passage_url(p[0]): p for p in passages}
         expanded += list(by_url)
@@ -101,6 +114,7 @@ def build_pack(
             if cached is not None:
                 prepared[source] = cached
         resumed = len(prepared)
+        pending: list[PreparedDocument] = []  # to embed here (a Ray build's are embedded on its workers)
         if options.ray is not None:  # the same work, document by document, on the cluster's workers
             to_fetch = [s for s in expanded if s not in prepared and s not in by_url]
             t0 = time.perf_counter()
@@ -109,7 +123,6 @@ def build_pack(
             )
             seconds["prepare"] = time.perf_counter() - t0
         else:
-            pending: list[PreparedDocument] = []
             for url in [u for u in by_url if u not in prepared]:
                 item = prepare_passage(by_url[url], options)
                 prepared[url] = item
@@ -148,10 +161,6 @@ def build_pack(
             to_fetch += fetched_by_crawl
             seconds["fetch"] = time.perf_counter() - t0
 
-            t0 = time.perf_counter()
-            embedded = embed_pending(pending, embedder, cache, progress)
-            seconds["embed"] = time.perf_counter() - t0
-
         docs, records, aliases = classify_sources(expanded, prepared)
         failed = [
             (r.url, r.status) for r in records if r.status != "ok" and not r.status.startswith("duplicate")
@@ -162,6 +171,34 @@ def build_pack(
                 url, why = next(iter(crawled.skipped.items()))
                 first = f" (the crawl skipped {url}: {why})"
             raise BuildError(f"no document could be fetched and parsed: {len(failed)} failed{first}")
+
+        # The embedder, now that the documents' languages are known (wikigr.build.languages).
+        languages = language_counts(d.language for d in docs)
+        choice, note = choose_embedder(languages, chosen)
+        if chosen is None and choice != embedder.name:
+            try:
+                switched = get_embedder(choice)
+            except EmbedderUnavailableError as exc:  # the build's choice, not the user's: it goes on
+                switched = get_embedder(DEFAULT_EMBEDDER)
+                note = fallback_note(languages, str(exc))
+            if switched.name != embedder.name:  # what was embedded already is embedded again
+                embedder = switched
+                options = replace(options, embedder=embedder.name)
+                cache = BuildCache.for_build(scratch, embedder, options)  # the other model's cache: anew
+                waiting = {id(item) for item in pending}
+                pending += [d for d in prepared.values() if d.error is None and id(d) not in waiting]
+        if note is not None:
+            notes.append(note)
+            if on_note is not None:
+                on_note(note)
+        if options.ray is None:
+            t0 = time.perf_counter()
+            embedded = embed_pending(pending, embedder, cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
+        elif pending:  # the documents the workers embedded with the other model, embedded on them again
+            t0 = time.perf_counter()
+            embedded = embed_pending(pending, RayEmbedder(options.ray, embedder), cache, progress)
+            seconds["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         progress(ProgressEvent("write", 0, 1))
@@ -223,4 +260,16 @@ def build_pack(
         seconds=seconds,
         graph=graph_reports[0] if graph_reports else None,
         crawl=crawled,
+        notes=notes,
     )
+
+
+def _resumed_embedder(previous: str | None, default: Embedder) -> Embedder:
+    """The embedder an interrupted build whose embedder was not chosen had chosen (by the name
+    its cache records), so that what it embedded is kept; else ``default``."""
+    if previous is None or previous == default.name:
+        return default
+    try:
+        return get_embedder(previous)
+    except WikigrError:  # not loadable here any more: its cache is dropped
+        return default

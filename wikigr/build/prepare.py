@@ -12,7 +12,8 @@ from urllib.parse import quote
 
 import numpy as np
 
-from wikigr import schema
+from wikigr import lang, schema
+from wikigr.build.languages import document_language
 from wikigr.build.options import BuildOptions
 from wikigr.documents import Document, FetchResult, Section
 from wikigr.embed import Embedder
@@ -45,6 +46,7 @@ class PreparedDocument:
     # Per chunk, its keyword mentions as [name, type, key] (graph.extract.keyword_entities), when
     # they were found where the chunk was prepared (a Ray worker); None: found at write time.
     mentions: list[list[list[str]]] | None = None
+    language: str = lang.UNKNOWN  # what its title and text are written in (wikigr.lang.detect)
 
 
 def source_key(source: str) -> str:
@@ -81,14 +83,16 @@ def prepare_document(
     chunks = chunk_sections(sections, max_words=options.max_words, overlap_words=options.overlap_words)
     if not sections or not chunks:
         return PreparedDocument(source=source, fetch=meta, error="no text content")
+    kept = [asdict(s) for s in sections]
     return PreparedDocument(
         source=source,
         fetch=meta,
         title=document.title,
-        sections=[asdict(s) for s in sections],
+        sections=kept,
         links=list(document.links),
         anchors=[[url, text] for url, text in document.anchors],
         chunks=[{"section": c.section_index, "ord": c.index, "text": c.text} for c in chunks],
+        language=document_language(document.title, kept),
     )
 
 

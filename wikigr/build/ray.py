@@ -187,7 +187,18 @@ def remote_task(ray: Any, function: Callable[..., Any]) -> Any:
 
 # -- documents as Arrow --------------------------------------------------------------------------
 
-_RECORD_FIELDS = ("source", "fetch", "title", "sections", "links", "anchors", "chunks", "error", "mentions")
+_RECORD_FIELDS = (
+    "source",
+    "fetch",
+    "title",
+    "sections",
+    "links",
+    "anchors",
+    "chunks",
+    "error",
+    "mentions",
+    "language",
+)
 
 
 def to_arrow(items: Sequence[PreparedDocument], dim: int) -> pa.Table:

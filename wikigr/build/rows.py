@@ -49,6 +49,7 @@ class StoreRows:
     chunk_anchors: list[str]  # each chunk's section anchor (where links land)
     chunk_mentions: list[list[list[str]] | None]  # found by a worker, or None
     chunk_docs: list[int]  # each chunk's document (its index in ``docs``)
+    chunk_languages: list[str]  # each chunk's document's language (wikigr.lang code)
 
 
 def store_rows(
@@ -73,6 +74,7 @@ def store_rows(
         chunk_anchors=[],
         chunk_mentions=[],
         chunk_docs=[],
+        chunk_languages=[],
     )
     url_to_article: dict[str, str] = {}
     for d, doc in enumerate(docs):
@@ -117,6 +119,7 @@ def store_rows(
                 rows.chunk_titles.append(doc.title)
                 rows.chunk_mentions.append(doc.mentions[i] if doc.mentions is not None else None)
                 rows.chunk_docs.append(d)
+                rows.chunk_languages.append(doc.language)
                 rows.keyword_texts.append(embedding_text(doc.title, section["title"], chunk["text"]))
                 rows.has_chunk["from"].append(section_id)
                 rows.has_chunk["to"].append(chunk_id)

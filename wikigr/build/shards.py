@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wikigr.build.languages import language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import PreparedDocument
 from wikigr.build.ray import connect, embedder_dimension, from_arrow, remote_task, to_arrow
@@ -196,6 +197,7 @@ def write_shards(
         stats=summed_stats(manifests),
         sources=records,
         shards=shard_records,
+        languages=language_counts(doc.language for doc in docs),
     )
 
 

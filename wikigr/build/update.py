@@ -40,6 +40,7 @@ import numpy as np
 
 from wikigr import __version__
 from wikigr.build.cache import BuildCache
+from wikigr.build.languages import choose_embedder, document_language, language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import (
     PreparedDocument,
@@ -89,6 +90,7 @@ class UpdateReport:
     skill: Path | None = None  # the registered Claude Code skill rewritten, if there was one
     crawl: CrawlReport | None = None  # what the crawl did (a crawled pack)
     store_kept: bool = False  # nothing changed: the store was kept as it was, only the manifest rewritten
+    notes: list[str] = field(default_factory=list)  # one-line notes (an English model, other languages)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +116,8 @@ class UpdateReport:
             "skill": str(self.skill) if self.skill else None,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             "crawl": self.crawl.to_json() if self.crawl is not None else None,
+            "languages": self.manifest.languages,
+            "notes": self.notes,
         }
 
 
@@ -164,6 +168,7 @@ def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument |
         for _, target, anchor in store.link_anchors(article_id)
         for fragment, _, text in [anchor.partition("\t")]
     ]
+    kept = [{"title": s[1], "level": s[2], "text": s[3], "anchor": s[4] or ""} for s in sections]
     return PreparedDocument(
         source=record.url,
         fetch={
@@ -176,11 +181,12 @@ def _previous_document(store: Store, record: SourceRecord) -> PreparedDocument |
             "error": None,
         },
         title=found[0][0],
-        sections=[{"title": s[1], "level": s[2], "text": s[3], "anchor": s[4] or ""} for s in sections],
+        sections=kept,
         links=[row[0] for row in links],
         anchors=anchors,
         chunks=[{"section": index[c[0]], "ord": c[1], "text": c[2]} for c in chunks],
         embeddings=np.asarray([c[3] for c in chunks], dtype=np.float32),
+        language=document_language(found[0][0], kept),
     )
 
 
@@ -417,7 +423,13 @@ def update_pack(
             _copy_store(target, partial)
             report.store_kept = True
             manifest = replace(
-                old, created_at=now_iso(), description=description, sources=records, files={}, sizes={}
+                old,
+                created_at=now_iso(),
+                description=description,
+                sources=records,
+                files={},
+                sizes={},
+                languages=language_counts(d.language for d in docs),  # a pack built before: recorded now
             )
         else:
             manifest = write_documents_pack(
@@ -437,6 +449,8 @@ def update_pack(
             CrawlFile(list(sources), kept_pages(report.crawl)).dump(partial / layout.CRAWL_FILE, report.crawl)
             url_list += crawled_list(crawl, [u for u in report.crawl.pages if u in prepared])
         manifest.dump(partial / layout.MANIFEST_FILE)
+        note = choose_embedder(manifest.languages, old.embedder.name)[1]  # the pack's embedder is kept
+        report.notes += [note] if note else []
         in_home = target == (layout.packs_home() / old.name).resolve()
         write_support_files(partial, manifest, url_list, None if in_home else str(target))
         # Swapped in, the update is done: a Ctrl-C from here on is dropped, not reported as the

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
+from wikigr.build.languages import language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import PreparedDocument
 from wikigr.build.ray import RayEmbed, RayExtractor
@@ -90,7 +91,9 @@ def write_store(
     def vectors(found: list[np.ndarray]) -> pa.Array:
         return vectors_to_arrow(np.vstack(found) if found else np.zeros((0, dim), np.float32))
 
-    build_keyword_index(path.parent / KEYWORD_DIR, rows.chunks["id"], rows.keyword_texts)
+    build_keyword_index(
+        path.parent / KEYWORD_DIR, rows.chunks["id"], rows.keyword_texts, languages=rows.chunk_languages
+    )
     if graph is None and options.graph:
         graph, report = corpus_graph(docs, dim, options, embedder, rows=rows)
         if graph_report is not None:
@@ -225,6 +228,7 @@ def write_documents_pack(
         vector_index="hnsw" if stats.pop("vector_index") else "exact",
         stats=GraphStats(**stats),
         sources=records,
+        languages=language_counts(d.language for d in docs),
         **kept,
     )
 

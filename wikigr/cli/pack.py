@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from wikigr.cli.output import out, print_json, printable, styled
+from wikigr.cli.output import err, out, print_json, printable, styled
 from wikigr.errors import UsageError
 from wikigr.pack.pack import open_pack, pack_rows, packs_home, resolve_pack_path
 
@@ -145,9 +145,11 @@ def create(
         typer.Option(
             "--embedder",
             metavar="NAME",
-            help="Embedding model: all-MiniLM-L6-v2-int8 (built in, the default), st:MODEL "
-            "(sentence-transformers: a Hugging Face name or a local folder; the models extra) "
-            "or onnx:FOLDER (model.onnx + tokenizer.json). Default: $WIKIGR_EMBEDDER, else built in.",
+            help="Embedding model: all-MiniLM-L6-v2-int8 (built in, English), multilingual (built in, "
+            "~100 languages), st:MODEL (sentence-transformers: a Hugging Face name or a local folder; "
+            "the models extra) or onnx:FOLDER (model.onnx + tokenizer.json). Default: $WIKIGR_EMBEDDER, "
+            "else by the documents' languages: English ones, all-MiniLM-L6-v2-int8; others, multilingual "
+            "(docs/languages.md).",
         ),
     ] = None,
     ray: Annotated[
@@ -255,7 +257,7 @@ def create(
             tuple(crawl), max_pages, depth, tuple(include or ()), tuple(exclude or ()), delay
         )
     if embedder is not None:
-        options.embedder = embedder
+        options.embedder, options.embedder_chosen = embedder, True
     options.graph_options.beta = graph_beta
     if ray:
         from wikigr.build.ray import RayOptions, require_ray
@@ -269,6 +271,10 @@ def create(
         llm = AnthropicLLM.from_env()  # None without ANTHROPIC_API_KEY: zero LLM calls
         options.llm = llm
     bars = ProgressBars(enabled=not json_out, quiet=quiet)
+
+    def note(text: str) -> None:  # above the progress bars, as the build makes its choice
+        err.print(text, markup=False, highlight=False)
+
     try:
         with bars:
             report = build_pack(
@@ -280,6 +286,7 @@ def create(
                 url_list=url_list,
                 corpus=corpus,
                 shards=shards,
+                on_note=note,
             )
     finally:
         if llm is not None:
@@ -291,6 +298,9 @@ def create(
                 "path": str(report.path),
                 "name": manifest.name,
                 "stats": asdict(manifest.stats),
+                "embedder": manifest.embedder.name,
+                "languages": manifest.languages,
+                "notes": report.notes,
                 "shards": [asdict(shard) for shard in manifest.shards],
                 "failed": [{"url": u, "error": e} for u, e in report.failed],
                 "resumed": report.resumed,
@@ -311,6 +321,13 @@ def create(
         + (f" in {len(manifest.shards)} shards" if manifest.shards else ""),
         sep="",
     )
+    if set(manifest.languages) - {"en"}:  # an English pack's output is as it was
+        from wikigr.info import language_summary
+
+        out.print(
+            f"Languages: {language_summary(manifest.languages)}; embedder {manifest.embedder.name}",
+            markup=False,
+        )
     if report.graph is not None:
         g = report.graph
         out.print(
@@ -390,6 +407,7 @@ def info(
         ("embedder", f"{m.embedder.name} ({m.embedder.dimension}-d, {m.embedder.backend})"),
         ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
+        *_language_rows(data),
         *kind.info_counts(stats),  # what the pack's kind counts: the document graph, the OpenML star
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
         *kind.info_notes(m),
@@ -399,6 +417,21 @@ def info(
     for key, value in rows:
         table.add_row(styled("[bold]{}[/]", key), printable(value))
     out.print(table)
+
+
+def _language_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``pack info``'s rows on a pack's languages and how each one's words are analysed (none
+    for a kind without passages, which :func:`wikigr.info.pack_info` describes without them)."""
+    if "language_summary" not in data:
+        return []
+    lines = [
+        f"{a['name']}: keywords {a['keyword']}, entities {a['entities'] or 'none (graph skipped)'}"
+        for a in data["analyzers"]
+    ]
+    return [
+        ("languages", data["language_summary"]),
+        *(("analyzers" if i == 0 else "", line) for i, line in enumerate(lines)),
+    ]
 
 
 @app.command("validate")
