@@ -154,6 +154,12 @@ def test_pack_graph_rebuilds_the_russian_graph(
     assert report["extractor"] == "natasha"
     assert report["note"] == "entity graph skipped for 1 document in German (no offline entity model)"
     assert _mentions(copy) == _mentions(russian_pack)  # the same graph as the build's
+    assert run(["pack", "graph", str(copy), "--beta", "1"]) == 0  # the text view says it in one line
+    printed = capsys.readouterr()
+    assert "Entity graph of" in printed.out
+    assert printed.err.strip().splitlines()[-1] == (
+        "note: entity graph skipped for 1 document in German (no offline entity model)"
+    )
 
 
 def test_the_skip_note_counts_documents_per_language() -> None:

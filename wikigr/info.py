@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wikigr import lang
+from wikigr.graph.extract import extractor_for
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.manifest import Manifest
 from wikigr.pack.pack import Pack
@@ -71,11 +72,6 @@ def keyword_analyzer(code: str) -> str:
     return f"Snowball {stemmer}" if stemmer else "unstemmed"
 
 
-def _extractor_for(code: str) -> str | None:
-    # TODO(H4): wikigr.graph.extract.extractor_for(code) replaces this at merge.
-    return {"en": "spacy", "ru": "natasha"}.get(code)
-
-
 def analyzers(manifest: Manifest) -> list[dict[str, Any]]:
     """Per language of the pack (most documents first), how its words are analysed: the keyword
     index's analyzer and the entity extractor (None: no offline model, the graph skips them)."""
@@ -85,7 +81,7 @@ def analyzers(manifest: Manifest) -> list[dict[str, Any]]:
             "name": "undetermined" if code == lang.UNKNOWN else lang.name(code),
             "documents": manifest.languages.get(code),
             "keyword": keyword_analyzer(code),
-            "entities": _extractor_for(code),
+            "entities": extractor_for(code),
         }
         for code in manifest.language_codes()
     ]

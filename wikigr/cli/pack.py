@@ -336,6 +336,8 @@ def create(
             f"LLM calls {g.llm_calls} ({g.input_tokens} in / {g.output_tokens} out tokens)",
             markup=False,
         )
+        if g.note:
+            err.print(f"note: {g.note}", markup=False, highlight=False)
     if report.crawl is not None:
         counts = report.crawl.counts()
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(report.crawl.skipped_counts.items()))
@@ -495,3 +497,5 @@ def graph(
         f"LLM calls {report.llm_calls} ({report.input_tokens} in / {report.output_tokens} out tokens)",
         markup=False,
     )
+    if report.note:
+        err.print(f"note: {report.note}", markup=False, highlight=False)

@@ -191,6 +191,8 @@ def register(app: typer.Typer) -> None:
             f"{stats.articles} articles, {stats.chunks} chunks in {report.seconds['total']:.1f}s",
             markup=False,
         )
+        for note in report.notes:
+            err.print(note, markup=False, highlight=False)
         if report.skill:
             out.print(f"Refreshed the Claude Code skill {report.skill}", markup=False)
         for url, error in report.kept:

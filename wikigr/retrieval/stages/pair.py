@@ -104,13 +104,14 @@ class PairStage(Stage):
                 firsts.append(candidate)
             if len(firsts) == self.options.candidates:
                 break
-        question = {w for w in index.tokens(state.question) if len(w) > 1 and w not in QUESTION_WORDS}
+        asked = index.tokens(state.question, state.language)
+        question = {w for w in asked if len(w) > 1 and w not in QUESTION_WORDS}
         if len(firsts) < 3 or not question:
             state.note(self.name, moved=False, why="fewer than 3 passages or no question words")
             return
         idf = index.idf(sorted(question))
         total = sum(idf.values())
-        words = [set(index.tokens(f"{c.article_title} {c.text}")) & question for c in firsts]
+        words = [set(index.tokens(f"{c.article_title} {c.text}", state.language)) & question for c in firsts]
         texts = [c.text.casefold() for c in firsts]
         titles = [c.article_title.casefold() for c in firsts]
 
