@@ -36,14 +36,16 @@ def build_model(weights: E5File, accuracy_level: int = 4) -> bytes:
         nodes.append(proto.node(kind, inputs, [out], out, domain, **attrs))
         return out
 
-    def linear(x: str, prefix: str, rows: int, columns: int) -> str:
-        packed, scales = nbits_layout(weights.q4_blocks(prefix + ".w", columns))
-        if packed.shape[0] != rows:
-            raise ValueError(f"{prefix}.w has {packed.shape[0]} rows, expected {rows}")
-        inputs = [x, const(prefix + ".w", packed), const(prefix + ".s", scales), "", ""]
-        inputs.append(const(prefix + ".b", weights.floats(prefix + ".b")))
+    def matrix(name: str, columns: int) -> tuple[np.ndarray, np.ndarray]:
+        return weights.q4_blocks(name + ".w", columns), weights.floats(name + ".b")
+
+    def linear(x: str, name: str, blocks: np.ndarray, bias: np.ndarray) -> str:
+        """x @ W.T + bias, W the Q4_0 matrix of ``blocks`` (its rows the outputs)."""
+        packed, scales = nbits_layout(blocks)
+        rows, columns = packed.shape[0], packed.shape[1] * 32
+        inputs = [x, const(name + ".w", packed), const(name + ".s", scales), "", "", const(name + ".b", bias)]
         return op(
-            "MatMulNBits", inputs, prefix + ".y", MS,
+            "MatMulNBits", inputs, name + ".y", MS,
             K=columns, N=rows, bits=4, block_size=32, accuracy_level=accuracy_level,
         )  # fmt: skip
 
@@ -65,17 +67,21 @@ def build_model(weights: E5File, accuracy_level: int = 4) -> bytes:
     mask32 = op("Cast", ["mask"], "mask32", to=proto.INT32)
     for layer in range(weights.layers):
         p = f"l{layer}"
-        q, k, v = (linear(x, f"{p}.{name}", h, h) for name in ("q", "k", "v"))
-        context = op("MultiHeadAttention", [q, k, v, "", mask32], f"{p}.att", MS, num_heads=weights.heads)
-        out = linear(context, f"{p}.ao", h, h)
+        # q, k and v in one matrix product, split after
+        blocks = np.concatenate([weights.q4_blocks(f"{p}.{n}.w", h) for n in ("q", "k", "v")])
+        bias = np.concatenate([weights.floats(f"{p}.{n}.b") for n in ("q", "k", "v")])
+        names = [f"{p}.q", f"{p}.k", f"{p}.v"]
+        nodes.append(proto.node("Split", [linear(x, f"{p}.qkv", blocks, bias)], names, f"{p}.split", axis=-1))
+        context = op("MultiHeadAttention", [*names, "", mask32], f"{p}.att", MS, num_heads=weights.heads)
+        out = linear(context, f"{p}.ao", *matrix(f"{p}.ao", h))
         x = op(
             "SkipLayerNormalization",
             [out, x, const(f"{p}.aln.w", weights.floats(f"{p}.aln.w")),
              const(f"{p}.aln.b", weights.floats(f"{p}.aln.b"))],
             f"{p}.aln", MS, epsilon=weights.eps,
         )  # fmt: skip
-        middle = op("Gelu", [linear(x, f"{p}.fi", ffn, h)], f"{p}.gelu", MS)
-        out = linear(middle, f"{p}.fo", h, ffn)
+        middle = op("Gelu", [linear(x, f"{p}.fi", *matrix(f"{p}.fi", h))], f"{p}.gelu", MS)
+        out = linear(middle, f"{p}.fo", *matrix(f"{p}.fo", ffn))
         x = op(
             "SkipLayerNormalization",
             [out, x, const(f"{p}.oln.w", weights.floats(f"{p}.oln.w")),
