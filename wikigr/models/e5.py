@@ -44,7 +44,7 @@ DIMENSION = 384
 WEIGHTS_FILE = "e5-small-q4.bin"
 PASSAGE, QUERY = "passage: ", "query: "
 MIN_COSINE = 0.99
-BATCH = 16
+KERNEL = "int8"  # the weights' kernel in the graph: "int8" or "nbits" (wikigr/models/e5_graph.py)
 WARM_TEXTS = 32  # a call with this many texts looks pieces up in a dictionary (built once, ~0.3 s)
 CACHE_KEEP = 2
 _MODEL, _TABLE, _RECORD, _FAILED = "model.onnx", "pieces.npy", "record.json", "failed.json"
@@ -115,28 +115,19 @@ class E5Onnx:
             )
         sums = np.zeros((len(texts), DIMENSION), np.float64)
         weights = np.zeros(len(texts), np.float64)
-        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
-        for start in range(0, len(order), BATCH):
-            batch = [windows[w] for w in order[start : start + BATCH]]
-            means = self._run([ids for _, ids in batch])
-            for (index, ids), mean in zip(batch, means, strict=True):
-                sums[index] += max(len(ids), 1) * mean
-                weights[index] += max(len(ids), 1)
+        for index, ids in windows:  # one at a time: the int8 kernel quantises a whole input at once
+            sums[index] += max(len(ids), 1) * self._run(ids)
+            weights[index] += max(len(ids), 1)
         pooled = sums / np.maximum(weights, 1)[:, None]
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         out: np.ndarray = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
         return out
 
-    def _run(self, contents: list[list[int]]) -> np.ndarray:
-        """The mean token vectors of ``<s> content </s>`` for each content, padded to one length."""
-        length = max(len(c) for c in contents) + 2
-        ids = np.full((len(contents), length), self._weights.pad, np.int64)
-        mask = np.zeros((len(contents), length), np.int64)
-        for row, content in enumerate(contents):
-            ids[row, : len(content) + 2] = [self._weights.bos, *content, self._weights.eos]
-            mask[row, : len(content) + 2] = 1
-        feeds = {"embeds": self._weights.word_vectors(ids), "mask": mask}
-        pooled: np.ndarray = self._session.run(None, feeds)[0]
+    def _run(self, content: list[int]) -> np.ndarray:
+        """The mean token vector of ``<s> content </s>``."""
+        ids = np.array([[self._weights.bos, *content, self._weights.eos]], np.int64)
+        feeds = {"embeds": self._weights.word_vectors(ids), "mask": np.ones_like(ids)}
+        pooled: np.ndarray = self._session.run(None, feeds)[0][0]
         return pooled
 
 
@@ -179,7 +170,7 @@ def cache_folder(digest: str) -> Path:
 
     from wikigr.home import cache_dir
 
-    return cache_dir("e5", f"{digest[:32]}-ort{ort.__version__}-{GRAPH_FORMAT}")
+    return cache_dir("e5", f"{digest[:32]}-ort{ort.__version__}-{KERNEL}-{GRAPH_FORMAT}")
 
 
 def load(threads: int = 0) -> E5Onnx | E5Engine:
@@ -237,7 +228,7 @@ def make_cache(folder: Path, weights: E5File, digest: str) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir(parents=True)
-        (tmp / _MODEL).write_bytes(build_model(weights))
+        (tmp / _MODEL).write_bytes(build_model(weights, kernel=KERNEL))
         np.save(tmp / _TABLE, build_table(weights.pieces(), weights.unk))
         cosines = check(E5Onnx(tmp, weights, digest, threads=0), E5Engine(digest))
         record = {

@@ -13,8 +13,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-FLOAT, UINT8, INT32, INT64 = 1, 2, 6, 7  # TensorProto.DataType
-_DTYPES = {np.dtype(np.float32): FLOAT, np.dtype(np.uint8): UINT8, np.dtype(np.int32): INT32}
+FLOAT, UINT8, INT8, INT32, INT64 = 1, 2, 3, 6, 7  # TensorProto.DataType
+_DTYPES = {
+    np.dtype(np.float32): FLOAT,
+    np.dtype(np.uint8): UINT8,
+    np.dtype(np.int8): INT8,
+    np.dtype(np.int32): INT32,
+}
 _DTYPES[np.dtype(np.int64)] = INT64
 
 # AttributeProto.AttributeType
