@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from wikigr.embed import Embedder
+from wikigr.embed import Embedder, embed_queries
 from wikigr.errors import StoreError, UsageError
 from wikigr.openml.model import LOWER_IS_BETTER, measure_name
 from wikigr.openml.tool_specs import (
@@ -103,7 +103,7 @@ class OpenMLTools:
         k = max(1, min(int(k), 50))
         if self._embedder is None:
             self._embedder = self._embedder_factory()
-        vector = [float(x) for x in self._embedder.embed([text.strip()])[0]]
+        vector = [float(x) for x in embed_queries(self._embedder, [text.strip()])[0]]
         hits: list[dict[str, Any]] = []
         for table in chosen:
             rows = self.store.rows(

@@ -58,7 +58,7 @@ class FewShotStage(Stage):
             # Questions embedded by an earlier process are reused: a fresh `wikigr query` does not
             # embed the whole question file again.
             cache = EmbeddingCache(wikigr_home() / "cache" / "embeddings" / "questions", state.ctx.embedder)
-            vectors = embed_cached(state.ctx.embedder, [e.question for e in examples], cache)
+            vectors = embed_cached(state.ctx.embedder, [e.question for e in examples], cache, queries=True)
             self._pool = (examples, vectors)
         return self._pool
 
