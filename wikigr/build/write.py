@@ -45,7 +45,9 @@ def corpus_graph(
     ``GraphTables.part``; ``rows``: the documents' rows, when they were made already."""
     rows = rows or store_rows(docs, options, aliases)
     chunks = rows.chunks
-    records = [ChunkRecord(*row) for row in zip(chunks["id"], rows.chunk_titles, chunks["text"], strict=True)]
+    # Each chunk carries its document's language as the build found it: the graph does not detect it again.
+    columns = (chunks["id"], rows.chunk_titles, chunks["text"], rows.chunk_languages)
+    records = [ChunkRecord(*row) for row in zip(*columns, strict=True)]
     extractor: Any = None
     embed = (lambda names: embedder.embed(names)) if embedder is not None else None
     if options.llm is not None:
