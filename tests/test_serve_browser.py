@@ -95,8 +95,10 @@ def evaluated_pack(built_pack: Path, tmp_path_factory: pytest.TempPathFactory) -
     return pack
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
+def start_chromium(folder: Path, name: str = "", languages: str | None = None) -> Any:
+    """Headless Chromium on loopback only, its profile and driver log in ``folder`` (``name``
+    tells several apart); ``languages`` (``ru``, ``en-US,en``): the browser's languages, as its
+    settings hold them (the Accept-Language it sends and ``navigator.languages``)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -109,7 +111,8 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         "--disable-gpu",
         "--disable-dev-shm-usage",
         "--window-size=1366,900",
-        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--user-data-dir={folder / f'profile{name}'}",
+        *([f"--lang={languages.split(',')[0]}"] if languages else []),
         "--no-first-run",
         "--disable-extensions",
         "--disable-background-networking",
@@ -118,17 +121,25 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # nothing beyond loopback
     ):
         options.add_argument(argument)
+    if languages:
+        options.add_experimental_option("prefs", {"intl.accept_languages": languages})
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(folder / f"chromedriver{name}.log"))
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(WAIT)
+    return driver
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    driver = start_chromium(tmp_path)
     try:
         yield driver
     finally:
         driver.quit()
 
 
-def _wait(driver: Any, condition: Any) -> Any:
+def wait_for(driver: Any, condition: Any) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, WAIT).until(condition)
@@ -146,14 +157,14 @@ def test_ask_read_the_answer_sources_trace_graph_and_evaluations(
 
     with running(create_app([evaluated_pack])) as url:
         browser.get(url + "/")
-        _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
         assert browser.switch_to.active_element.get_attribute("id") == "question"  # ready to type
         options = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#pack option")]
         assert options == ["fixture (4 articles, 11 chunks)"]
 
         question = browser.find_element(By.ID, "question")
         question.send_keys(QUESTION, Keys.ENTER)  # the form submits with Enter
-        trace_id = _wait(browser, lambda d: d.execute_script("return document.body.dataset.answered"))
+        trace_id = wait_for(browser, lambda d: d.execute_script("return document.body.dataset.answered"))
 
         answer = browser.find_element(By.ID, "answer").text
         assert "settimeout" in answer and "[1]" in answer  # the short answer cites its source
@@ -176,7 +187,7 @@ def test_ask_read_the_answer_sources_trace_graph_and_evaluations(
         browser.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
         assert browser.find_element(By.ID, "tab-graph").get_attribute("aria-selected") == "true"
         assert browser.find_element(By.ID, "panel-graph").is_displayed()
-        nodes = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#graph svg g.node"))
+        nodes = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#graph svg g.node"))
         kinds = {n.get_attribute("class").split()[1] for n in nodes}
         assert kinds == {"chunk", "article", "entity"} and len(
             browser.find_elements(By.CSS_SELECTOR, "#graph line")
@@ -186,7 +197,7 @@ def test_ask_read_the_answer_sources_trace_graph_and_evaluations(
         detail = browser.find_element(By.ID, "graph-detail").text
         assert detail.startswith("entity: ") and "explore around this entity" in detail
         browser.find_element(By.CSS_SELECTOR, "#graph-detail button").click()
-        _wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#graph g.node.focus")) == 1)
+        wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#graph g.node.focus")) == 1)
 
         browser.find_element(By.ID, "tab-eval").click()
         profiles = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#eval-chart svg text")]
@@ -215,11 +226,11 @@ def test_an_error_is_shown_in_one_line(browser: Any, built_pack: Path) -> None:
 
     with running(create_app([built_pack])) as url:
         browser.get(url + "/")
-        _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
         browser.execute_script("document.getElementById('profile').add(new Option('bogus', 'bogus'))")
         browser.find_element(By.ID, "profile").send_keys("bogus")
         browser.find_element(By.ID, "question").send_keys(QUESTION, Keys.ENTER)
-        status = _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#status.error").text)
+        status = wait_for(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#status.error").text)
         assert status == "unknown profile 'bogus' (profiles: auto, baseline, balanced, max, graph, routed)"
 
 
@@ -229,12 +240,12 @@ def test_with_a_token_the_page_signs_in_first(browser: Any, built_pack: Path) ->
 
     with running(create_app([built_pack], token=TOKEN, loopback=False)) as url:
         browser.get(url + "/")
-        token = _wait(browser, lambda d: d.find_element(By.ID, "token"))
+        token = wait_for(browser, lambda d: d.find_element(By.ID, "token"))
         token.send_keys("not-the-token-at-all", Keys.ENTER)
-        _wait(browser, lambda d: d.find_element(By.ID, "status").text == "wrong token")
+        wait_for(browser, lambda d: d.find_element(By.ID, "status").text == "wrong token")
         browser.find_element(By.ID, "token").clear()
         browser.find_element(By.ID, "token").send_keys(TOKEN, Keys.ENTER)
-        _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
         assert browser.find_element(By.CSS_SELECTOR, "#pack option").text.startswith("fixture")
         cookie = browser.get_cookie("wikigr_token")
         assert cookie is not None and cookie["httpOnly"] and cookie["sameSite"] == "Strict"

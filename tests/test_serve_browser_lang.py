@@ -9,7 +9,6 @@ it; the switch on the page changes the language, by keyboard, and the choice out
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,14 @@ from typing import Any
 import pytest
 
 from tests.test_serve import QUESTION, TOKEN, running
+from tests.test_serve_browser import CHROMEDRIVER, CHROMIUM, start_chromium, wait_for
 from wikigr.serve.app import create_app
 from wikigr.serve.http import STATIC
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="needs headless Chromium and its driver: apt-get install -y chromium chromium-driver",
 )
-WAIT = 600  # seconds; the machine may be loaded (a wait on a condition: only a hang takes this long)
 RU = json.loads((STATIC / "i18n" / "ru.json").read_text("utf-8"))
 EN = json.loads((STATIC / "i18n" / "en.json").read_text("utf-8"))
 
@@ -35,38 +32,11 @@ EN = json.loads((STATIC / "i18n" / "en.json").read_text("utf-8"))
 def chromium(tmp_path: Path) -> Iterator[Callable[[str], Any]]:
     """Starts headless Chromium with the given browser languages (``ru``, ``en-US,en``), as
     its settings hold them: the Accept-Language it sends and ``navigator.languages``."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
     drivers: list[Any] = []
 
     def start(languages: str) -> Any:
-        options = Options()
-        options.binary_location = str(CHROMIUM)
-        for argument in (
-            "--headless=new",
-            "--no-sandbox",  # CI runs as root
-            "--disable-gpu",
-            "--disable-dev-shm-usage",
-            "--window-size=1366,900",
-            f"--user-data-dir={tmp_path / f'profile-{len(drivers)}'}",
-            f"--lang={languages.split(',')[0]}",
-            "--no-first-run",
-            "--disable-extensions",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # nothing beyond loopback
-        ):
-            options.add_argument(argument)
-        options.add_experimental_option("prefs", {"intl.accept_languages": languages})
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        log = tmp_path / f"chromedriver-{len(drivers)}.log"
-        driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER), log_output=str(log)))
-        driver.set_page_load_timeout(WAIT)
-        drivers.append(driver)
-        return driver
+        drivers.append(start_chromium(tmp_path, f"-{len(drivers)}", languages))
+        return drivers[-1]
 
     try:
         yield start
@@ -75,14 +45,8 @@ def chromium(tmp_path: Path) -> Iterator[Callable[[str], Any]]:
             driver.quit()
 
 
-def _wait(driver: Any, condition: Any) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, WAIT).until(condition)
-
-
 def _ready(driver: Any) -> None:
-    _wait(driver, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+    wait_for(driver, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
 
 
 def _severe(driver: Any) -> list[str]:
@@ -110,7 +74,7 @@ def test_a_russian_browser_gets_the_russian_page_and_an_answer(chromium: Any, bu
         assert pressed.get_attribute("data-lang") == "ru"
 
         question.send_keys(QUESTION, Keys.ENTER)
-        _wait(browser, lambda d: d.execute_script("return document.body.dataset.answered"))
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.answered"))
         answer = browser.find_element(By.ID, "answer").text
         assert "settimeout" in answer and "[1]" in answer  # the documents' words, as they are
         status = browser.find_element(By.ID, "status").text
@@ -122,10 +86,10 @@ def test_a_russian_browser_gets_the_russian_page_and_an_answer(chromium: Any, bu
         assert " мс" in chart and "всего" in chart
 
         browser.find_element(By.ID, "tab-pack").click()
-        info = _wait(browser, lambda d: d.find_element(By.ID, "pack-info").text)
+        info = wait_for(browser, lambda d: d.find_element(By.ID, "pack-info").text)
         assert "4 статьи" in info and "11 фрагментов" in info and "граф сущностей" in info, info
         browser.find_element(By.ID, "tab-graph").click()
-        nodes = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#graph svg g.node.entity"))
+        nodes = wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#graph svg g.node.entity"))
         nodes[0].send_keys(Keys.ENTER)
         detail = browser.find_element(By.ID, "graph-detail").text
         assert detail.startswith("сущность: ") and RU["graph.explore"] in detail
@@ -157,7 +121,7 @@ def test_the_switch_changes_the_language_and_the_choice_stays(chromium: Any, bui
         russian = browser.switch_to.active_element
         assert russian.get_attribute("data-lang") == "ru" and russian.text == "Русский"
         russian.send_keys(Keys.ENTER)
-        _wait(browser, lambda d: d.execute_script("return document.documentElement.lang") == "ru")
+        wait_for(browser, lambda d: d.execute_script("return document.documentElement.lang") == "ru")
         _ready(browser)
         assert browser.find_element(By.ID, "ask").text == RU["form.ask"]
         assert browser.get_cookie("wikigr_lang")["value"] == "ru"
@@ -168,7 +132,7 @@ def test_the_switch_changes_the_language_and_the_choice_stays(chromium: Any, bui
         assert browser.find_element(By.CSS_SELECTOR, "#answer .hint").text == RU["answer.hint"]
 
         browser.find_element(By.CSS_SELECTOR, 'button[data-lang="en"]').click()
-        _wait(browser, lambda d: d.execute_script("return document.documentElement.lang") == "en")
+        wait_for(browser, lambda d: d.execute_script("return document.documentElement.lang") == "en")
         _ready(browser)
         assert browser.find_element(By.ID, "ask").text == EN["form.ask"]
         browser.refresh()
@@ -184,7 +148,7 @@ def test_the_sign_in_page_in_russian(chromium: Any, built_pack: Path) -> None:
     browser = chromium("ru")
     with running(create_app([built_pack], token=TOKEN, loopback=False)) as url:
         browser.get(url + "/")
-        _wait(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
         assert browser.execute_script("return document.documentElement.lang") == "ru"
         assert browser.title == RU["login.title"]
         assert browser.find_element(By.CSS_SELECTOR, "#login-form button").text == RU["login.submit"]
@@ -195,6 +159,6 @@ def test_the_sign_in_page_in_russian(chromium: Any, built_pack: Path) -> None:
         codes = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "main p code")]
         assert codes == ["wikigr serve --token", "--token-file"]
         token.send_keys(TOKEN, Keys.ENTER)
-        ask = _wait(browser, lambda d: d.find_elements(By.ID, "ask"))  # signed in: the page, in Russian
+        ask = wait_for(browser, lambda d: d.find_elements(By.ID, "ask"))  # signed in: the page, in Russian
         assert ask[0].text == RU["form.ask"]
         _ready(browser)
