@@ -59,6 +59,7 @@ from wikigr.serve.http import (
     read_json,
     status_of,
 )
+from wikigr.serve.jobs import Jobs
 from wikigr.serve.openapi import document
 from wikigr.serve.packs import ServedPacks
 from wikigr.serve.traces import Traces
@@ -139,6 +140,7 @@ class Server:
         self.started = time.monotonic()
         self.evals = EvalRuns()
         self.loader = Loader(packs, self.traces)
+        self.jobs = Jobs(packs.redact)  # builds and comparisons started from the page (jobs.py)
         self._tasks: set[asyncio.Future[None]] = set()
 
     @property
@@ -410,6 +412,10 @@ def create_app(
         Route(f"{API}/search", endpoint(server.search), methods=["GET", "POST"]),
         Route(f"{API}/traces", endpoint(server.recent_traces), methods=["GET"]),
         Route(f"{API}/traces/{{trace_id}}", endpoint(server.trace), methods=["GET"]),
+        Route(f"{API}/jobs", endpoint(server.jobs.list_route), methods=["GET"]),
+        Route(f"{API}/jobs/{{job}}", endpoint(server.jobs.job_route), methods=["GET"]),
+        Route(f"{API}/jobs/{{job}}/events", endpoint(server.jobs.events_route), methods=["GET"]),
+        Route(f"{API}/jobs/{{job}}/cancel", endpoint(server.jobs.cancel_route), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -418,6 +424,7 @@ def create_app(
         try:
             yield
         finally:
+            server.jobs.cancel_all()
             await run_in_threadpool(server.loader.close)
 
     app = Starlette(

@@ -28,7 +28,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "A usage error: a bad field, an empty or too long question, an unknown profile or stage, "
         "a path where a pack name belongs.",
         401: "A token is required (Authorization: Bearer TOKEN) and was missing or wrong.",
-        404: "No such pack, trace, chunk or entity.",
+        403: "A write refused: from another origin, or the server is read-only.",
+        404: "No such pack, trace, chunk, entity or job.",
+        409: "A job of that kind and key (a build of that pack name) is running already.",
         413: "The request body is too large.",
         415: "The body is not sent as application/json.",
         500: "A runtime failure (a pack that cannot be read...).",
@@ -289,5 +291,42 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                     "responses": {"200": _json({"type": "object"}, "The trace.")} | _errors(404),
                 }
             },
+            **JOB_PATHS,
         },
     }
+
+
+JOB_PARAM = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}
+JOB_PATHS: dict[str, Any] = {
+    "/api/v1/jobs": {
+        "get": {
+            "summary": "The jobs started from the page (builds, comparisons), newest first.",
+            "responses": {"200": _json({"type": "object"}, "Jobs.")},
+        }
+    },
+    "/api/v1/jobs/{job}": {
+        "get": {
+            "summary": "A job: kind, key, state (running, done, failed, cancelled), result, error.",
+            "parameters": [JOB_PARAM],
+            "responses": {"200": _json({"type": "object"}, "The job.")} | _errors(404),
+        }
+    },
+    "/api/v1/jobs/{job}/events": {
+        "get": {
+            "summary": "A job's events as Server-Sent Events, from the first, until it ends "
+            "(progress, then done, failed or cancelled).",
+            "parameters": [JOB_PARAM],
+            "responses": {
+                "200": {"description": "Events.", "content": {"text/event-stream": {}}},
+            }
+            | _errors(404),
+        }
+    },
+    "/api/v1/jobs/{job}/cancel": {
+        "post": {
+            "summary": "Cancel a job: it stops at its next event and undoes what it began.",
+            "parameters": [JOB_PARAM],
+            "responses": {"202": _json({"type": "object"}, "The job, cancelling.")} | _errors(403, 404),
+        }
+    },
+}
