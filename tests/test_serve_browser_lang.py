@@ -66,7 +66,9 @@ def test_a_russian_browser_gets_the_russian_page_and_an_answer(chromium: Any, bu
         _ready(browser)
         question = browser.find_element(By.ID, "question")
         assert question.get_attribute("placeholder") == RU["form.question_placeholder"]
-        tabs = [tab.text for tab in browser.find_elements(By.CSS_SELECTOR, '[role="tab"]')]
+        tabs = [tab.text for tab in browser.find_elements(By.CSS_SELECTOR, '#tabs [role="tab"]')]
+        views = [tab.text for tab in browser.find_elements(By.CSS_SELECTOR, '#views [role="tab"]')]
+        assert views == [RU["views.ask"], RU["views.build"], RU["views.compare"], RU["views.settings"]]
         assert tabs == [RU["tabs.trace"], RU["tabs.graph"], RU["tabs.eval"], RU["tabs.pack"]]
         options = [o.text for o in browser.find_elements(By.CSS_SELECTOR, "#pack option")]
         assert options == ["fixture (4 статьи, 11 фрагментов)"]

@@ -104,19 +104,29 @@ function truncate(text, n) {
 
 // -- tabs ------------------------------------------------------------------------------------
 
+function tabsOf(tab) {
+  return [...tab.closest('[role="tablist"]').querySelectorAll('[role="tab"]')];
+}
+
 function selectTab(tab, focus = true) {
-  for (const other of document.querySelectorAll('[role="tab"]')) {
+  for (const other of tabsOf(tab)) {
     const selected = other === tab;
     other.setAttribute("aria-selected", String(selected));
     other.tabIndex = selected ? 0 : -1;
     $(other.getAttribute("aria-controls")).hidden = !selected;
   }
   if (focus) tab.focus();
-  if (tab.id === "tab-graph") graph.resume();
+  if (tab.id === "tab-graph" || (tab.id === "view-tab-ask" && $("tab-graph").ariaSelected === "true")) graph.resume();
+  document.dispatchEvent(new CustomEvent("wikigr:tab", { detail: { id: tab.id } }));
 }
 
+// each tablist on its own: the views (ask, build, compare, settings) and the details beside an answer
 function setUpTabs() {
-  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  for (const list of document.querySelectorAll('[role="tablist"]')) setUpTabList(list);
+}
+
+function setUpTabList(list) {
+  const tabs = [...list.querySelectorAll('[role="tab"]')];
   tabs.forEach((tab, i) => {
     tab.addEventListener("click", () => selectTab(tab));
     tab.addEventListener("keydown", (event) => {
