@@ -349,3 +349,22 @@ def test_quality_counts_letters_as_python_does() -> None:
     for text in ["", "a b\tc\n", "x\x1cy\x1f z\x0b", "ÄÖ ü 数字 ½ ⅷ", "code: {[()]} == 1;", "é\u2003é"]:
         visible = [ch for ch in text if not ch.isspace()]
         assert visible_and_letters(text) == (len(visible), sum(ch.isalpha() for ch in visible)), text
+
+
+def test_warming_an_agent_makes_the_first_questions_reads_and_changes_no_answer(pack: Path) -> None:
+    """The agent warms its store while the model loads (Context.warm): the reads a question makes,
+    prepared and made once before it. Warmed or not, a question gets the same answer."""
+    with KnowledgeGraphAgent(pack, llm=None) as cold:
+        cold.context.cache.clear()
+        expected = cold.query("What is the capital of France?")
+        assert "has_entities" in cold.context.cache  # the question asked it
+    with KnowledgeGraphAgent(pack, llm=None) as warm:
+        warm.context.cache.clear()
+        warm.context.warm(warm.pack.manifest.embedder.dimension)
+        assert "has_entities" in warm.context.cache
+        answer = warm.query("What is the capital of France?")
+    assert answer.answer == expected.answer
+    assert [s.chunk_id for s in answer.sources] == [s.chunk_id for s in expected.sources]
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        agent.context.store.close()
+        agent.context.warm(agent.pack.manifest.embedder.dimension)  # a failing read: left to the question

@@ -138,21 +138,21 @@ class KnowledgeGraphAgent:
         check_record(self.pack.manifest.embedder, f"pack {self.pack.name}")  # before anything loads
         # Loading the model and opening the store are independent: do both at once. Only a pack of
         # passages embeds every question; another (OpenML) loads the model on first use.
-        embedder = None
         with ThreadPoolExecutor(max_workers=2) as pool:
             record, pack_name = self.pack.manifest.embedder, f"pack {self.pack.name}"
             embedder_future = (
                 pool.submit(pack_embedder, record, pack_name) if self.pack.manifest.stats.chunks else None
             )
             store = pool.submit(open_pack_store, self.pack).result()  # a pack in shards: all
+            self.context = Context(pack=self.pack, store=store, llm=self.llm, options=stage_options)
             try:
-                embedder = embedder_future.result() if embedder_future else None
+                if embedder_future is not None:
+                    if not embedder_future.done():  # the first question's reads, while it loads
+                        self.context.warm(record.dimension)
+                    self.context.loaded_embedder = embedder_future.result()
             except BaseException:
                 store.close()
                 raise
-        self.context = Context(
-            pack=self.pack, store=store, llm=self.llm, options=stage_options, loaded_embedder=embedder
-        )
         if "keyword" in self.stage_names or "router" in self.stage_names:
             # Load the BM25 index now, with the store: an agent then answers from one state of the
             # pack even when `pack update` swaps the folder while it is open.

@@ -97,20 +97,23 @@ def _session_options(ort: Any, threads: int, level: Any) -> Any:
 
 
 def open_onnx_session(ort: Any, model_file: Path, threads: int = 0) -> Any:
-    """An onnxruntime CPU session of ``model_file``, fully optimised (ORT_ENABLE_ALL).
+    """An onnxruntime CPU session of ``model_file``, optimised (ORT_ENABLE_EXTENDED).
 
     Optimising the model is most of the cost of opening it (~0.25 s for MiniLM: constant folding
     turns its int8 weights into float32 ones), so the optimised graph is kept in
     ``$WIKIGR_HOME/cache/onnx/``, in a folder named after the model's sha256, the onnxruntime version
     and the machine, with its weights in a separate file that onnxruntime memory-maps. It is saved
-    at ORT_ENABLE_EXTENDED (no layout changes specific to this CPU) and opened at ORT_ENABLE_ALL,
-    from the first process on, so every process runs the same graph. A cache that cannot be
-    written or read only costs time: the model is then optimised in memory, as without a cache."""
+    at ORT_ENABLE_EXTENDED and opened with the optimisers off (ORT_DISABLE_ALL): they would find
+    nothing left to do (ORT_ENABLE_ALL's layout passes change nothing in this graph on CPU, and the
+    embeddings are bit-identical) and would only cost time. Every process runs
+    the same graph: a cache that cannot be written or read only costs time, the model then being
+    optimised in memory at the same level."""
 
-    def session(path: Path) -> Any:
-        options = _session_options(ort, threads, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+    def session(path: Path, level: Any) -> Any:
+        options = _session_options(ort, threads, level)
         return ort.InferenceSession(str(path), sess_options=options, providers=_PROVIDERS)
 
+    levels = ort.GraphOptimizationLevel
     try:
         import platform
 
@@ -120,16 +123,16 @@ def open_onnx_session(ort: Any, model_file: Path, threads: int = 0) -> Any:
         key = f"{file_digest(model_file)[:32]}-ort{ort.__version__}-{machine}-{ONNX_CACHE_FORMAT}"
         folder = cache_dir("onnx", key)
     except OSError:
-        return session(model_file)
+        return session(model_file, levels.ORT_ENABLE_EXTENDED)
     cached = folder / _OPTIMIZED_MODEL
     if not cached.is_file():
         _save_optimized(ort, model_file, folder)
     if cached.is_file():
         try:
-            return session(cached)
+            return session(cached, levels.ORT_DISABLE_ALL)  # optimised already
         except Exception:  # noqa: BLE001  (onnxruntime's errors have no common base)
             shutil.rmtree(folder, ignore_errors=True)  # a broken cache: the next process writes it again
-    return session(model_file)
+    return session(model_file, levels.ORT_ENABLE_EXTENDED)
 
 
 def _save_optimized(ort: Any, model_file: Path, folder: Path) -> None:

@@ -123,6 +123,23 @@ class Context:
             self.cache["has_entities"] = self.store.has_entities
         return bool(self.cache["has_entities"])
 
+    def warm(self, dimension: int) -> None:
+        """Make the reads every question of a passage pack makes, once, before the first question
+        (the agent calls it while the model loads): whether there is an entity graph, a search for
+        the chunks nearest a vector of ``dimension`` floats with their citations, and the links of
+        their pages. LadybugDB prepares each statement once per connection and reads the columns it
+        touches on first use: done here, the first question does not wait for it. A failure is left
+        to the question that makes the same read to report."""
+        try:
+            self.has_entity_graph  # noqa: B018 - asked once, kept in the cache
+            probe = [1.0] + [0.0] * (dimension - 1)
+            hits = self.store.chunk_details(self.store.nearest_chunks(probe, 30))
+            pages = sorted({hit.article_id for hit in hits})
+            self.store.article_degrees(pages)
+            self.store.linked_articles(pages[:3])
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none, and the
         :class:`InvalidPackError` when its files are damaged (a wrong answer is worse than none)."""
