@@ -3,9 +3,12 @@
 Prints a table and writes bench/results/startup.json.
 
 1. Wall time of `wikigr query PACK QUESTION --json` as a new process, p50/p95 over --runs runs
-   (questions from bench/build_query.py, in turn): the default profile on packs/pydocs, and
-   `--profile graph` on a copy of it with an entity graph (made here with `wikigr pack graph`, or
-   given with --graph-pack). The runs of the two alternate, so both see the same machine load.
+   (questions from bench/build_query.py, in turn), in three arms whose runs alternate, so all see
+   the same machine load: `default`, the default profile on packs/pydocs with WIKIGR_WORKER=off
+   (each process answers by itself); `graph`, `--profile graph` on a copy of it with an entity
+   graph (made here with `wikigr pack graph`, or given with --graph-pack), also alone; `worker`,
+   the default profile on packs/pydocs as shipped: the query worker (wikigr/worker.py) answers,
+   which the arm's first run (`first_run_s`, answered alone) starts; it is stopped at the end.
    The console script installed in .venv/bin is run directly, not through `uv run` (uv's own
    start-up would be timed too). Bytecode is compiled first (compileall of the environment's
    site-packages and of wikigr, as `pip install` does) and the processes run without
@@ -186,30 +189,41 @@ def main() -> int:
             shutil.rmtree(work / "home", ignore_errors=True)  # the timed runs start from empty caches
         stats = json.loads((graph_pack / "manifest.json").read_text())["stats"]
         results["graph_pack"] = {k: stats[k] for k in ("chunks", "entities", "facts", "relations")}
+        alone = {**env, "WIKIGR_WORKER": "off"}  # each process answers by itself
+        served = {**env, "WIKIGR_WORKER_IDLE": "300"}  # the query worker (wikigr/worker.py), as shipped
+        served.pop("WIKIGR_WORKER", None)
         kinds = {
-            "default": (EXAMPLE, []),
-            "graph": (graph_pack, ["--profile", "graph"]),
+            "default": (EXAMPLE, [], alone),
+            "graph": (graph_pack, ["--profile", "graph"], alone),
+            "worker": (EXAMPLE, [], served),
         }
-        first = {
-            name: round(fresh_query_seconds(pack, QUESTION, extra, env), 3)
-            for name, (pack, extra) in kinds.items()
-        }
-        walls: dict[str, list[float]] = {name: [] for name in kinds}
-        for i in range(args.runs):
-            for name, (pack, extra) in kinds.items():
-                walls[name].append(fresh_query_seconds(pack, QUESTIONS[i % len(QUESTIONS)], extra, env))
+        try:
+            first = {  # the worker arm's first run answers alone and starts the worker
+                name: round(fresh_query_seconds(pack, QUESTION, extra, arm_env), 3)
+                for name, (pack, extra, arm_env) in kinds.items()
+            }
+            walls: dict[str, list[float]] = {name: [] for name in kinds}
+            for i in range(args.runs):
+                for name, (pack, extra, arm_env) in kinds.items():
+                    question = QUESTIONS[i % len(QUESTIONS)]
+                    walls[name].append(fresh_query_seconds(pack, question, extra, arm_env))
+        finally:
+            stop = "from wikigr import worker; worker.stop(worker.socket_path())"
+            subprocess.run([sys.executable, "-c", stop], env=served, check=False)
         results["fresh_process"] = {
             name: {
-                "command": f"wikigr query {'packs/pydocs' if name == 'default' else 'GRAPH_COPY'} "
-                f"QUESTION --json {' '.join(extra)}".strip(),
+                "command": f"{'WIKIGR_WORKER=off ' if arm_env is alone else ''}wikigr query "
+                f"{'GRAPH_COPY' if name == 'graph' else 'packs/pydocs'} QUESTION --json "
+                f"{' '.join(extra)}".strip(),
                 "first_run_s": first[name],
                 **summary(walls[name]),
-                "target_p50_s": 0.4 if name == "default" else None,
+                "target_p50_s": None if name == "graph" else 0.4,
             }
-            for name, (pack, extra) in kinds.items()
+            for name, (pack, extra, arm_env) in kinds.items()
         }
+        env = alone  # the breakdown: what one process does
         results["breakdown"] = {"python_startup_s": python_startup(env, args.breakdown_runs)}
-        for name, (pack, extra) in kinds.items():
+        for name, (pack, extra, _) in list(kinds.items())[:2]:
             profile = extra[1] if extra else ""  # "": the pack's default profile
             for mode in ("steps", "cli_path"):
                 samples = [child(mode, pack, profile, env) for _ in range(args.breakdown_runs)]

@@ -62,6 +62,7 @@ def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     """Every test gets its own packs home; nothing touches ~/.wikigr."""
     home = tmp_path_factory.mktemp("wikigr-home")
     monkeypatch.setenv("WIKIGR_HOME", str(home))
+    monkeypatch.setenv("WIKIGR_WORKER", "off")  # no query worker outlives a test (tests/test_worker.py)
     yield home
 
 

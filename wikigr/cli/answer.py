@@ -40,59 +40,45 @@ def answer(
 
     if not question.strip():
         raise UsageError("the question is empty")
-    _load_model_meanwhile()
-    from wikigr.packset import open_agent
-
-    with open_agent(
-        pack,
-        profile=profile,
-        enable=enable,
-        disable=disable,
-        model=model,
-        top_k=top_k,
-        fallback=fallback,
-        timeout=timeout,
-    ) as agent:
-        result = agent.query(question)
-    for entry in result.trace["stages"]:  # synthesize, or the router when the OpenML tools answered
+    asked = {"pack": pack, "question": question, "profile": profile, "enable": enable, "disable": disable}
+    data = _answered(asked, top_k, model, fallback, timeout)
+    trace_data: dict[str, Any] = data["trace"]
+    for entry in trace_data["stages"]:  # synthesize, or the router when the OpenML tools answered
         detail: dict[str, Any] = entry.get("detail") or {}
         why = str(detail.get("why", ""))
         if why.startswith("Claude failed"):
             then = detail.get("fallback", "the answer below is extractive")
             err.print(f"Warning: {why}; {then}.", markup=False, highlight=False)
-    for line in _notices(result.trace["stages"]):
+    for line in _notices(trace_data["stages"]):
         err.print(line, markup=False, highlight=False)
     if json_out:
-        print_json(result.to_json())
+        print_json(data)
     else:
-        if result.trace.get("answer_mode") == "none":
+        if trace_data.get("answer_mode") == "none":
             out.print(f"No answer: {_why_no_answer(disable)}; the sources are the passages retrieved.")
         else:
-            out.print(printable(result.answer), highlight=False)
+            out.print(printable(data["answer"]), highlight=False)
         out.print()
         out.print(styled("[bold]Sources[/]"))
-        several = "packs" in result.trace  # several packs answered: name each source's
-        for n, source in enumerate(result.sources, 1):
-            where = (
-                f"{source.title} › {source.section}"
-                if source.section not in ("", source.title)
-                else source.title
-            )
-            related = " (related)" if source.related else ""
-            pack_name = f"{source.pack}: " if several else ""
-            line = printable(f"[{n}] {pack_name}{where}{related}  {source.url}")
+        several = "packs" in trace_data  # several packs answered: name each source's
+        for n, source in enumerate(data["sources"], 1):
+            title, section = source["title"], source["section"]
+            where = f"{title} › {section}" if section not in ("", title) else title
+            related = " (related)" if source["related"] else ""
+            pack_name = f"{source['pack']}: " if several else ""
+            line = printable(f"[{n}] {pack_name}{where}{related}  {source['url']}")
             out.print(line, markup=False, highlight=False)
             if passages:
-                out.print(printable(source.text.strip()) + "\n", markup=False, highlight=False)
-        for entry in result.trace.get("packs", []):  # packs of the set left out, and why
+                out.print(printable(source["text"].strip()) + "\n", markup=False, highlight=False)
+        for entry in trace_data.get("packs", []):  # packs of the set left out, and why
             if entry.get("left_out"):
                 line = printable(f"Not searched: {entry['pack']} ({entry['why']})")
                 out.print(line, markup=False, highlight=False)
     if trace:
         from rich.table import Table
 
-        table = Table("stage", "ms", "in", "out", "top scores", "note", title=f"profile {result.profile}")
-        for entry, name in _trace_rows(result.trace["stages"]):
+        table = Table("stage", "ms", "in", "out", "top scores", "note", title=f"profile {data['profile']}")
+        for entry, name in _trace_rows(trace_data["stages"]):
             skipped = entry.get("skipped")
             detail = entry.get("detail") or {}
             note = (
@@ -110,13 +96,54 @@ def answer(
                 printable(note),
             )
         err.print(table)
-        usage = result.trace.get("usage")
+        usage = trace_data.get("usage")
         if usage:
             err.print(
                 f"Claude: {usage['calls']} call(s), {usage['input_tokens']} in / "
                 f"{usage['output_tokens']} out tokens, ~${usage['cost_usd']:.4f}",
                 markup=False,
             )
+
+
+def _answered(
+    asked: dict[str, Any], top_k: int | None, model: str | None, fallback: bool, timeout: float | None
+) -> dict[str, Any]:
+    """The answer to ``asked`` (pack, question, profile, enable, disable) as its JSON
+    (``AgentResult.to_json``): the query worker's when one answers (wikigr/worker.py: no Claude,
+    no --model or --timeout, which only Claude reads), else from an agent opened here — and then a
+    worker starts for the next question."""
+    import os
+
+    from wikigr import worker
+
+    path = worker.socket_path() if worker.enabled() and model is None and timeout is None else None
+    if path is not None:
+        reply = worker.ask({"op": "query", "cwd": os.getcwd(), "args": {**asked, "top_k": top_k}}, path)
+        if reply is not None and "error" in reply:
+            from wikigr.errors import WikigrError
+
+            failure = WikigrError(str(reply["error"]))
+            failure.exit_code = int(reply.get("exit_code", 1))
+            raise failure
+        if reply is not None:
+            result: dict[str, Any] = reply["result"]
+            return result
+    _load_model_meanwhile()
+    from wikigr.packset import open_agent
+
+    with open_agent(
+        asked["pack"],
+        profile=asked["profile"],
+        enable=asked["enable"],
+        disable=asked["disable"],
+        model=model,
+        top_k=top_k,
+        fallback=fallback,
+        timeout=timeout,
+    ) as agent:
+        answered = agent.query(asked["question"]).to_json()
+    worker.start(path)
+    return answered
 
 
 def _trace_rows(stages: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
