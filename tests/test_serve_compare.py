@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.fakeclaude import FakeClaude, Reply
 from tests.test_serve import QUESTION, running
 from wikigr.cli import run
 from wikigr.pack.manifest import load_manifest
@@ -164,3 +165,32 @@ def test_a_pack_without_questions_says_how_to_get_some(api: httpx.Client, pack: 
     response = api.post("/packs/fixture/compare", json={})
     assert response.status_code == 400 and "has no eval questions" in response.json()["error"]
     assert api.post("/packs/nope/compare", json={}).status_code == 404
+
+
+def test_with_claude_questions_are_generated_then_judged(pack: Path, claude_env: FakeClaude) -> None:
+    """With Claude configured: the questions Claude writes (as `wikigr eval generate`), then each
+    answer judged by Claude, the judge's accuracy in the profile's summary."""
+    generated = iter(['{"question": "What does settimeout set?", "answer": "a timeout"}'])
+
+    def respond(body: dict[str, Any]) -> Reply:
+        system = json.dumps(body.get("system"))
+        if "You write evaluation questions" in system:
+            return Reply.text(next(generated, "not json"))
+        if "You grade an answer" in system:
+            return Reply.text('{"grounding": 5, "reasoning": 4, "completeness": 5, "rationale": "fine"}')
+        return Reply.text("Call settimeout() on the socket [1].")
+
+    claude_env.respond_with(respond)
+    with running(create_app([pack])) as url, httpx.Client(base_url=url + "/api/v1", timeout=600) as api:
+        state = api.get("/packs/fixture/compare").json()
+        assert state["judge"] == "claude" and "claude" in state["judges"] and state["generate"] is True
+        body = {"profiles": ["baseline"], "generate": 1, "judge": "claude"}
+        job = api.post("/packs/fixture/compare", json=body).json()
+        events = list(job_events(api, job["id"]))
+    names = [name for name, _ in events]
+    assert names[:3] == ["generating", "generated", "profile"] and names[-1] == "done", events[-1]
+    assert events[1][1]["added"] == 1
+    rows = [data["row"] for name, data in events if name == "question"]
+    assert [r["id"] for r in rows] == ["q1", "q2", "gen-3"]
+    summary = events[-1][1]["runs"][0]["summary"]
+    assert summary["questions"] == 3 and summary["judge_accuracy"] == 1.0
