@@ -92,7 +92,10 @@ def test_compare_two_profiles_then_change_the_default_profile(built_pack: Path, 
             assert _ask(browser, QUESTION).startswith("profile baseline")
 
             # A refused save shows the validator's one line.
-            browser.find_element(By.ID, "view-tab-settings").click()
+            filled = "return document.body.dataset.settingsShown"
+            shown = browser.execute_script(filled)
+            browser.find_element(By.ID, "view-tab-settings").click()  # the form filled again
+            wait_for(browser, lambda d: d.execute_script(filled) != shown)
             browser.find_element(By.CSS_SELECTOR, "#settings-root details summary").click()
             raw = browser.find_element(By.ID, "settings-json")
             raw.clear()

@@ -23,7 +23,10 @@ function compareStatus(message, isError = false) {
 }
 
 async function compareSetUp() {
-  if (comparing.ready) return;
+  if (comparing.ready) { // opened again: the last runs may have changed (`wikigr eval`, another page)
+    if (!comparing.job && $("compare-pack").value) await compareLoad($("compare-pack").value);
+    return;
+  }
   comparing.ready = true;
   const root = $("compare-root");
   const form = el("form", { id: "compare-form", class: "workbench", autocomplete: "off" },
@@ -148,6 +151,7 @@ async function compareRun(event) {
 async function compareFollow(id, name) {
   comparing.job = id;
   $("compare-run").disabled = true;
+  $("compare-pack").disabled = true;
   $("compare-cancel").disabled = false;
   document.body.dataset.compared = "";
   let end = null;
@@ -194,6 +198,7 @@ async function compareFollow(id, name) {
   } finally {
     comparing.job = null;
     $("compare-run").disabled = comparing.readOnly;
+    $("compare-pack").disabled = false;
     $("compare-cancel").disabled = true;
     document.body.dataset.compared = end ? end[0] : "error";
   }

@@ -3,7 +3,7 @@
 // the caches of $WIKIGR_HOME/cache/ with a button to clear each (DELETE /caches/{cache}).
 "use strict";
 
-const configuring = { ready: false, readOnly: false, pack: null, config: {} };
+const configuring = { ready: false, readOnly: false, pack: null, config: {}, shown: 0 };
 
 function settingsStatus(message, isError = false) {
   const box = $("settings-status");
@@ -19,8 +19,9 @@ function settingsBytes(n) {
 }
 
 async function settingsSetUp() {
-  if (configuring.ready) {
-    await settingsGeneral();
+  if (configuring.ready) { // opened again: the file and the caches may have changed meanwhile
+    const name = $("settings-pack").value;
+    await Promise.all([name ? settingsLoad(name) : null, settingsGeneral()]);
     return;
   }
   configuring.ready = true;
@@ -93,6 +94,7 @@ function settingsShow(data) {
   ];
   $("settings-effective").replaceChildren(...rows.flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: value })]));
   if (data.problem) settingsStatus(data.problem, true);
+  document.body.dataset.settingsShown = String(++configuring.shown); // for tests: the form is filled
 }
 
 async function settingsSave(config) {
