@@ -1,7 +1,8 @@
 """Open agents kept for the life of a server process (``wikigr mcp``, ``wikigr serve``).
 
 An agent is opened once per pack folder and settings (profile, stage switches, mode) and reused;
-when the pack is updated or replaced on disk, the next use reopens it. One store connection must
+when the pack is updated or replaced on disk, or its ``kg_config.json`` changes (the page's
+Settings save one), the next use reopens it. One store connection must
 never be used by two threads at once, so each agent has a lock: :meth:`AgentCache.use` holds the
 locks of the agents a call needs, so calls on different packs run at once and calls on one agent
 take turns. (The MCP server serialises every call instead, under :attr:`AgentCache.lock`.)
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.pack.files import CONFIG_FILE, MANIFEST_FILE
 from wikigr.pack.pack import Pack, open_pack
 from wikigr.packset import PackSet, pack_refs, passage_packs
 
@@ -28,11 +30,12 @@ SEARCH_DROPS = frozenset({"synthesize", "few_shot", "multi_query"})  # what a se
 MAX_AGENTS = 16  # open agents kept; the least recently used idle one is closed beyond
 
 Key = tuple[str, str | None, str, tuple[str, ...], tuple[str, ...]]
+Stamp = tuple[int, ...]
 
 
 @dataclass
 class _Entry:
-    stamp: tuple[int, int, int]
+    stamp: Stamp
     agent: KnowledgeGraphAgent
     lock: threading.Lock = field(default_factory=threading.Lock)
     closed: bool = False
@@ -50,10 +53,18 @@ class AgentCache:
         self._opening = threading.Lock()  # one agent opens at a time (no pack is opened twice)
 
     @staticmethod
-    def _stamp(path: Path) -> tuple[int, int, int]:
+    def _stamp(path: Path) -> Stamp:
+        """What tells the state an agent was opened on from another: the folder (a swap), its
+        manifest (an update), its ``kg_config.json`` (the profile, top-k and options it answers
+        with; none is a state too)."""
         folder = os.stat(path)
-        manifest = os.stat(path / "manifest.json")
-        return (folder.st_ino, manifest.st_ino, manifest.st_mtime_ns)
+        manifest = os.stat(path / MANIFEST_FILE)
+        try:
+            config = os.stat(path / CONFIG_FILE)
+            settings = (config.st_ino, config.st_mtime_ns, config.st_size)
+        except FileNotFoundError:
+            settings = (0, 0, -1)
+        return (folder.st_ino, manifest.st_ino, manifest.st_mtime_ns, *settings)
 
     # -- without per-agent locks: the caller serialises (the MCP server holds ``lock``) --------
 

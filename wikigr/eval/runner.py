@@ -15,6 +15,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +38,9 @@ from wikigr.retrieval.profiles import PROFILES, profile_applies
 
 JudgeName = Literal["none", "offline", "claude"]
 DEFAULT_KS = (1, 2, 5, 10)
+#: Told of each question's row as it is scored (or resumed): the profile, the row (as the results
+#: file holds it). ``wikigr serve``'s comparison fills its table with them.
+RowCallback = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass
@@ -181,10 +185,17 @@ def summarize(rows: list[dict[str, Any]], ks: tuple[int, ...]) -> dict[str, Any]
 
 
 class Evaluator:
-    def __init__(self, pack: Pack, options: EvalOptions, on_progress: ProgressCallback | None = None) -> None:
+    def __init__(
+        self,
+        pack: Pack,
+        options: EvalOptions,
+        on_progress: ProgressCallback | None = None,
+        on_row: RowCallback | None = None,
+    ) -> None:
         self.pack = pack
         self.options = options
         self.progress = on_progress or no_progress
+        self.on_row = on_row
         if any(k < 1 for k in options.ks):
             raise UsageError("every k must be at least 1")
         path = options.questions or pack.path / layout.QUESTIONS_FILE
@@ -258,6 +269,8 @@ class Evaluator:
                         sink.write(json.dumps(row, ensure_ascii=False) + "\n")
                         sink.flush()
                     rows.append(row)
+                    if self.on_row is not None:
+                        self.on_row(agent.profile, row)
                     self.progress(ProgressEvent(f"eval {agent.profile}", n, total, question.id))
             summary = summarize(rows, self.options.ks)
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -394,9 +407,13 @@ def _tokens(result: AgentResult) -> dict[str, int]:
 
 
 def evaluate(
-    pack: str | Path | Pack, options: EvalOptions | None = None, on_progress: ProgressCallback | None = None
+    pack: str | Path | Pack,
+    options: EvalOptions | None = None,
+    on_progress: ProgressCallback | None = None,
+    on_row: RowCallback | None = None,
 ) -> Evaluation:
     """Evaluate ``pack`` on its questions (or ``options.questions``) for each profile asked (with
-    ``options.all_profiles``: each profile that applies to the pack's kind)."""
+    ``options.all_profiles``: each profile that applies to the pack's kind). ``on_row``: told of each
+    question's row as it is scored."""
     opened = pack if isinstance(pack, Pack) else open_pack(pack)
-    return Evaluator(opened, options or EvalOptions(), on_progress).run()
+    return Evaluator(opened, options or EvalOptions(), on_progress, on_row).run()

@@ -46,6 +46,7 @@ from wikigr.errors import UsageError, WikigrError
 from wikigr.llm.config import llm_available
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
 from wikigr.retrieval.stage import builtin_stages
+from wikigr.serve import compare, settings
 from wikigr.serve.ask import MAX_QUESTION_CHARS, parse_ask
 from wikigr.serve.evals import EvalRuns
 from wikigr.serve.guard import TOKEN_COOKIE, Guard
@@ -416,6 +417,8 @@ def create_app(
         Route(f"{API}/jobs/{{job}}", endpoint(server.jobs.job_route), methods=["GET"]),
         Route(f"{API}/jobs/{{job}}/events", endpoint(server.jobs.events_route), methods=["GET"]),
         Route(f"{API}/jobs/{{job}}/cancel", endpoint(server.jobs.cancel_route), methods=["POST"]),
+        *compare.routes(server, endpoint),  # the Compare view (compare.py)
+        *settings.routes(server, endpoint),  # the Settings view (settings.py)
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 

@@ -29,8 +29,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         "a path where a pack name belongs.",
         401: "A token is required (Authorization: Bearer TOKEN) and was missing or wrong.",
         403: "A write refused: from another origin, or the server is read-only.",
-        404: "No such pack, trace, chunk, entity or job.",
-        409: "A job of that kind and key (a build of that pack name) is running already.",
+        404: "No such pack, trace, chunk, entity, job or cache.",
+        409: "A job of that kind and key (a build of that pack name, a comparison on that pack) is "
+        "running already, or a build holds the pack.",
         413: "The request body is too large.",
         415: "The body is not sent as application/json.",
         500: "A runtime failure (a pack that cannot be read...).",
@@ -292,6 +293,8 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                 }
             },
             **JOB_PATHS,
+            **COMPARE_PATHS,
+            **SETTINGS_PATHS,
         },
     }
 
@@ -327,6 +330,85 @@ JOB_PATHS: dict[str, Any] = {
             "summary": "Cancel a job: it stops at its next event and undoes what it began.",
             "parameters": [JOB_PARAM],
             "responses": {"202": _json({"type": "object"}, "The job, cancelling.")} | _errors(403, 404),
+        }
+    },
+}
+
+
+COMPARE_PATHS: dict[str, Any] = {
+    "/api/v1/packs/{pack}/compare": {
+        "get": {
+            "summary": "What a comparison of profiles on the pack can run (the profiles that apply, "
+            "the eval questions, the judges) and the last run of each profile (eval/results/, "
+            "written by `wikigr eval` or a comparison) with its per-question rows; `running`: the "
+            "comparison job running on the pack, if any.",
+            "parameters": [PACK_PARAM],
+            "responses": {"200": _json({"type": "object"}, "The comparison's state.")} | _errors(400, 404),
+        },
+        "post": {
+            "summary": "Start a comparison (a job of kind compare): each profile in turn through "
+            "`wikigr eval`'s runner, writing its results file. Events: `profile` {profile, total}, "
+            "`question` {profile, n, total, row} per question scored, `summary` {profile, file, "
+            "summary} per profile, then done {pack, runs}.",
+            "parameters": [PACK_PARAM],
+            "requestBody": _body(
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "profiles": {
+                            "type": "array",
+                            "items": {"type": "string", "enum": list(PROFILES)},
+                            "description": "Default: every profile that applies to the pack's kind.",
+                        },
+                        "judge": {"type": "string", "enum": ["none", "offline", "claude"]},
+                        "ks": {"type": "array", "items": {"type": "integer", "minimum": 1, "maximum": 100}},
+                        "limit": {"type": "integer", "minimum": 1, "description": "The first N questions."},
+                        "fresh": {"type": "boolean", "description": "Ignore an interrupted run's progress."},
+                        "generate": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": 200,
+                            "description": "First add N questions Claude writes (`wikigr eval generate`).",
+                        },
+                    },
+                }
+            ),
+            "responses": {"202": _json({"type": "object"}, "The job, started.")}
+            | _errors(400, 403, 404, 409, 413, 415),
+        },
+    },
+}
+
+SETTINGS_PATHS: dict[str, Any] = {
+    "/api/v1/settings": {
+        "get": {
+            "summary": "Whether Claude is configured (never the key), the model that answers, and the "
+            "caches under $WIKIGR_HOME/cache/ (name, files, bytes).",
+            "responses": {"200": _json({"type": "object"}, "Settings.")},
+        }
+    },
+    "/api/v1/packs/{pack}/config": {
+        "get": {
+            "summary": "The pack's kg_config.json (`config`), what it sets in effect (profile, top_k, "
+            "model), the profiles that apply, the pack's embedder.",
+            "parameters": [PACK_PARAM],
+            "responses": {"200": _json({"type": "object"}, "The pack's configuration.")} | _errors(400, 404),
+        },
+        "put": {
+            "summary": "Replace the pack's kg_config.json (the body is the file): checked as `wikigr "
+            "pack validate` checks it, written atomically; the next answer uses it.",
+            "parameters": [PACK_PARAM],
+            "requestBody": _body({"type": "object"}),
+            "responses": {"200": _json({"type": "object"}, "The configuration saved.")}
+            | _errors(400, 403, 404, 409, 413, 415),
+        },
+    },
+    "/api/v1/caches/{cache}": {
+        "delete": {
+            "summary": "Clear one cache of $WIKIGR_HOME/cache/ (a name /api/v1/settings lists).",
+            "parameters": [{"name": "cache", "in": "path", "required": True, "schema": {"type": "string"}}],
+            "responses": {"200": _json({"type": "object"}, "What was cleared.")} | _errors(403, 404),
         }
     },
 }
