@@ -87,9 +87,15 @@ def test_the_second_query_is_answered_by_the_worker_the_first_started(
     assert relative.returncode == 0, relative.stderr
     assert json.loads(relative.stdout)["answer"] == a["answer"]
 
-    shutil.rmtree(pack)  # the worker looks at the disk for each question
+    config = pack / "kg_config.json"  # the worker reads the pack's settings for each question
+    config.write_text(json.dumps({**json.loads(config.read_text()), "profile": "baseline"}))
+    changed = query(str(pack), QUESTION, "--json")
+    assert changed.returncode == 0, changed.stderr
+    assert (a["profile"], json.loads(changed.stdout)["profile"]) == ("auto", "baseline")
+
+    shutil.rmtree(pack)  # and looks at the disk for each question
     gone = query(str(pack), QUESTION, "--json")
-    assert status(with_worker)["served"] == 4  # type: ignore[index]
+    assert status(with_worker)["served"] == 5  # type: ignore[index]
     assert gone.returncode == 2
     assert gone.stderr.startswith("Error: ") and len(gone.stderr.strip().splitlines()) == 1
 
