@@ -21,6 +21,7 @@ from wikigr.serve.http import STATIC
 TABLES = {lang: json.loads((STATIC / "i18n" / f"{lang}.json").read_text("utf-8")) for lang in LANGUAGES}
 PLURALS = {"en": {"one", "other"}, "ru": {"one", "few", "many", "other"}}  # CLDR's categories
 CYRILLIC = re.compile("[\u0400-\u04ff]")
+PAGE_SCRIPTS = ("app.js", "build.js", "compare.js", "settings.js")
 
 
 @pytest.fixture(scope="module")
@@ -158,8 +159,13 @@ def test_the_tables_have_the_same_keys_and_placeholders() -> None:
         assert names["en"] == names["ru"] and len(names["en"]) == 1, key  # the same {names}
 
 
+def page_scripts() -> str:
+    """app.js and the scripts of the views (static/build.js...), which use its helpers."""
+    return "\n".join((STATIC / name).read_text("utf-8") for name in PAGE_SCRIPTS)
+
+
 def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None:
-    script = (STATIC / "app.js").read_text("utf-8")
+    script = page_scripts()
     login = (STATIC / "login.js").read_text("utf-8")
     calls = re.findall(r"(?<!function )(?<![\w.])(?:t|plural)\(\s*([^,)]*)", script)
     assert calls and all(re.fullmatch(r'"[a-z_.]+"', c) for c in calls), calls  # literal keys only
@@ -177,10 +183,12 @@ def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None
 
 def test_the_script_writes_no_english_of_its_own() -> None:
     """Every word the script puts on the page comes from a table: no literal text in what it
-    shows (text, labels, titles, the status line, errors)."""
-    script = (STATIC / "app.js").read_text("utf-8")
+    shows (text, labels, titles, placeholders, the status lines, errors)."""
+    script = page_scripts()
     shown = re.findall(
-        r'(?:\btext:|"aria-label":|\btitle:|\bstatus\(|new Error\()\s*("[^"]*"|`[^`]*`)', script
+        r'(?:\btext:|"aria-label":|\btitle:|\bplaceholder:|\b(?:s|\w+S)tatus\(|new Error\()'
+        r'\s*("[^"]*"|`[^`]*`)',
+        script,
     )
     assert shown  # the check finds the places it reads
     words = [re.sub(r"\$\{[^}]*\}", "", literal[1:-1]) for literal in shown]
