@@ -364,3 +364,10 @@ def test_a_read_only_server_refuses_writes_and_answers_questions(built_pack: Pat
 )
 def test_same_origin(origin: str, host: str, same: bool) -> None:
     assert same_origin(origin, "http", host) is same
+
+
+def test_the_page_caps_a_crawl_at_the_cli_default() -> None:
+    from wikigr.serve.builds import MAX_PAGES
+    from wikigr.sources.crawl import CrawlOptions
+
+    assert CrawlOptions(("http://127.0.0.1/",)).max_pages == MAX_PAGES  # pack create --max-pages
