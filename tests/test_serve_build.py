@@ -371,3 +371,12 @@ def test_the_page_caps_a_crawl_at_the_cli_default() -> None:
     from wikigr.sources.crawl import CrawlOptions
 
     assert CrawlOptions(("http://127.0.0.1/",)).max_pages == MAX_PAGES  # pack create --max-pages
+
+
+def test_uploads_waiting_are_capped(url: str) -> None:
+    from wikigr.serve.builds import MAX_UPLOADS
+
+    ids = [httpx.post(f"{url}/api/v1/uploads").json()["upload"] for _ in range(MAX_UPLOADS)]
+    assert "waiting for their builds already" in _error(httpx.post(f"{url}/api/v1/uploads"), 409)
+    assert httpx.delete(f"{url}/api/v1/uploads/{ids[0]}").status_code == 204  # dropped: room for one
+    assert httpx.post(f"{url}/api/v1/uploads").status_code == 201

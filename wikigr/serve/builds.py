@@ -59,6 +59,7 @@ MAX_DEPTH = 20
 MAX_DELAY = 60.0
 MAX_DESCRIPTION = 300
 MAX_DETAIL = 200  # characters of a progress event's detail (a URL)
+MAX_UPLOADS = 100  # uploads waiting at once (each for a build)
 FIELDS = (
     "name",
     "urls",
@@ -97,8 +98,9 @@ class Uploads:
     """The uploads of one server, under a temporary folder removed when the server ends.
 
     Caps: ``pack install``'s (:class:`~wikigr.share.intake.InstallLimits`: files in one upload,
-    bytes in all), and a file at most the build's size cap per document (``pack create
-    --max-mb``'s default), which a larger one would fail anyway."""
+    bytes in all the uploads waiting), a file at most the build's size cap per document (``pack
+    create --max-mb``'s default), which a larger one would fail anyway, and at most
+    :data:`MAX_UPLOADS` uploads waiting."""
 
     def __init__(self) -> None:
         from wikigr.share.intake import InstallLimits
@@ -121,6 +123,8 @@ class Uploads:
 
     def create(self) -> Upload:
         with self._lock:
+            if len(self._items) >= MAX_UPLOADS:
+                raise ApiError(409, f"{MAX_UPLOADS} uploads are waiting for their builds already")
             if self._root is None:
                 self._root = Path(tempfile.mkdtemp(prefix="wikigr-uploads-"))
                 weakref.finalize(self, shutil.rmtree, self._root, True)
@@ -154,8 +158,8 @@ class Uploads:
             upload.files[name] = size
             if size > self.max_file:
                 raise ApiError(413, f"'{name}' is larger than the cap of {self.max_file:,} bytes per file")
-            if upload.size > self.max_total:
-                raise ApiError(413, f"the upload is larger than the cap of {self.max_total:,} bytes")
+            if sum(item.size for item in self._items.values()) > self.max_total:
+                raise ApiError(413, f"the uploads are larger than the cap of {self.max_total:,} bytes")
 
     def drop_file(self, upload: Upload, name: str) -> None:
         with self._lock:
