@@ -380,3 +380,32 @@ def test_uploads_waiting_are_capped(url: str) -> None:
     assert "waiting for their builds already" in _error(httpx.post(f"{url}/api/v1/uploads"), 409)
     assert httpx.delete(f"{url}/api/v1/uploads/{ids[0]}").status_code == 204  # dropped: room for one
     assert httpx.post(f"{url}/api/v1/uploads").status_code == 201
+
+
+def test_a_build_waits_for_the_files_still_arriving(url: str) -> None:
+    uid = httpx.post(f"{url}/api/v1/uploads").json()["upload"]
+    more = threading.Event()
+
+    def body() -> Iterator[bytes]:
+        yield b"# Notes\n\nThe first half"
+        more.wait(600)
+        yield b" and the second.\n"
+
+    sent: list[httpx.Response] = []
+    thread = threading.Thread(
+        target=lambda: sent.append(
+            httpx.put(f"{url}/api/v1/uploads/{uid}/notes.md", content=body(), timeout=600)
+        )
+    )
+    thread.start()
+    try:
+        for _ in range(600):  # until the server holds the first half
+            refused = build(url, name="notes", upload=uid)
+            if refused.status_code == 409:
+                break
+            threading.Event().wait(0.05)
+        assert "still arriving" in _error(refused, 409)
+    finally:
+        more.set()
+        thread.join(600)
+    assert sent[0].status_code == 201 and sent[0].json()["bytes"] == 40

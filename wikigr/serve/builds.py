@@ -87,6 +87,7 @@ class Upload:
     id: str
     folder: Path
     files: dict[str, int] = field(default_factory=dict)  # name: bytes (reserved while it arrives)
+    arriving: set[str] = field(default_factory=set)  # the files being sent now
     taken: bool = False  # a build took it: no more files
 
     @property
@@ -152,6 +153,7 @@ class Uploads:
             if declared is not None and declared > self.max_file:
                 raise ApiError(413, f"'{name}' is larger than the cap of {self.max_file:,} bytes per file")
             upload.files[name] = 0
+            upload.arriving.add(name)
 
     def grow(self, upload: Upload, name: str, size: int) -> None:
         with self._lock:
@@ -161,10 +163,14 @@ class Uploads:
             if sum(item.size for item in self._items.values()) > self.max_total:
                 raise ApiError(413, f"the uploads are larger than the cap of {self.max_total:,} bytes")
 
-    def drop_file(self, upload: Upload, name: str) -> None:
+    def arrived(self, upload: Upload, name: str, whole: bool) -> None:
+        """The file ``name`` was sent, all of it (``whole``) or not (then it is dropped)."""
         with self._lock:
-            upload.files.pop(name, None)
-        (upload.folder / name).unlink(missing_ok=True)
+            upload.arriving.discard(name)
+            if not whole:
+                upload.files.pop(name, None)
+        if not whole:
+            (upload.folder / name).unlink(missing_ok=True)
 
     def take(self, upload_id: str) -> Upload:
         """The upload for a build: no file is added to it after this."""
@@ -172,6 +178,8 @@ class Uploads:
         with self._lock:
             if upload.taken:
                 raise ApiError(409, "a build took this upload already: start another")
+            if upload.arriving:
+                raise ApiError(409, "files of this upload are still arriving: wait for them")
             if not upload.files:
                 raise UsageError("the upload holds no file")
             upload.taken = True
@@ -499,16 +507,16 @@ class Builds:
         name = upload_name(request.path_params["file"])
         declared = request.headers.get("content-length", "")
         self.uploads.reserve(upload, name, int(declared) if declared.isdigit() else None)
-        size = 0
+        size, whole = 0, False
         try:
             with (upload.folder / name).open("xb") as out:
                 async for chunk in request.stream():
                     size += len(chunk)
                     self.uploads.grow(upload, name, size)
                     out.write(chunk)
-        except BaseException:
-            self.uploads.drop_file(upload, name)
-            raise
+            whole = True
+        finally:
+            self.uploads.arrived(upload, name, whole)
         return JSONResponse({"file": name, "bytes": size}, status_code=201)
 
     async def drop_upload(self, request: Request) -> Response:
