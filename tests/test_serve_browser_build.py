@@ -89,9 +89,19 @@ def test_build_a_pack_from_the_page_ask_it_cancel_a_build_and_remove_it(
         urls.send_keys(site.url("/docs/files.html") + "\n" + site.url("/docs/slow.html"))
         browser.find_element(By.ID, "build-submit").click()
         wait_for(browser, lambda d: "1 of 2" in d.find_element(By.ID, "build-progress").text)
+        first = browser.current_window_handle
+        browser.switch_to.new_window("tab")  # another reader of the page sees the build, and cancels it
+        browser.get(url + "/")
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.ready") == "yes")
+        browser.find_element(By.ID, "view-tab-build").click()
+        wait_for(browser, lambda d: "1 of 2" in d.find_element(By.ID, "build-progress").text)
+        assert browser.find_element(By.ID, "build-job-title").text == "Building slow"
         browser.find_element(By.ID, "build-cancel").click()
         wait_for(browser, lambda d: d.find_element(By.ID, "build-status").text == "Cancelling…")
         release.set()
+        wait_for(browser, lambda d: _state(d) == "cancelled")
+        browser.close()
+        browser.switch_to.window(first)
         wait_for(browser, lambda d: _state(d) == "cancelled")
         assert browser.find_element(By.ID, "build-status").text == "Cancelled: nothing was changed."
         assert not (wikigr_home / "packs" / "slow").exists() and leftovers(wikigr_home) == []

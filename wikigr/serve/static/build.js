@@ -192,14 +192,20 @@ async function runJob(path, method, title, body) {
     options.headers = { "Content-Type": "application/json" };
     options.body = JSON.stringify(body);
   }
+  let job;
   try {
-    build.job = await api(path, options);
+    job = await api(path, options);
   } catch (error) {
     buildStatus(error.message, true);
     drawPackTable();
     return;
   }
-  const job = build.job;
+  await followJob(job, title);
+}
+
+// Follow a job's events (from its first) until it ends; then the packs are listed again.
+async function followJob(job, title) {
+  build.job = job;
   document.body.dataset.buildJob = job.id;
   document.body.dataset.buildState = "running";
   $("build-job-title").textContent = title;
@@ -283,6 +289,12 @@ document.addEventListener("wikigr:tab", async (event) => {
     }
     drawBuildView();
     document.body.dataset.buildReady = "yes";
+    // a job started before (another tab, another user of this server): followed here too
+    const running = await api("/jobs").then((data) => data.jobs.find((job) => job.kind === "build" && job.state === "running"), () => null);
+    if (running && !build.job) {
+      const titles = { build: t("build.building", { name: running.key }), update: t("build.updating", { name: running.key }), remove: t("build.removing", { name: running.key }) };
+      await followJob(running, titles[running.title.split(" ")[0]] || running.title);
+    }
   } else {
     drawPackTable();
   }
