@@ -106,6 +106,19 @@ def test_build_a_pack_from_the_page_ask_it_cancel_a_build_and_remove_it(
         assert browser.find_element(By.ID, "build-status").text == "Cancelled: nothing was changed."
         assert not (wikigr_home / "packs" / "slow").exists() and leftovers(wikigr_home) == []
 
+        # A pack from a file chosen in the page (uploaded, then built).
+        notes = tmp_path / "Заметки.md"
+        notes.write_text("# Tomatoes\n\nSow tomato seeds 6 mm deep in warm soil.\n", encoding="utf-8")
+        browser.find_element(By.ID, "build-name").clear()
+        browser.find_element(By.ID, "build-name").send_keys("notes")
+        browser.find_element(By.ID, "build-urls").clear()
+        browser.find_element(By.ID, "build-files").send_keys(str(notes))
+        assert browser.find_element(By.ID, "build-file-list").text.startswith("Заметки.md (1 KB)")
+        browser.find_element(By.ID, "build-submit").click()
+        wait_for(browser, lambda d: d.execute_script("return document.body.dataset.built") == "notes")
+        assert browser.find_element(By.ID, "build-status").text == "Done: notes, 1 article, 1 passage."
+        assert browser.find_element(By.ID, "build-file-list").text == ""  # sent: the list is emptied
+
         # A page of another origin (the site's) cannot make this server update the pack: its
         # POST (no-cors, no preflight) reaches the server, which refuses it.
         home = browser.current_window_handle
@@ -120,6 +133,7 @@ def test_build_a_pack_from_the_page_ask_it_cancel_a_build_and_remove_it(
         browser.close()
         browser.switch_to.window(home)
         assert [job["title"] for job in httpx.get(f"{url}/api/v1/jobs").json()["jobs"]] == [
+            "build notes",
             "build slow",
             "build guide",
         ]
@@ -129,7 +143,7 @@ def test_build_a_pack_from_the_page_ask_it_cancel_a_build_and_remove_it(
         assert "Remove guide for good?" in browser.find_element(By.ID, "build-packs").text
         browser.find_element(By.CSS_SELECTOR, "#build-packs button.confirm-remove").click()
         wait_for(browser, lambda d: d.find_element(By.ID, "build-status").text == "Removed guide.")
-        assert browser.find_element(By.ID, "build-packs").text == "No pack yet."
+        assert "guide" not in browser.find_element(By.ID, "build-packs").text
         assert not (wikigr_home / "packs" / "guide").exists()
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         refused = f"{url}/api/v1/packs/guide/update - Failed to load resource: "

@@ -5,6 +5,7 @@ real site on another (tests/httpserver.py), httpx, the real build."""
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +185,7 @@ def test_a_crawl_and_uploaded_files_build_one_pack(url: str, site: LocalServer) 
     ).json()["results"][0]
     assert cited["url"].startswith("upload:%D0%A2%D0%BE%D0%BC%D0%B0%D1%82%D1%8B.md")
     assert "no upload" in _error(httpx.put(f"{url}/api/v1/uploads/{uid}/more.md", content=b"x"), 404)
+    assert not list(Path(tempfile.gettempdir()).glob(f"wikigr-uploads-*/{uid}"))  # its folder is gone
 
 
 def test_a_cancelled_build_leaves_nothing_and_a_cancelled_update_the_old_pack(

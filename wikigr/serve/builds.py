@@ -129,7 +129,8 @@ class Uploads:
             if self._root is None:
                 self._root = Path(tempfile.mkdtemp(prefix="wikigr-uploads-"))
                 weakref.finalize(self, shutil.rmtree, self._root, True)
-            upload = Upload(secrets.token_hex(8), self._root / secrets.token_hex(8))
+            upload_id = secrets.token_hex(8)
+            upload = Upload(upload_id, self._root / upload_id)
             upload.folder.mkdir()
             self._items[upload.id] = upload
             return upload
