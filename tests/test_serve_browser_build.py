@@ -73,6 +73,11 @@ def test_build_a_pack_from_the_page_ask_it_cancel_a_build_and_remove_it(
             o.get_attribute("textContent") for o in browser.find_elements(By.CSS_SELECTOR, "#pack option")
         ] == ["guide (2 articles, 2 chunks)"]
 
+        profiles = [
+            o.get_attribute("value") for o in browser.find_elements(By.CSS_SELECTOR, "#profile option")
+        ]
+        assert len(profiles) == len(set(profiles)) > 3  # the lists loaded again, not appended to
+
         # The pack is asked at once.
         browser.find_element(By.ID, "view-tab-ask").click()
         browser.find_element(By.ID, "question").send_keys(QUESTION, Keys.ENTER)
