@@ -229,9 +229,12 @@ async function followJob(job, title) {
   } catch (error) {
     end = ["failed", { error: error.message }];
   }
+  const [state, data] = end;
+  let listed = null; // the lists again (a pack built or removed), then what happened: one change on the page
+  await loadPacks().catch((error) => { listed = error; });
+  drawPackTable();
   build.job = null;
   if ($("build-cancel")) $("build-cancel").hidden = true;
-  const [state, data] = end;
   if (state === "done") {
     const done = data.removed !== undefined
       ? t("build.removed", { name: data.pack })
@@ -241,8 +244,7 @@ async function followJob(job, title) {
   } else {
     buildStatus(state === "cancelled" ? t("build.cancelled") : data.error, state !== "cancelled");
   }
-  await loadPacks().catch((error) => buildStatus(error.message, true));
-  drawPackTable();
+  if (listed) buildStatus(listed.message, true);
   if (state === "done" && data.removed === undefined) document.body.dataset.built = data.pack;
   document.body.dataset.buildState = state;
 }
