@@ -177,10 +177,12 @@ def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None
 
 def test_the_script_writes_no_english_of_its_own() -> None:
     """Every word the script puts on the page comes from a table: no literal text in what it
-    shows (text, labels, titles, the status line, errors)."""
+    shows (text, labels, titles, placeholders, the status lines, errors)."""
     script = page_scripts()
     shown = re.findall(
-        r'(?:\btext:|"aria-label":|\btitle:|\bstatus\(|new Error\()\s*("[^"]*"|`[^`]*`)', script
+        r'(?:\btext:|"aria-label":|\btitle:|\bplaceholder:|\b(?:s|\w+S)tatus\(|new Error\()'
+        r'\s*("[^"]*"|`[^`]*`)',
+        script,
     )
     assert shown  # the check finds the places it reads
     words = [re.sub(r"\$\{[^}]*\}", "", literal[1:-1]) for literal in shown]

@@ -102,6 +102,7 @@ PARSED = [
     ["serve", "pydocs", "--host=localhost", "--port", "65535", "--token", "x" * 20],
     ["serve", "--token-file", "token.txt", "pydocs"],
     ["serve", "--port", "08700"],
+    ["serve", "--read-only", "pydocs"],
 ]
 LEFT_TO_TYPER = [
     ["serve", "--help"],
@@ -115,6 +116,8 @@ LEFT_TO_TYPER = [
     ["serve", "pydocs", "--no-such-option"],
     ["serve", "--", "-pack"],
     ["serve", "-h"],
+    ["serve", "--read-only=yes"],
+    ["serve", "--read-only", "--read-only"],
     ["mcp", "--help"],
     ["mcp", "extra"],
     ["query", "pydocs", "q"],
@@ -159,11 +162,11 @@ def test_the_fast_parser_knows_the_options_of_the_typer_command() -> None:
     import typer.main
 
     from wikigr.cli import app
-    from wikigr.cli.servers import OPTIONS
+    from wikigr.cli.servers import FLAGS, OPTIONS
 
     command = typer.main.get_command(app).commands["serve"]  # type: ignore[attr-defined]
     options = {name for p in command.params if p.param_type_name == "option" for name in p.opts}
-    assert options == set(OPTIONS)
+    assert options == set(OPTIONS) | set(FLAGS)
     assert [p.name for p in command.params if p.param_type_name == "argument"] == ["packs"]
 
 

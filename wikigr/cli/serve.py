@@ -26,10 +26,20 @@ def register(app: typer.Typer) -> None:
         token_file: Annotated[
             Path | None, typer.Option("--token-file", help="Read the token from this file's first line.")
         ] = None,
+        read_only: Annotated[
+            bool,
+            typer.Option(
+                "--read-only",
+                help="Refuse every write (build, update or remove a pack from the page: 403); "
+                "asking and searching still work.",
+            ),
+        ] = False,
     ) -> None:
-        """Serve the REST API (/api/v1, OpenAPI at /api/v1/openapi.json) and the web page.
+        """Serve the REST API (/api/v1, OpenAPI at /api/v1/openapi.json) and the web page, where
+        packs can be asked, and built, updated and removed (unless --read-only).
 
-        Listens on 127.0.0.1:8700 until Ctrl-C or SIGTERM, then exits 0. See docs/serve.md."""
+        Listens on 127.0.0.1:8700 until Ctrl-C or SIGTERM, then exits 0. Writes from another
+        origin are refused. See docs/serve.md."""
         from wikigr.cli.servers import serve_packs
 
-        serve_packs(packs or [], host, port, token, token_file)
+        serve_packs(packs or [], host, port, token, token_file, read_only)

@@ -15,6 +15,7 @@ from pathlib import Path
 from wikigr.cli.plain import plain_args
 
 OPTIONS = {"--host": "host", "--port": "port", "--token": "token", "--token-file": "token_file"}
+FLAGS = {"--read-only": "read_only"}
 _PORT = re.compile(r"[0-9]{1,5}")
 
 
@@ -31,9 +32,10 @@ def serve_packs(
     port: int = 8700,
     token: str | None = None,
     token_file: Path | None = None,
+    read_only: bool = False,
 ) -> None:
     """The body of ``wikigr serve``: the REST API and the web page over ``packs`` (none: the
-    packs home) until Ctrl-C or SIGTERM."""
+    packs home) until Ctrl-C or SIGTERM; ``read_only``: every write refused."""
     from wikigr.cli.output import err
     from wikigr.errors import UsageError
     from wikigr.serve import read_token_file
@@ -46,27 +48,29 @@ def serve_packs(
 
     def ready(url: str) -> None:
         what = ", ".join(packs) if packs else "the packs home"
+        mode = " read-only" if read_only else ""
         err.print(
-            f"Serving {what} at {url}/ (API {url}/api/v1, OpenAPI {url}/api/v1/openapi.json). Ctrl-C stops.",
+            f"Serving {what}{mode} at {url}/ (API {url}/api/v1, OpenAPI {url}/api/v1/openapi.json). "
+            "Ctrl-C stops.",
             markup=False,
             highlight=False,
             soft_wrap=True,
         )
 
-    run(packs, host=host, port=port, token=token, on_ready=ready)
+    run(packs, host=host, port=port, token=token, on_ready=ready, read_only=read_only)
     err.print("Stopped.", markup=False, highlight=False)
 
 
 def fast_server(args: list[str]) -> Callable[[], None] | None:
     """For ``mcp`` alone, or a plainly valid ``serve [PACK...] [--host H] [--port N] [--token T]
-    [--token-file F]`` (``--name VALUE`` or ``--name=VALUE``, each at most once, no value
+    [--token-file F] [--read-only]`` (``--name VALUE`` or ``--name=VALUE``, each at most once, no value
     starting with ``-``, a port of ASCII digits from 0 to 65535), the server it starts; None for
     anything else (typer then parses it, and reports what is wrong)."""
     if args == ["mcp"]:
         return serve_mcp
     if not args or args[0] != "serve":
         return None
-    parsed = plain_args(args[1:], OPTIONS)
+    parsed = plain_args(args[1:], OPTIONS, FLAGS)
     if parsed is None:
         return None  # --help, --, an unknown or repeated option, a missing value...
     packs, values = parsed
@@ -75,4 +79,5 @@ def fast_server(args: list[str]) -> Callable[[], None] | None:
         return None
     host = values.get("host", "127.0.0.1")
     token_file = Path(values["token_file"]) if "token_file" in values else None
-    return lambda: serve_packs(packs, host, int(port), values.get("token"), token_file)
+    read_only = bool(values.get("read_only", False))
+    return lambda: serve_packs(packs, host, int(port), values.get("token"), token_file, read_only)

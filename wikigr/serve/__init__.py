@@ -42,15 +42,17 @@ def serve(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     on_ready: Callable[[str], None] | None = None,
+    read_only: bool = False,
 ) -> None:
     """Serve the packs named, else the packs home; return after Ctrl-C or SIGTERM (requests in
-    progress are finished first). ``on_ready(url)`` is called once the socket listens."""
+    progress are finished first). ``on_ready(url)`` is called once the socket listens.
+    ``read_only``: refuse every write (build, update, remove...) with 403."""
     check_token(token, host)
     import uvicorn
 
     from wikigr.serve.app import create_app
 
-    app = create_app(packs, token=token, loopback=is_loopback(host))
+    app = create_app(packs, token=token, loopback=is_loopback(host), read_only=read_only)
     sock = listen(host, port)
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5

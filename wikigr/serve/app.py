@@ -14,8 +14,8 @@ for runtime failures (exit 1). See docs/serve.md for the routes and the security
 
 Here: the routes and the application; beside it, by job: requests and error replies (http.py),
 the checks of a question (ask.py), the blocking work (work.py), answers (answers.py), traces
-(traces.py), evaluation results (evals.py), the host and token guard (guard.py), the socket and
-loopback checks (net.py).
+(traces.py), evaluation results (evals.py), the host, token and origin guard (guard.py), the socket
+and loopback checks (net.py), builds from the page (builds.py) and the jobs they run in (jobs.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from wikigr.errors import UsageError, WikigrError
 from wikigr.llm.config import llm_available
 from wikigr.retrieval.profiles import DEFAULT_PROFILE, PROFILES
 from wikigr.retrieval.stage import builtin_stages
-from wikigr.serve import compare, settings
+from wikigr.serve import builds, compare, settings
 from wikigr.serve.ask import MAX_QUESTION_CHARS, parse_ask
 from wikigr.serve.evals import EvalRuns
 from wikigr.serve.guard import TOKEN_COOKIE, Guard
@@ -135,8 +135,9 @@ class Loader:
 class Server:
     """What the routes share: the packs served, the open agents (once loaded), the traces."""
 
-    def __init__(self, packs: ServedPacks) -> None:
+    def __init__(self, packs: ServedPacks, read_only: bool = False) -> None:
         self.packs = packs
+        self.read_only = read_only  # writes are refused (guard.py); the page shows no write controls
         self.traces = Traces()
         self.started = time.monotonic()
         self.evals = EvalRuns()
@@ -170,6 +171,7 @@ class Server:
                 "open_agents": len(work.cache) if work is not None else 0,
                 "traces": len(self.traces),
                 "uptime_s": round(time.monotonic() - self.started, 1),
+                "read_only": self.read_only,
             }
         )
 
@@ -359,12 +361,16 @@ def index_page(lang: str) -> str:
 
 
 def create_app(
-    packs: Sequence[str | Path] = (), token: str | None = None, loopback: bool = True
+    packs: Sequence[str | Path] = (),
+    token: str | None = None,
+    loopback: bool = True,
+    read_only: bool = False,
 ) -> Starlette:
     """The application serving ``packs`` (default: the packs home). ``token``: the bearer token
     every request must carry (None: none); ``loopback``: the server listens on a loopback address
-    only, so requests must name it (``localhost`` or a loopback address) as their Host."""
-    server = Server(ServedPacks(packs))
+    only, so requests must name it (``localhost`` or a loopback address) as their Host;
+    ``read_only``: every write (a build, an update, a removal...) is refused with 403."""
+    server = Server(ServedPacks(packs), read_only)
 
     async def login(request: Request) -> Response:
         data = await read_json(request)
@@ -419,6 +425,7 @@ def create_app(
         Route(f"{API}/jobs/{{job}}/cancel", endpoint(server.jobs.cancel_route), methods=["POST"]),
         *compare.routes(server, endpoint),  # the Compare view (compare.py)
         *settings.routes(server, endpoint),  # the Settings view (settings.py)
+        *builds.routes(server, endpoint),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
 
@@ -436,5 +443,5 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.server = server
-    app.add_middleware(Guard, token=token, loopback=loopback)
+    app.add_middleware(Guard, token=token, loopback=loopback, read_only=read_only)
     return app

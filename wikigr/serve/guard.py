@@ -1,10 +1,11 @@
 """The guard of ``wikigr serve``: what a request may not do is refused before any route sees
-it (a Host that is not this server's on loopback, a missing token), and every response gets the
-security headers (docs/serve.md, "Security")."""
+it (a Host that is not this server's on loopback, a missing token, a write from another origin or
+to a read-only server), and every response gets the security headers (docs/serve.md, "Security")."""
 
 from __future__ import annotations
 
 import hmac
+from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import FileResponse, Response
@@ -14,6 +15,11 @@ from wikigr.serve.http import STATIC, error_json
 from wikigr.serve.net import host_name, is_loopback
 
 TOKEN_COOKIE = "wikigr_token"
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # a write, unless a read POST below
+READ_POSTS = frozenset({"/login", "/api/v1/query", "/api/v1/query/stream", "/api/v1/search"})
+SAME_SITE = frozenset({"same-origin", "none"})  # Sec-Fetch-Site of the page itself, or typed by the user
+READ_ONLY = "this server is read-only (wikigr serve --read-only)"
+DEFAULT_PORTS = {"http": 80, "https": 443}
 PUBLIC_PATHS = frozenset({"/login", "/static/login.js", "/static/app.css"})  # reachable without a token
 SECURITY_HEADERS = {
     "x-content-type-options": "nosniff",
@@ -33,12 +39,20 @@ class Guard:
     server through DNS rebinding, which needs a name of its own. A Host header that is not
     ``host[:port]`` (the port ASCII digits, an IPv6 address in brackets), a missing or a repeated
     one, is a 400 (RFC 9112, 3.2). With a token, every request must carry it:
-    ``Authorization: Bearer TOKEN``, or the cookie the page's sign-in sets (``POST /login``)."""
+    ``Authorization: Bearer TOKEN``, or the cookie the page's sign-in sets (``POST /login``).
 
-    def __init__(self, app: ASGIApp, token: str | None, loopback: bool) -> None:
+    A request of an unsafe method (POST, PUT, PATCH, DELETE) is refused (403) when a browser says
+    it comes from another site: an ``Origin`` that is not this server's (the scheme and the
+    request's Host), or a ``Sec-Fetch-Site`` other than ``same-origin`` or ``none``. A request
+    with neither header is not a browser's cross-site request (curl, a script) and passes. With
+    ``read_only``, every unsafe request but the reading POSTs (:data:`READ_POSTS`) is refused
+    (403)."""
+
+    def __init__(self, app: ASGIApp, token: str | None, loopback: bool, read_only: bool = False) -> None:
         self.app = app
         self.token = token.encode() if token else None
         self.loopback = loopback
+        self.read_only = read_only
 
     def authorised(self, headers: Headers) -> bool:
         if self.token is None:
@@ -80,10 +94,48 @@ class Guard:
                     "this server needs its token: send Authorization: Bearer TOKEN",
                     headers={"www-authenticate": "Bearer"},
                 )
+        if refusal is None and scope["method"] in UNSAFE_METHODS:
+            refusal = self.write_refusal(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, secured)
             return
         await self.app(scope, receive, secured)
+
+    def write_refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        """The 403 of an unsafe request from another site, or of a write to a read-only server."""
+        origin = headers.get("origin")
+        fetch_site = headers.get("sec-fetch-site")
+        if origin is not None and not same_origin(
+            origin, scope.get("scheme", "http"), headers.get("host", "")
+        ):
+            shown = ascii(origin[:80])[1:-1]
+            return error_json(403, f"refused: a write from another origin ({shown}) than this server's")
+        if fetch_site is not None and fetch_site.strip().lower() not in SAME_SITE:
+            shown = ascii(fetch_site[:40])[1:-1]
+            return error_json(403, f"refused: a write from another site (Sec-Fetch-Site: {shown})")
+        if self.read_only and scope["path"] not in READ_POSTS:
+            return error_json(403, READ_ONLY)
+        return None
+
+
+def same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether the ``Origin`` header ``origin`` names the origin served: ``scheme`` and the Host
+    header ``host`` (the default port of the scheme written or not). ``null`` (a sandboxed or
+    privacy-sensitive context) is no origin of this server."""
+    try:
+        given = urlsplit(origin.strip())
+        served = urlsplit(f"{scheme}://{host}")
+        given_port = given.port or DEFAULT_PORTS.get(given.scheme.lower())
+        served_port = served.port or DEFAULT_PORTS.get(scheme.lower())
+    except ValueError:  # a port that is not one
+        return False
+    if given.path or given.query or given.fragment or given.username is not None or not given.hostname:
+        return False
+    return (given.scheme.lower(), given.hostname, given_port) == (
+        scheme.lower(),
+        served.hostname,
+        served_port,
+    )
 
 
 def _cookie(header: str, name: str) -> str | None:

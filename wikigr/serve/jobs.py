@@ -115,15 +115,23 @@ class Jobs:
         """Run ``work(job)`` in a thread of its own; refuse (409) while a job of this kind and key
         runs."""
         with self._lock:
-            for job in self._jobs.values():
-                if job.kind == kind and job.key == key and job.state == "running":
-                    raise ApiError(409, f"a {kind} of '{key}' is running already (job {job.id})")
+            self._refuse_running(kind, key)
             job = Job(f"{kind}-{next(self._ids)}", kind, key, title)
             self._jobs[job.id] = job
             self._forget()
         thread = threading.Thread(target=self._run, args=(job, work), name=job.id, daemon=True)
         thread.start()
         return job
+
+    def refuse_running(self, kind: str, key: str) -> None:
+        """409 while a job of this kind and key runs (:meth:`start` checks it again)."""
+        with self._lock:
+            self._refuse_running(kind, key)
+
+    def _refuse_running(self, kind: str, key: str) -> None:
+        for job in self._jobs.values():
+            if job.kind == kind and job.key == key and job.state == "running":
+                raise ApiError(409, f"a {kind} of '{key}' is running already (job {job.id})")
 
     def _run(self, job: Job, work: Callable[[Job], dict[str, Any] | None]) -> None:
         try:

@@ -94,7 +94,7 @@ def document(version: str, max_question: int) -> dict[str, Any]:
             "query": {"type": "string", "minLength": 1, "maxLength": max_question},
         },
     }
-    return {
+    described: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {
             "title": "wikigr",
@@ -297,6 +297,9 @@ def document(version: str, max_question: int) -> dict[str, Any]:
             **SETTINGS_PATHS,
         },
     }
+    for path, item in BUILD_PATHS.items():  # beside a path's other methods (GET /packs/{pack})
+        described["paths"].setdefault(path, {}).update(item)
+    return described
 
 
 JOB_PARAM = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}
@@ -409,6 +412,80 @@ SETTINGS_PATHS: dict[str, Any] = {
             "summary": "Clear one cache of $WIKIGR_HOME/cache/ (a name /api/v1/settings lists).",
             "parameters": [{"name": "cache", "in": "path", "required": True, "schema": {"type": "string"}}],
             "responses": {"200": _json({"type": "object"}, "What was cleared.")} | _errors(403, 404),
+        }
+    },
+}
+
+UPLOAD_PARAM = {"name": "upload", "in": "path", "required": True, "schema": {"type": "string"}}
+_strings_or_lines = {
+    "oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}],
+}
+BUILD_BODY: dict[str, Any] = {
+    "type": "object",
+    "required": ["name"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "description": "The new pack's name (as pack create takes it)."},
+        "urls": {**_strings_or_lines, "description": "http(s) URLs, a list or lines (# comments)."},
+        "crawl": {**_strings_or_lines, "description": "Crawl seeds: http(s) URLs (docs/crawl.md)."},
+        "max_pages": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000},
+        "depth": {"type": "integer", "minimum": 0, "maximum": 20, "default": 5},
+        "include": {**_strings_or_lines, "description": "Crawl these URLs too: prefixes or * patterns."},
+        "exclude": {**_strings_or_lines, "description": "Never crawl these: prefixes or * patterns."},
+        "delay": {"type": "number", "minimum": 0, "maximum": 60, "default": 0},
+        "description": {"type": "string", "maxLength": 300},
+        "graph": {"type": "boolean", "default": True, "description": "Build the entity graph."},
+        "upload": {"type": "string", "description": "An upload's id: its files are sources too."},
+        "replace": {"type": "boolean", "default": False, "description": "Rebuild a pack that exists."},
+    },
+}
+_job = _json({"type": "object"}, "The job started (follow /api/v1/jobs/{job}/events).")
+BUILD_PATHS: dict[str, Any] = {
+    "/api/v1/builds": {
+        "post": {
+            "summary": "Build a pack (as pack create) from http(s) URLs, a crawl and uploaded files, as a "
+            "job: progress events, cancellable; 409 while a build of that name runs or when it exists.",
+            "requestBody": _body(BUILD_BODY),
+            "responses": {"202": _job} | _errors(400, 403, 404, 409, 413, 415),
+        }
+    },
+    "/api/v1/packs/{pack}/update": {
+        "post": {
+            "summary": "Update a pack (as pack update) as a job.",
+            "parameters": [PACK_PARAM],
+            "responses": {"202": _job} | _errors(400, 403, 404, 409),
+        }
+    },
+    "/api/v1/packs/{pack}": {
+        "delete": {
+            "summary": "Remove a pack of the packs home (as pack remove) as a job.",
+            "parameters": [PACK_PARAM],
+            "responses": {"202": _job} | _errors(400, 403, 404, 409),
+        }
+    },
+    "/api/v1/uploads": {
+        "post": {
+            "summary": "Start an upload of files to build from; answers its id and caps.",
+            "responses": {"201": _json({"type": "object"}, "The upload.")} | _errors(403),
+        }
+    },
+    "/api/v1/uploads/{upload}": {
+        "delete": {
+            "summary": "Drop an upload no build took.",
+            "parameters": [UPLOAD_PARAM],
+            "responses": {"204": {"description": "Dropped."}} | _errors(403, 404, 409),
+        }
+    },
+    "/api/v1/uploads/{upload}/{file}": {
+        "put": {
+            "summary": "One file of an upload, its bytes as the body; the name a plain file name of a "
+            "document format the build reads.",
+            "parameters": [
+                UPLOAD_PARAM,
+                {"name": "file", "in": "path", "required": True, "schema": {"type": "string"}},
+            ],
+            "responses": {"201": _json({"type": "object"}, "The file kept.")}
+            | _errors(400, 403, 404, 409, 413),
         }
     },
 }

@@ -148,6 +148,7 @@ async function loadPacks() {
   const [packs, profiles] = await Promise.all([api("/packs"), api("/profiles")]);
   page.packs = packs.packs.filter((p) => p.ok);
   const select = $("pack");
+  const chosen = select.value; // kept when the list is loaded again (a pack built or removed)
   select.replaceChildren();
   for (const pack of page.packs) {
     select.append(el("option", { value: pack.name, text: `${pack.name} (${packSize(pack)})` }));
@@ -155,10 +156,13 @@ async function loadPacks() {
   if (page.packs.length > 1) select.append(el("option", { value: "all", text: t("form.all_packs") }));
   if (!page.packs.length) status(t("status.no_packs"), true);
   const profile = $("profile");
+  const chosenProfile = profile.value;
+  profile.replaceChildren(profile.options[0]); // called again after a build: the list anew
   for (const name of Object.keys(profiles.profiles)) profile.append(el("option", { value: name, text: name }));
+  if (chosenProfile in profiles.profiles) profile.value = chosenProfile;
   const wanted = new URLSearchParams(location.search).get("pack");
-  if (wanted && [...select.options].some((o) => o.value === wanted)) select.value = wanted;
-  select.addEventListener("change", () => loadPack(select.value));
+  for (const name of [wanted, chosen]) if (name && [...select.options].some((o) => o.value === name)) select.value = name;
+  select.onchange = () => loadPack(select.value);
   if (select.value) await loadPack(select.value);
 }
 
