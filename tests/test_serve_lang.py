@@ -159,7 +159,7 @@ def test_the_tables_have_the_same_keys_and_placeholders() -> None:
 
 
 def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None:
-    script = (STATIC / "app.js").read_text("utf-8")
+    script = _scripts()
     login = (STATIC / "login.js").read_text("utf-8")
     calls = re.findall(r"(?<!function )(?<![\w.])(?:t|plural)\(\s*([^,)]*)", script)
     assert calls and all(re.fullmatch(r'"[a-z_.]+"', c) for c in calls), calls  # literal keys only
@@ -178,7 +178,7 @@ def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None
 def test_the_script_writes_no_english_of_its_own() -> None:
     """Every word the script puts on the page comes from a table: no literal text in what it
     shows (text, labels, titles, the status line, errors)."""
-    script = (STATIC / "app.js").read_text("utf-8")
+    script = _scripts()
     shown = re.findall(
         r'(?:\btext:|"aria-label":|\btitle:|\bstatus\(|new Error\()\s*("[^"]*"|`[^`]*`)', script
     )
@@ -188,6 +188,11 @@ def test_the_script_writes_no_english_of_its_own() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _scripts() -> str:
+    """The page's scripts (app.js and those beside it), not the sign-in page's."""
+    return "\n".join(p.read_text("utf-8") for p in sorted(STATIC.glob("*.js")) if p.name != "login.js")
 
 
 def _forms(value: Any) -> list[str]:
