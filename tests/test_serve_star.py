@@ -198,6 +198,9 @@ def test_explore_a_member(api: httpx.Client, amlb: Path) -> None:
     }
     for name, (status, message) in refused.items():
         assert message in _error(api.get("/packs/amlb2019/graph", params={"member": name}), status)
+    for limit in (1, 2):  # the member first, then its runs
+        small = api.get("/packs/amlb2019/graph", params={"member": member, "limit": limit}).json()
+        assert [n["id"] for n in small["nodes"]] == [member, "fact:member"][:limit] and small["truncated"]
     wrong = api.get("/packs/amlb2019/graph", params={"member": member, "measure": "speed"})
     assert "speed" in _error(wrong, 400)
 
@@ -222,6 +225,11 @@ def test_a_passage_pack_draws_its_passages_as_before(api: httpx.Client) -> None:
     # the graph of its answer (trace=ID) is the graph around its sources
     traced = api.get("/packs/fixture/graph", params={"trace": answer["trace_id"], "limit": 40}).json()
     assert traced == around
+    # and of a search (its results)
+    search = api.get("/search", params={"pack": "fixture", "q": QUESTION, "top_k": 2}).json()
+    found = [r["chunk_id"] for r in search["results"]]
+    searched = api.get("/packs/fixture/graph", params={"trace": search["trace_id"], "limit": 40}).json()
+    assert searched == api.get("/packs/fixture/graph", params={"chunk": found, "limit": 40}).json()
     assert "name a chunk or an entity" in _error(api.get("/packs/fixture/graph"), 400)
     for params in ({"member": "algorithm:x"}, {"chunk": chunks, "measure": "auc"}):
         assert "for packs without passages" in _error(api.get("/packs/fixture/graph", params=params), 400)

@@ -130,7 +130,7 @@ class Star:
         """The star behind ``answer`` (an answer's JSON with its trace); the schema when its tools
         named no runs or members."""
         calls = (answer.get("trace") or {}).get("tool_calls") or []
-        sources = [str(s.get("title", "")) for s in answer.get("sources") or []]
+        sources = [str(s.get("title", "")) for s in answer.get("sources") or answer.get("results") or []]
         facts: list[tuple[str, dict[str, Any], dict[str, Any], int | None]] = []
         hits: list[dict[str, Any]] = []
         for c, call in enumerate(calls):
@@ -159,14 +159,23 @@ class Star:
         measure = measures[0] if measures else self.measure
         return self.picture.to_json(view="answer", measure=measure, facts=len(facts[:MAX_FACTS]))
 
-    def _fact(self, node_id: str, out: dict[str, Any], group: dict[str, Any], cited: int | None) -> None:
+    def _fact(
+        self,
+        node_id: str,
+        out: dict[str, Any],
+        group: dict[str, Any],
+        cited: int | None,
+        label: str | None = None,
+    ) -> None:
+        """A fact node: a group of runs (``group``, of the ``aggregate_measures`` result ``out``),
+        labelled by its values unless ``label`` is given (then it is not the focus)."""
         measure, statistic = out["measure"], out["statistic"]
         best = group.get("best_run") or {}
         self.picture.node(
             node_id,
             "fact",
-            label=" · ".join(str(v) for v in group["group"].values()) or "runs",
-            focus=True,
+            label=label or " · ".join(str(v) for v in group["group"].values()),
+            focus=label is None,
             group=group["group"],
             filters=out.get("filters") or {},
             measure=measure,
@@ -217,9 +226,8 @@ class Star:
         focus = self._member(table, key, focus=True)
         fact = "fact:member"
         group = out["groups"][0] if out["groups"] else {"group": {where: key}, "count": 0}
-        self._fact(fact, out, group, None)
-        self.picture.nodes[fact]["label"] = self.picture.nodes[focus]["label"]
-        self.picture.nodes[fact]["focus"] = False
+        label = self.picture.nodes[focus]["label"] if focus else str(key)
+        self._fact(fact, out, group, None, label=label)
         if table in RELS:
             self.picture.edge(fact, focus, RELS[table], runs=group["count"])
         caps = {t: n * EXPLORE for t, n in CAPS.items()}

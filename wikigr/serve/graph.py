@@ -104,13 +104,14 @@ def picture(
     answer: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What ``ask`` asks to draw of the pack ``name`` (its ``store`` and ``manifest``); ``answer``:
-    the answer of ``ask.trace`` (its JSON, with its sources and trace)."""
+    the response of ``ask.trace`` (an answer's or a search's JSON, with its sources and trace)."""
     kind = pack_kind(store.kind)
     if kind.passages or ask.chunks or ask.entities:
         if ask.member is not None or ask.measure is not None:
             raise UsageError(f"member and measure are for packs without passages, not {kind.plural}")
         chunks = list(ask.chunks)
-        for source in (answer or {}).get("sources") or []:
+        answered = answer or {}
+        for source in answered.get("sources") or answered.get("results") or []:  # an answer, a search
             if source.get("pack") == name and source.get("chunk_id") and source["chunk_id"] not in chunks:
                 chunks.append(source["chunk_id"])
         return neighbourhood(store, chunks, ask.entities, ask.limit)
