@@ -47,6 +47,7 @@ const graph = {
   async pack(name) {
     this.star = null;
     if (!starPack(name)) {
+      $("panel-graph").querySelector(":scope > .hint").hidden = false;
       $("graph").replaceChildren();
       $("graph-detail").textContent = "";
       return;
@@ -89,6 +90,7 @@ const graph = {
         for (const e of part.edges) edges.push({ ...e, source: prefix + e.source, target: prefix + e.target });
       }
       this.star = star;
+      $("panel-graph").querySelector(":scope > .hint").hidden = Boolean(star); // the passages' colours
       this.draw(nodes, edges);
       if (star) {
         box.prepend(this.legend(star));
@@ -120,6 +122,7 @@ const graph = {
       const angle = (2 * Math.PI * i) / Math.max(1, nodes.length);
       const r = n.focus ? 60 : 160;
       const node = { ...n, x: width / 2 + r * Math.cos(angle), y: height / 2 + r * Math.sin(angle), vx: 0, vy: 0 };
+      node.charge = n.kind === "fact" && !n.table ? 2.5 : 1; // facts push apart: their members gather round each
       index.set(n.id, node);
       return node;
     });
@@ -263,7 +266,7 @@ const graph = {
         let dx = a.x - b.x, dy = a.y - b.y;
         let d2 = dx * dx + dy * dy;
         if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
-        const force = 1500 / d2;
+        const force = (1500 * a.charge * b.charge) / d2;
         const d = Math.sqrt(d2);
         a.vx += (force * dx) / d; a.vy += (force * dy) / d;
         b.vx -= (force * dx) / d; b.vy -= (force * dy) / d;
@@ -272,7 +275,7 @@ const graph = {
     for (const e of this.edges) {
       const dx = e.b.x - e.a.x, dy = e.b.y - e.a.y;
       const d = Math.max(1, Math.sqrt(dx * dx + dy * dy));
-      const rest = e.kind === "in" ? 45 : e.kind === "relation" ? 80 : 70;
+      const rest = e.kind === "in" ? 45 : e.kind === "relation" ? 80 : e.a.kind === "fact" ? 95 : 70;
       const pull = ((d - rest) / d) * 0.06;
       e.a.vx += dx * pull; e.a.vy += dy * pull;
       e.b.vx -= dx * pull; e.b.vy -= dy * pull;
