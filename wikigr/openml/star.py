@@ -100,7 +100,7 @@ class Picture:
             "edges": list(self.edges.values()),
             "truncated": self.truncated,
             "entity_graph": False,
-            "star": star,
+            "star": {key: value for key, value in star.items() if value is not None},
         }
 
 
