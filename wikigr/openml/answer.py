@@ -29,6 +29,7 @@ from wikigr.retrieval.stage import Candidate, Context, QueryState
 
 if TYPE_CHECKING:
     from wikigr.llm import LLM, Usage
+    from wikigr.pack.manifest import Manifest
 
 MAX_RESULT_CHARS = 12_000  # of one tool result sent to Claude
 OPENML_SITE = "https://www.openml.org"
@@ -55,24 +56,47 @@ class OpenMLPack:
     site: str  # where runs and entities with OpenML ids are looked at
 
     def url(self, kind: str, record: dict[str, Any]) -> str:
-        """Where a cited run or entity can be looked at: its public OpenML page where the data
-        has its id (a run ``/r/ID``; a run of an export, its task ``/t/ID`` or else its dataset
-        ``/d/ID``; ``/f/``, ``/d/``, ``/t/`` for flows, datasets and tasks), else the export
-        file's name and line — never a path of the machine that built the pack."""
-        if kind == "Run":
-            if record.get("openml_run_id") is not None:
-                return f"{self.site}/r/{record['openml_run_id']}"
-            for key, page in (("openml_task_id", "t"), ("openml_data_id", "d")):
-                if record.get(key) is not None:
-                    return f"{self.site}/{page}/{record[key]}"
-            file, _, line = str(record.get("source", "")).rpartition(":")
-            name = Path(file).name
-            return f"{name}#line={line}" if name and line.isdigit() else ""
-        prefix = {"Dataset": ("data:", "d"), "Task": ("task:", "t"), "Algorithm": ("flow:", "f")}.get(kind)
-        ident = str(record.get("id", ""))
-        if prefix and ident.startswith(prefix[0]) and ident[len(prefix[0]) :].isdigit():
-            return f"{self.site}/{prefix[1]}/{ident[len(prefix[0]) :]}"
-        return ""
+        """Where a cited run or entity can be looked at (:func:`openml_url`)."""
+        return openml_url(self.site, kind, record)
+
+
+def openml_url(site: str, kind: str, record: dict[str, Any]) -> str:
+    """Where a run or entity of a pack whose OpenML server is ``site`` can be looked at: its
+    public OpenML page where the data has its id (a run ``/r/ID``; a run of an export, its task
+    ``/t/ID`` or else its dataset ``/d/ID``; ``/f/``, ``/d/``, ``/t/`` for flows, datasets and
+    tasks), else the export file's name and line — never a path of the machine that built the
+    pack."""
+    if kind == "Run":
+        if record.get("openml_run_id") is not None:
+            return f"{site}/r/{record['openml_run_id']}"
+        for key, page in (("openml_task_id", "t"), ("openml_data_id", "d")):
+            if record.get(key) is not None:
+                return f"{site}/{page}/{record[key]}"
+        file, _, line = str(record.get("source", "")).rpartition(":")
+        name = Path(file).name
+        return f"{name}#line={line}" if name and line.isdigit() else ""
+    prefix = {"Dataset": ("data:", "d"), "Task": ("task:", "t"), "Algorithm": ("flow:", "f")}.get(kind)
+    ident = str(record.get("id", ""))
+    if prefix and ident.startswith(prefix[0]) and ident[len(prefix[0]) :].isdigit():
+        return f"{site}/{prefix[1]}/{ident[len(prefix[0]) :]}"
+    return ""
+
+
+def pack_measure(manifest: Manifest) -> str:
+    """The pack's primary measure (its build's ``--measure``; accuracy when it has none)."""
+    record = manifest.openml
+    if record is not None and record.measure:
+        try:
+            return measure_name(record.measure)
+        except ValueError:
+            pass
+    return "accuracy"
+
+
+def pack_site(manifest: Manifest) -> str:
+    """The OpenML server a pack's runs and entities are looked at on."""
+    record = manifest.openml
+    return record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
 
 
 def openml_pack(ctx: Context) -> OpenMLPack:
@@ -81,16 +105,8 @@ def openml_pack(ctx: Context) -> OpenMLPack:
     if loaded is None:
         store = ctx.store.one_store()  # an OpenML pack is one store (never in shards)
         manifest = ctx.pack.manifest
-        record = manifest.openml
-        measure = "accuracy"
-        if record is not None and record.measure:
-            try:
-                measure = measure_name(record.measure)
-            except ValueError:
-                measure = "accuracy"
-        vocab = load_vocabulary(store.rows, measure)
-        site = record.api_url.rstrip("/") if record is not None and record.api_url else OPENML_SITE
-        loaded = OpenMLPack(OpenMLTools(store, lambda: ctx.embedder), vocab, site)
+        vocab = load_vocabulary(store.rows, pack_measure(manifest))
+        loaded = OpenMLPack(OpenMLTools(store, lambda: ctx.embedder), vocab, pack_site(manifest))
         ctx.cache["openml"] = loaded
     assert isinstance(loaded, OpenMLPack)
     return loaded

@@ -15,14 +15,19 @@ import json
 import re
 import weakref
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from wikigr import __version__
+from wikigr.errors import UsageError
 from wikigr.openml.names import Vocabulary, load_vocabulary
 from wikigr.pack.kind import KindStrategy, PackKind, register_kind
 from wikigr.pack.manifest import Manifest
 from wikigr.pack.store import Store
 from wikigr.skill import MARKER, MAX_DESCRIPTION, clean, sentence, yaml_string
+
+if TYPE_CHECKING:
+    from wikigr.embed import Embedder
+    from wikigr.openml.tools import OpenMLTools
 
 OPENML_SCHEMA_VERSION = 1
 OPENML_NODE_TABLES = ("Run", "Algorithm", "AlgorithmFamily", "Dataset", "Task", "Date")
@@ -118,6 +123,8 @@ class OpenMLKind(PackKind):
     def __init__(self) -> None:
         # The names each open store holds, read on its first claim (and dropped with the store).
         self._vocabularies: weakref.WeakKeyDictionary[Store, Vocabulary] = weakref.WeakKeyDictionary()
+        # The tools the page's pictures of each open store read (wikigr.openml.star).
+        self._tools: weakref.WeakKeyDictionary[Store, OpenMLTools] = weakref.WeakKeyDictionary()
 
     name = "openml"
     schema_version = OPENML_SCHEMA_VERSION
@@ -167,6 +174,31 @@ class OpenMLKind(PackKind):
         if vocab is None:
             vocab = self._vocabularies[store] = load_vocabulary(store.rows)
         return claim(question, vocab)
+
+    def picture(
+        self,
+        store: Store,
+        manifest: Manifest,
+        answer: Mapping[str, Any] | None,
+        member: str | None,
+        measure: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        """The Kimball star: its schema, what an answer aggregated, or a member's runs
+        (:mod:`wikigr.openml.star`)."""
+        from wikigr.openml.answer import pack_measure, pack_site  # numpy, pyarrow: when drawn
+        from wikigr.openml.star import picture
+        from wikigr.openml.tools import OpenMLTools
+
+        tools = self._tools.get(store)
+        if tools is None:
+            tools = self._tools[store] = OpenMLTools(store, _no_embedder)
+        return picture(tools, pack_site(manifest), pack_measure(manifest), answer, member, measure, limit)
+
+
+def _no_embedder() -> Embedder:
+    """The pictures never search by meaning (their tools aggregate and read)."""
+    raise UsageError("the star's pictures do not search by meaning")
 
 
 KIND = register_kind(OpenMLKind())

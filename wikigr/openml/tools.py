@@ -55,6 +55,7 @@ class OpenMLTools:
         self._embedder_factory = embedder
         self._embedder: Embedder | None = None
         self._dims: dict[str, dict[int, dict[str, Any]]] = {}
+        self._members: dict[str, dict[Any, dict[str, Any]]] = {}
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run the tool ``name``; a refused or failed call is a result with ``error``."""
@@ -370,6 +371,19 @@ class OpenMLTools:
             "runs": int(sum(g["count"] for g in out_groups)),
             "cypher": _equivalent_cypher(measure, keys, parsed),
         }
+
+    # -- what the picture of the star reads (wikigr.openml.star) ---------------------------------
+
+    def members(self, table: str) -> dict[Any, dict[str, Any]]:
+        """A dimension's rows (Algorithm, Dataset, Task or Date) by their id, loaded once."""
+        if table not in self._members:
+            self._members[table] = {row["id"]: row for row in self._dimension(table).values()}
+        return self._members[table]
+
+    def dataset_tasks(self) -> list[tuple[str, str]]:
+        """Each (dataset id, task id) of the pack's ``PART_OF_TASK`` edges."""
+        rows = self.store.rows("MATCH (d:Dataset)-[:PART_OF_TASK]->(t:Task) RETURN d.id, t.id")
+        return [(str(d), str(t)) for d, t in rows]
 
 
 def _matches(v: Any, condition: Any) -> bool:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from wikigr.errors import InvalidPackError
+from wikigr.errors import InvalidPackError, UsageError
 
 if TYPE_CHECKING:
     from wikigr.pack.manifest import Manifest
@@ -104,6 +104,23 @@ class PackKind:
         passages answers, alone, the questions it claims in a set (wikigr.packset); the others it
         leaves to the packs of passages. None by default."""
         return None
+
+    def picture(
+        self,
+        store: Store,
+        manifest: Manifest,
+        answer: Mapping[str, Any] | None,
+        member: str | None,
+        measure: str | None,
+        limit: int,
+    ) -> dict[str, Any]:
+        """The graph the page draws of a pack without passages (one of passages is drawn around
+        its passages, wikigr.serve.graph): ``{"nodes": [{id, kind, label, ...}], "edges":
+        [{source, target, kind, ...}], "truncated", ...}`` with at most ``limit`` nodes, of what
+        ``answer`` (an answer's JSON with its trace) drew on, of a ``member``'s neighbours (an id
+        of a node of the picture; ``measure``: what their numbers are of, for a kind that has
+        measures), or of the store itself (neither). A kind that draws nothing refuses."""
+        raise UsageError(f"{self.label} has no graph to explore")
 
     def update_refusal(self, manifest: Manifest) -> str | None:
         """Why ``pack update`` cannot update the pack (the whole message), or None when it can.

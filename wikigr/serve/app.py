@@ -49,13 +49,13 @@ from wikigr.retrieval.stage import builtin_stages
 from wikigr.serve import builds, compare, settings
 from wikigr.serve.ask import MAX_QUESTION_CHARS, parse_ask
 from wikigr.serve.evals import EvalRuns
+from wikigr.serve.graph import graph_ask
 from wikigr.serve.guard import TOKEN_COOKIE, Guard
 from wikigr.serve.http import (
     STATIC,
     ApiError,
     error_json,
     guarded,
-    int_param,
     internal_error,
     read_json,
     status_of,
@@ -70,7 +70,6 @@ if TYPE_CHECKING:
     from wikigr.serve.work import Work
 
 API = "/api/v1"
-MAX_GRAPH_IDS = 50
 LANGUAGES = ("en", "ru")  # the page's languages (static/i18n/LANG.json); the first is the default
 LANG_COOKIE = "wikigr_lang"  # set by the page's switch; wins over Accept-Language
 MAX_ACCEPT_LANGUAGE = 256  # characters of the header read: it is untrusted
@@ -199,16 +198,9 @@ class Server:
         return JSONResponse(await run_in_threadpool(self._eval, request.path_params["pack"]))
 
     async def pack_graph(self, request: Request) -> Response:
-        params = request.query_params
-        unknown = sorted(set(params) - {"chunk", "entity", "limit"})
-        if unknown:
-            raise UsageError(f"unknown parameter '{unknown[0]}' (chunk, entity, limit)")
-        chunks, entities = params.getlist("chunk"), params.getlist("entity")
-        if len(chunks) + len(entities) > MAX_GRAPH_IDS:
-            raise UsageError(f"at most {MAX_GRAPH_IDS} chunks and entities at once")
-        limit = int_param(params.get("limit", "60"), "limit", 1, 200)
+        ask = graph_ask(request.query_params.multi_items())
         work = await self.work()
-        data = await run_in_threadpool(work.graph, request.path_params["pack"], chunks, entities, limit)
+        data = await run_in_threadpool(work.graph, request.path_params["pack"], ask)
         return JSONResponse(data)
 
     async def query(self, request: Request) -> Response:

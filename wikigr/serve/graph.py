@@ -1,4 +1,9 @@
-"""The neighbourhood of passages or entities in a pack's graph, as nodes and edges for a picture.
+"""The graph the page draws of a pack, as nodes and edges: around passages, or the kind's own.
+
+A pack of passages is drawn around passages or entities (:func:`neighbourhood`, below). A pack
+without passages draws what its kind draws (:meth:`wikigr.pack.kind.PackKind.picture`: an OpenML
+pack, its Kimball star): the store itself, what an answer drew on, or a member's neighbours.
+:func:`picture` picks; :func:`graph_ask` reads the route's parameters.
 
 Around each passage (chunk): its page (article), the entities it mentions (the rarest in the pack
 first), the relations of those entities (named relations before co-occurrences), and the pages
@@ -10,14 +15,22 @@ Node ids are ``chunk:ID``, ``article:ID`` and ``entity:ID``; ``focus`` marks wha
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wikigr.errors import PackNotFoundError, UsageError
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.reader import PackStore
+from wikigr.serve.http import int_param
+
+if TYPE_CHECKING:
+    from wikigr.pack.manifest import Manifest
 
 MAX_NODES = 200
+MAX_IDS = 50  # chunks and entities of one request
+#: The route's parameters: chunk and entity repeatable, the others once.
+PARAMS = ("chunk", "entity", "trace", "member", "measure", "limit")
 PER_CHUNK = 8  # entities shown per passage
 TEXT_CHARS = 280  # of a passage, in its node
 
@@ -51,6 +64,58 @@ class Graph:
             "truncated": self.truncated,
             **extra,
         }
+
+
+@dataclass(frozen=True)
+class GraphAsk:
+    """What a request asks to draw (``GET /api/v1/packs/{pack}/graph``)."""
+
+    chunks: list[str]
+    entities: list[str]
+    trace: str | None = None  # the answer of this trace id: what it drew on
+    member: str | None = None  # a node of a pack without passages, to explore around
+    measure: str | None = None  # what the member's numbers are of
+    limit: int = 60
+
+
+def graph_ask(items: Iterable[tuple[str, str]]) -> GraphAsk:
+    """The request's query parameters (name, value pairs), checked."""
+    values: dict[str, list[str]] = {}
+    for name, value in items:
+        if name not in PARAMS:
+            raise UsageError(f"unknown parameter '{name[:40]}' ({', '.join(PARAMS)})")
+        values.setdefault(name, []).append(value)
+    for name, given in values.items():
+        if name not in ("chunk", "entity") and len(given) > 1:
+            raise UsageError(f"{name} is given once")
+    chunks, entities = values.get("chunk", []), values.get("entity", [])
+    if len(chunks) + len(entities) > MAX_IDS:
+        raise UsageError(f"at most {MAX_IDS} chunks and entities at once")
+    limit = int_param(values.get("limit", ["60"])[0], "limit", 1, MAX_NODES)
+    one = {name: values[name][0] for name in ("trace", "member", "measure") if name in values}
+    return GraphAsk(chunks, entities, limit=limit, **one)
+
+
+def picture(
+    store: PackStore,
+    manifest: Manifest,
+    name: str,
+    ask: GraphAsk,
+    answer: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``ask`` asks to draw of the pack ``name`` (its ``store`` and ``manifest``); ``answer``:
+    the response of ``ask.trace`` (an answer's or a search's JSON, with its sources and trace)."""
+    kind = pack_kind(store.kind)
+    if kind.passages or ask.chunks or ask.entities:
+        if ask.member is not None or ask.measure is not None:
+            raise UsageError(f"member and measure are for packs without passages, not {kind.plural}")
+        chunks = list(ask.chunks)
+        answered = answer or {}
+        for source in answered.get("sources") or answered.get("results") or []:  # an answer, a search
+            if source.get("pack") == name and source.get("chunk_id") and source["chunk_id"] not in chunks:
+                chunks.append(source["chunk_id"])
+        return neighbourhood(store, chunks, ask.entities, ask.limit)
+    return kind.picture(store.one_store(), manifest, answer, ask.member, ask.measure, ask.limit)
 
 
 def _excerpt(text: str) -> str:

@@ -158,6 +158,12 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                         "edges": {"type": "array", "items": {"type": "object"}},
                         "truncated": {"type": "boolean"},
                         "entity_graph": {"type": "boolean"},
+                        "star": {
+                            "type": "object",
+                            "description": "An OpenML pack's picture: view (schema, answer or member), "
+                            "measure, facts, member; why (the schema drawn for an answer that "
+                            "aggregated nothing).",
+                        },
                     },
                 },
             },
@@ -206,8 +212,11 @@ def document(version: str, max_question: int) -> dict[str, Any]:
             },
             "/api/v1/packs/{pack}/graph": {
                 "get": {
-                    "summary": "The neighbourhood of chunks and/or entities: passages, pages, entities, "
-                    "relations and links, as nodes and edges.",
+                    "summary": "What the page's Graph tab draws, as nodes and edges. A pack of passages: "
+                    "the neighbourhood of chunks and/or entities (passages, pages, entities, relations and "
+                    "links). A pack without passages, its kind's picture: an OpenML pack's Kimball star "
+                    "(its schema; the facts and members behind an answer, trace=ID; a member's runs, "
+                    "member=KIND:ID).",
                     "parameters": [
                         PACK_PARAM,
                         {
@@ -224,13 +233,14 @@ def document(version: str, max_question: int) -> dict[str, Any]:
                             "schema": {"type": "array", "items": {"type": "string"}},
                             "explode": True,
                         },
+                        *STAR_PARAMS,
                         {
                             "name": "limit",
                             "in": "query",
                             "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 60},
                         },
                     ],
-                    "responses": {"200": _json(_ref("Graph"), "The neighbourhood.")} | _errors(400, 404),
+                    "responses": {"200": _json(_ref("Graph"), "The picture.")} | _errors(400, 404),
                 }
             },
             "/api/v1/query": {
@@ -302,6 +312,30 @@ def document(version: str, max_question: int) -> dict[str, Any]:
     return described
 
 
+STAR_PARAMS: list[dict[str, Any]] = [
+    {
+        "name": "trace",
+        "in": "query",
+        "description": "The trace id of an answer of the pack: the graph behind it (a pack of passages: "
+        "around its sources; an OpenML pack: one fact per group it aggregated, with its runs, and the "
+        "algorithms, families, datasets, tasks and dates of those runs).",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "member",
+        "in": "query",
+        "description": "A pack without passages: a node to explore around (an OpenML pack: algorithm:ID, "
+        "family:NAME, dataset:ID, task:ID or date:YYYYMMDD, its runs as one fact and what they used).",
+        "schema": {"type": "string"},
+    },
+    {
+        "name": "measure",
+        "in": "query",
+        "description": "With member: the measure its runs are counted and scored with (accuracy, auc, "
+        "f1, log_loss, runtime_s; default the pack's).",
+        "schema": {"type": "string"},
+    },
+]
 JOB_PARAM = {"name": "job", "in": "path", "required": True, "schema": {"type": "string"}}
 JOB_PATHS: dict[str, Any] = {
     "/api/v1/jobs": {

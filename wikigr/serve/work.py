@@ -10,12 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from wikigr.agent_cache import AgentCache
+from wikigr.errors import PackNotFoundError, UsageError
 from wikigr.info import agent_pack_info
 from wikigr.packset import PackSet
 from wikigr.retrieval.pipeline import run_stages
 from wikigr.serve.answers import answer_json, one_agent, set_fallback, streaming
 from wikigr.serve.ask import Ask
-from wikigr.serve.graph import neighbourhood
+from wikigr.serve.graph import GraphAsk, picture
 from wikigr.serve.packs import ServedPacks
 from wikigr.serve.traces import Traces
 
@@ -91,10 +92,24 @@ class Work:
         del data["path"]  # a client gets names, not this machine's folders
         return data
 
-    def graph(self, name: str, chunks: list[str], entities: list[str], limit: int) -> dict[str, Any]:
+    def graph(self, name: str, ask: GraphAsk) -> dict[str, Any]:
+        """What ``ask`` asks to draw of the pack ``name``: around passages, or its kind's picture
+        (an OpenML pack's star); ``ask.trace``: of that answer, which must be one of this pack's."""
         path = self.packs.path(name)
+        answer = None
+        if ask.trace is not None:
+            record = self.traces.get(ask.trace)
+            if record is None:
+                raise PackNotFoundError(
+                    f"no trace '{ask.trace[:40]}' (only the last {self.traces.keep} are kept, in memory)"
+                )
+            asked = str(record["request"]["pack"])
+            if asked != "all" and name not in asked.split(","):
+                raise UsageError(f"trace {ask.trace} is an answer of {asked[:80]}, not of {name}")
+            answer = record["response"]
         with self.cache.use([str(path)], None, "query") as agent:
-            data = neighbourhood(one_agent(agent).context.store, chunks, entities, limit)
+            one = one_agent(agent)
+            data = picture(one.context.store, one.context.pack.manifest, name, ask, answer)
         return {"pack": name, **data}
 
     def close(self) -> None:

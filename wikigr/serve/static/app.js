@@ -175,6 +175,7 @@ function packSize(row) {
 async function loadPack(name) {
   const box = $("pack-info");
   const chart = $("eval-chart");
+  graph.pack(name);
   if (name === "all") {
     box.replaceChildren(el("p", { class: "hint", text: t("pack.all") }));
     chart.replaceChildren(el("p", { class: "hint", text: t("eval.all_packs") }));
@@ -284,7 +285,7 @@ async function ask(event) {
     status(t("status.answered", { seconds, trace: result.trace_id }));
     document.body.dataset.answeredMs = String(Math.round(performance.now())); // since the navigation began
     document.body.dataset.answered = result.trace_id;
-    graph.load(result.sources);
+    graph.load(result);
   } catch (error) {
     answer.replaceChildren(el("p", { class: "low", text: error.message }));
     status(error.message, true);
@@ -448,208 +449,6 @@ function drawEval(evals) {
   }
   box.replaceChildren(chart, table);
 }
-
-// -- the graph: an SVG force layout -----------------------------------------------------------
-
-function kindName(kind) {
-  const names = { chunk: t("graph.kind.chunk"), article: t("graph.kind.article"), entity: t("graph.kind.entity") };
-  return names[kind] || kind;
-}
-
-const graph = {
-  nodes: [],
-  edges: [],
-  frame: 0,
-  heat: 0,
-  width: 680,
-  height: 520,
-  drag: null,
-
-  async load(sources) {
-    const box = $("graph");
-    const byPack = new Map();
-    for (const s of sources) {
-      if (!s.chunk_id) continue;
-      if (!byPack.has(s.pack)) byPack.set(s.pack, []);
-      byPack.get(s.pack).push(s.chunk_id);
-    }
-    if (!byPack.size) {
-      box.replaceChildren(el("p", { class: "hint", text: t("graph.empty") }));
-      return;
-    }
-    await this.fetch([...byPack].map(([pack, chunks]) => [pack, chunks.map((c) => ["chunk", c])]));
-  },
-
-  async explore(pack, entity) {
-    await this.fetch([[pack, [["entity", entity]]]]);
-  },
-
-  async fetch(requests) {
-    const box = $("graph");
-    try {
-      const parts = await Promise.all(requests.map(([pack, ids]) => {
-        const query = ids.map(([kind, id]) => `${kind}=${encodeURIComponent(id)}`).join("&");
-        return api(`/packs/${encodeURIComponent(pack)}/graph?${query}&limit=60`);
-      }));
-      const several = parts.length > 1;
-      const nodes = [], edges = [];
-      let withEntities = false;
-      for (const part of parts) {
-        withEntities ||= part.entity_graph;
-        const prefix = several ? `${part.pack}/` : "";
-        for (const n of part.nodes) nodes.push({ ...n, id: prefix + n.id, pack: part.pack, raw: n.id });
-        for (const e of part.edges) edges.push({ ...e, source: prefix + e.source, target: prefix + e.target });
-      }
-      this.draw(nodes, edges);
-      $("graph-detail").textContent = withEntities ? "" : t("graph.no_entities");
-    } catch (error) {
-      box.replaceChildren(el("p", { class: "low", text: error.message }));
-    }
-  },
-
-  draw(nodes, edges) {
-    const { width, height } = this;
-    const index = new Map();
-    this.nodes = nodes.map((n, i) => {
-      const angle = (2 * Math.PI * i) / Math.max(1, nodes.length);
-      const r = n.focus ? 60 : 160;
-      const node = { ...n, x: width / 2 + r * Math.cos(angle), y: height / 2 + r * Math.sin(angle), vx: 0, vy: 0 };
-      index.set(n.id, node);
-      return node;
-    });
-    this.edges = edges.filter((e) => index.has(e.source) && index.has(e.target))
-      .map((e) => ({ ...e, a: index.get(e.source), b: index.get(e.target) }));
-    const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "group", "aria-label": plural("graph.label", nodes.length) });
-    const lines = svg("g");
-    const dots = svg("g");
-    for (const e of this.edges) {
-      e.line = svg("line", { class: e.kind });
-      if (e.label) e.line.append(svg("title", {}, e.label));
-      lines.append(e.line);
-    }
-    for (const n of this.nodes) {
-      const radius = n.kind === "article" ? 9 : n.kind === "chunk" ? 7 : 6;
-      n.r = n.focus ? radius + 3 : radius;
-      n.g = svg("g", { class: `node ${n.kind}${n.focus ? " focus" : ""}`, tabindex: 0, role: "button", "aria-label": `${kindName(n.kind)}: ${n.label}` });
-      n.g.append(svg("circle", { class: n.kind, r: n.r }), svg("text", { x: n.r + 3, y: 4 }, truncate(n.label || n.raw, 28)));
-      n.g.addEventListener("pointerdown", (event) => this.grab(event, n));
-      n.g.addEventListener("click", () => this.select(n));
-      n.g.addEventListener("keydown", (event) => {
-        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); this.select(n); }
-      });
-      dots.append(n.g);
-    }
-    picture.append(lines, dots);
-    picture.addEventListener("pointermove", (event) => this.move(event));
-    picture.addEventListener("pointerup", () => this.release());
-    picture.addEventListener("pointerleave", () => this.release());
-    this.svg = picture;
-    $("graph").replaceChildren(picture);
-    this.heat = 1;
-    this.settle(120); // a first layout at once, then it keeps moving while shown
-    this.render();
-    this.resume();
-  },
-
-  select(n) {
-    for (const other of this.nodes) other.g.classList.toggle("selected", other === n);
-    const box = $("graph-detail");
-    const parts = [el("strong", { text: `${kindName(n.kind)}: ${n.label}` })];
-    if (n.type) parts.push(` (${n.type})`);
-    if (n.text) parts.push(el("p", { text: n.text }));
-    if (n.url) parts.push(el("a", { href: n.url, target: "_blank", rel: "noopener noreferrer", text: n.url }));
-    if (n.kind === "entity") {
-      const more = el("button", { type: "button", class: "link", text: t("graph.explore") });
-      more.addEventListener("click", () => this.explore(n.pack, n.raw.slice("entity:".length)));
-      parts.push(el("br"), more);
-    }
-    box.replaceChildren(...parts);
-  },
-
-  point(event) {
-    const box = this.svg.getBoundingClientRect();
-    return { x: ((event.clientX - box.left) * this.width) / box.width, y: ((event.clientY - box.top) * this.height) / box.height };
-  },
-
-  grab(event, n) {
-    this.drag = n;
-    n.fixed = true;
-    this.svg.setPointerCapture(event.pointerId);
-    this.heat = Math.max(this.heat, 0.5);
-    this.resume();
-  },
-
-  move(event) {
-    if (!this.drag) return;
-    const p = this.point(event);
-    this.drag.x = p.x;
-    this.drag.y = p.y;
-    this.render();
-  },
-
-  release() {
-    if (this.drag) this.drag.fixed = false;
-    this.drag = null;
-  },
-
-  settle(steps) {
-    for (let i = 0; i < steps && this.heat > 0.01; i++) this.step();
-  },
-
-  step() {
-    const nodes = this.nodes, cx = this.width / 2, cy = this.height / 2;
-    for (let i = 0; i < nodes.length; i++) {
-      const a = nodes[i];
-      for (let j = i + 1; j < nodes.length; j++) {
-        const b = nodes[j];
-        let dx = a.x - b.x, dy = a.y - b.y;
-        let d2 = dx * dx + dy * dy;
-        if (d2 < 0.01) { dx = Math.random() - 0.5; dy = Math.random() - 0.5; d2 = 0.5; }
-        const force = 1500 / d2;
-        const d = Math.sqrt(d2);
-        a.vx += (force * dx) / d; a.vy += (force * dy) / d;
-        b.vx -= (force * dx) / d; b.vy -= (force * dy) / d;
-      }
-    }
-    for (const e of this.edges) {
-      const dx = e.b.x - e.a.x, dy = e.b.y - e.a.y;
-      const d = Math.max(1, Math.sqrt(dx * dx + dy * dy));
-      const rest = e.kind === "in" ? 45 : e.kind === "relation" ? 80 : 70;
-      const pull = ((d - rest) / d) * 0.06;
-      e.a.vx += dx * pull; e.a.vy += dy * pull;
-      e.b.vx -= dx * pull; e.b.vy -= dy * pull;
-    }
-    for (const n of nodes) {
-      n.vx += (cx - n.x) * 0.006;
-      n.vy += (cy - n.y) * 0.006;
-      if (n.fixed) { n.vx = 0; n.vy = 0; continue; }
-      n.x += Math.max(-12, Math.min(12, n.vx * this.heat));
-      n.y += Math.max(-12, Math.min(12, n.vy * this.heat));
-      n.vx *= 0.5; n.vy *= 0.5;
-      n.x = Math.max(12, Math.min(this.width - 12, n.x));
-      n.y = Math.max(12, Math.min(this.height - 12, n.y));
-    }
-    this.heat *= 0.985;
-  },
-
-  render() {
-    for (const e of this.edges) {
-      e.line.setAttribute("x1", e.a.x.toFixed(1)); e.line.setAttribute("y1", e.a.y.toFixed(1));
-      e.line.setAttribute("x2", e.b.x.toFixed(1)); e.line.setAttribute("y2", e.b.y.toFixed(1));
-    }
-    for (const n of this.nodes) n.g.setAttribute("transform", `translate(${n.x.toFixed(1)},${n.y.toFixed(1)})`);
-  },
-
-  resume() {
-    if (this.frame || !this.nodes.length || $("panel-graph").hidden) return;
-    const tick = () => {
-      this.step();
-      this.render();
-      this.frame = this.heat > 0.02 || this.drag ? requestAnimationFrame(tick) : 0;
-    };
-    this.frame = requestAnimationFrame(tick);
-  },
-};
 
 // -- start -----------------------------------------------------------------------------------
 
