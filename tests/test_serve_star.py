@@ -233,3 +233,11 @@ def test_a_passage_pack_draws_its_passages_as_before(api: httpx.Client) -> None:
     assert "name a chunk or an entity" in _error(api.get("/packs/fixture/graph"), 400)
     for params in ({"member": "algorithm:x"}, {"chunk": chunks, "measure": "auc"}):
         assert "for packs without passages" in _error(api.get("/packs/fixture/graph", params=params), 400)
+
+
+def test_the_pack_tab_of_an_openml_pack(api: httpx.Client, amlb: Path) -> None:
+    """The Pack tab's route on an OpenML pack: its info, no entity graph (its store has no Entity
+    table to ask)."""
+    info = api.get("/packs/amlb2019")
+    assert info.status_code == 200, info.text
+    assert info.json()["entity_graph"] is False and info.json()["name"] == "amlb2019"

@@ -234,7 +234,9 @@ class StoreQueries(ABC):
 
     @property
     def has_entities(self) -> bool:
-        """Whether the store holds an entity graph."""
+        """Whether the store holds an entity graph (a store of another kind has no Entity table)."""
+        if not any(row[0] == "Entity" for row in self.rows("CALL show_tables() RETURN name")):
+            return False
         return bool(self.rows("MATCH (e:Entity) RETURN e.id LIMIT 1"))
 
     @property
