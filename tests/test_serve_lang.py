@@ -15,8 +15,9 @@ import httpx
 import pytest
 
 from tests.test_serve import TOKEN, running
-from wikigr.serve.app import LANG_COOKIE, LANGUAGES, accepted_language, create_app
+from wikigr.serve.app import create_app
 from wikigr.serve.http import STATIC
+from wikigr.serve.pagelang import LANG_COOKIE, LANGUAGES, accepted_language
 
 TABLES = {lang: json.loads((STATIC / "i18n" / f"{lang}.json").read_text("utf-8")) for lang in LANGUAGES}
 PLURALS = {"en": {"one", "other"}, "ru": {"one", "few", "many", "other"}}  # CLDR's categories
@@ -120,21 +121,22 @@ def test_no_english_is_left_in_the_russian_page(url: str) -> None:
 
 
 def test_the_sign_in_page_words(url: str) -> None:
+    """The sign-in page, served before the token, comes in the reader's language from its first
+    paint: its words are the table's, by key."""
     with running(create_app([], token=TOKEN, loopback=False)) as guarded:
-        russian = httpx.get(guarded + "/login", headers={"Accept-Language": "ru"})
-        assert russian.status_code == 200 and russian.headers["cache-control"] == "no-cache"
-        assert "accept-language" in russian.headers["vary"].lower()
-        data = russian.json()
-        assert data["lang"] == "ru" and data["strings"]["login.submit"] == TABLES["ru"]["login.submit"]
-        assert set(data["strings"]) == {k for k in TABLES["ru"] if k.startswith(("login.", "lang."))}
-        english = httpx.get(guarded + "/login", headers={"Cookie": f"{LANG_COOKIE}=en"}).json()
-        assert english["lang"] == "en" and english["strings"]["login.submit"] == "Sign in"
-        # the page itself (served before the token): its words are the English table's, by key
-        login = httpx.get(guarded + "/")
-        assert login.status_code == 401
-        found = _keyed_text(login.text)
-        assert found and all(TABLES["en"][key] == text for key, text in found.items()), found
-        assert {k for k in TABLES["en"] if k.startswith(("login.", "lang."))} == set(found)
+        for lang, headers in (
+            ("ru", {"Accept-Language": "ru-RU,ru;q=0.9"}),
+            ("en", {"Accept-Language": "ru", "Cookie": f"{LANG_COOKIE}=en"}),  # the switch wins
+            ("en", {}),
+        ):
+            login = httpx.get(guarded + "/", headers=headers)
+            assert login.status_code == 401 and login.headers["content-language"] == lang
+            assert "accept-language" in login.headers["vary"].lower()
+            assert f'<html lang="{lang}">' in login.text and "{{" not in login.text
+            found = _keyed_text(login.text)
+            assert found and all(TABLES[lang][key] == text for key, text in found.items()), found
+            assert {k for k in TABLES[lang] if k.startswith(("login.", "lang."))} == set(found)
+        assert "<code>wikigr serve --token</code>" in httpx.get(guarded + "/").text
 
 
 # -- the tables and the code that reads them ---------------------------------------------------
@@ -160,7 +162,6 @@ def test_the_tables_have_the_same_keys_and_placeholders() -> None:
 
 def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None:
     script = page_scripts()
-    login = (STATIC / "login.js").read_text("utf-8")
     calls = re.findall(r"(?<!function )(?<![\w.])(?:t|plural)\(\s*([^,)]*)", script)
     assert calls and all(re.fullmatch(r'"[a-z_.]+"', c) for c in calls), calls  # literal keys only
     used = {c.strip('"') for c in calls}
@@ -172,7 +173,6 @@ def test_the_script_uses_only_keys_of_the_tables_and_every_key_is_used() -> None
         assert in_page <= set(table), in_page - set(table)
         assert all(isinstance(table[k], str) for k in in_page | in_login)
         assert not set(table) - used - in_page - in_login, set(table) - used - in_page - in_login
-    assert "i18n" in login  # the sign-in page's script applies its table
 
 
 def test_the_script_writes_no_english_of_its_own() -> None:

@@ -8,11 +8,13 @@ import hmac
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import FileResponse, Response
+from starlette.requests import HTTPConnection
+from starlette.responses import HTMLResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from wikigr.serve.http import STATIC, error_json
+from wikigr.serve.http import error_json
 from wikigr.serve.net import host_name, is_loopback
+from wikigr.serve.pagelang import PAGE_HEADERS, login_page, page_language
 
 TOKEN_COOKIE = "wikigr_token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})  # a write, unless a read POST below
@@ -87,7 +89,9 @@ class Guard:
                 refusal = error_json(421, f"refused: Host '{shown}' is not a loopback name of this server")
         if refusal is None and not self.authorised(headers) and scope["path"] not in PUBLIC_PATHS:
             if scope["path"] == "/" and scope["method"] in ("GET", "HEAD"):
-                refusal = FileResponse(STATIC / "login.html", status_code=401)
+                lang = page_language(HTTPConnection(scope))
+                page_headers = {**PAGE_HEADERS, "content-language": lang}
+                refusal = HTMLResponse(login_page(lang), status_code=401, headers=page_headers)
             else:
                 refusal = error_json(
                     401,
