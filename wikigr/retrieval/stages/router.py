@@ -278,6 +278,7 @@ class RouterStage(Stage):
         stages = [run_stage(stage, trial) for stage in self._strategy(strategy, state.ctx)]
         skipped = [f"{s['stage']}: {s['skipped']}" for s in stages if "skipped" in s]
         state.confidence = max(state.confidence, trial.confidence)
+        state.moved = state.moved or trial.moved
         state.facts.extend(f for f in trial.facts if f not in state.facts)
         score = self._score(state, trial.candidates)
         entry: dict[str, Any] = {
@@ -333,7 +334,6 @@ class RouterStage(Stage):
             ladder = list(LADDERS[kind])
         if state.across:  # lean on the vectors: no strategy matches the question's words
             ladder = list(dict.fromkeys(MEANING.get(strategy, strategy) for strategy in ladder))
-            detail["across"] = state.across_note()
             if o.policy == "auto":
                 detail["strategy"] = ladder[0]
                 detail["strategy_why"] += f", without the lexical stages ({', '.join(LEXICAL)})"
@@ -359,6 +359,8 @@ class RouterStage(Stage):
                 break
         if best is None:
             raise Skip("no strategy ran")
+        if state.across:
+            detail["across"] = state.across_note()  # after the attempts: how the question was moved
         state.candidates = best[1]
         state.sort()
         enumerate_kinds = ("global",) if o.policy == "auto" else ("global", "aggregate")
