@@ -137,6 +137,13 @@ def test_a_russian_question_on_english_pages_is_moved_and_finds_its_page(man_pag
         assert _page_score(result)["page_vector"] == 2.0
     assert "across" not in _detail(english, "router")
     assert "page_vector" not in _page_score(english)  # the documents' language: off by default
+    unmoved = {"router": {"move_across": False}, "page_score": {"page_vector_across": 0.0}}
+    with KnowledgeGraphAgent(man_pages, llm=None, options=unmoved) as agent:
+        before = agent.query(TWINS[0][0])
+    assert _detail(before, "router")["across"] == (
+        "the question is in Russian and the pack in English: matched by meaning"
+    )
+    assert "page_vector" not in _page_score(before)
 
 
 def test_page_means_are_the_unit_mean_of_each_pages_chunk_vectors(man_pages: Path) -> None:

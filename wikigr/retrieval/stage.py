@@ -172,6 +172,7 @@ class QueryState:
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
     _language: str | None = None  # see language
+    move_across: bool = True  # move the vector of a question asked across languages (see vector)
     moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 
     @property
@@ -213,13 +214,13 @@ class QueryState:
         """The embedding of ``text`` (default: the question), computed once. A question asked across
         languages (:attr:`across`) is moved to the side of the pack's main language where the
         embedder is calibrated for both (:func:`wikigr.embed.move_queries`: ``multilingual``, Russian
-        and English), and :attr:`moved` says so."""
+        and English; not with ``move_across`` False: the router's option), and :attr:`moved` says so."""
         key = self.question if text is None else text
         if key not in self._vectors:
             from wikigr.embed import embed_queries, move_queries
 
             vector = embed_queries(self.ctx.embedder, [key])
-            if self.across:
+            if self.across and self.move_across:
                 source, target = self.language, self.pack_languages[0]
                 moved = move_queries(self.ctx.embedder, vector, source, target)
                 if moved is not vector:
