@@ -16,11 +16,16 @@ Parts (`--part`, default all):
   .query`` with the default profile) of both question sets on both packs, dev and held-out.
   Targets (held-out): Russian on the multilingual pack R@5 ≥ 80 and ≥ 0.9× the English twins' R@5 on
   the same pack; the English twins on the multilingual pack within 3 points of the built-in pack.
+  The arm ``before`` (keys ``PACK/PROFILE+before/ru``) answers the Russian questions as wikigr did
+  before a question asked across languages was moved to the documents' language and pages were
+  weighed as a whole (:data:`ARMS`: the router's ``move_across`` and page_score's
+  ``page_vector_across`` off); English questions on these English packs are not across languages,
+  and the arm changes nothing for them.
 - ``startup``: a fresh `wikigr query PACK QUESTION --json` on each pack, alternating (p50 of --runs;
   bytecode precompiled), target: multilingual within 0.2 s of the built-in model.
 
     uv run python bench/multilingual.py [--part build|recall|startup] [--work DIR] [--runs 9]
-                                        [--profiles auto,baseline]
+                                        [--profiles auto,baseline] [--arms ,before]
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ PUBLIC = "https://man.local/"
 OUT = ROOT / "bench" / "results" / "multilingual.json"
 PACKS = {"builtin": None, "multilingual": "multilingual"}  # pack -> --embedder
 KS = (1, 5, 10)
+# Stage options of each arm of the recall part, by its name ("": the defaults).
+ARMS: dict[str, dict[str, dict[str, Any]]] = {
+    "": {},
+    "before": {"router": {"move_across": False}, "page_score": {"page_vector_across": 0.0}},
+}
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -156,37 +166,52 @@ def page_rank(urls: list[str], gold: set[str]) -> int | None:
     return None
 
 
-def recall(work: Path, names: list[str], profiles: list[str]) -> dict[str, Any]:
+def recall(work: Path, names: list[str], profiles: list[str], arms: list[str]) -> dict[str, Any]:
     from wikigr.agent import KnowledgeGraphAgent
 
     sets = {language: questions(language) for language in ("ru", "en")}
     found: dict[str, Any] = {}
     for name in names:
         for profile in profiles:
-            with KnowledgeGraphAgent(str(work / name), profile=profile, llm=None, top_k=10) as agent:
-                for language, rows in sets.items():
-                    ranks: dict[str, int | None] = {}
-                    latencies = []
-                    for q in rows:
-                        start = time.perf_counter()
-                        result = agent.query(q["question"])
-                        latencies.append(time.perf_counter() - start)
-                        ranks[q["id"]] = page_rank([s.url for s in result.sources], set(q["gold_sources"]))
-                    dev, held = split(rows)
-                    key = f"{name}/{profile}/{language}"
-                    found[key] = {
-                        "dev": scores([ranks[q["id"]] for q in dev]),
-                        "held_out": scores([ranks[q["id"]] for q in held]),
-                        "p50_ms": round(1000 * statistics.median(latencies), 1),
-                    }
-                    print(f"{key}: held-out {found[key]['held_out']}", file=sys.stderr)
+            for arm in arms:
+                options = ARMS[arm]
+                with KnowledgeGraphAgent(
+                    str(work / name), profile=profile, options=options, llm=None, top_k=10
+                ) as agent:
+                    for language, rows in sets.items():
+                        if arm and language == "en":  # English on English packs: not across languages
+                            continue
+                        ranks: dict[str, int | None] = {}
+                        latencies = []
+                        for q in rows:
+                            start = time.perf_counter()
+                            result = agent.query(q["question"])
+                            latencies.append(time.perf_counter() - start)
+                            ranks[q["id"]] = page_rank(
+                                [s.url for s in result.sources], set(q["gold_sources"])
+                            )
+                        dev, held = split(rows)
+                        key = f"{name}/{profile}{'+' + arm if arm else ''}/{language}"
+                        found[key] = {
+                            "dev": scores([ranks[q["id"]] for q in dev]),
+                            "held_out": scores([ranks[q["id"]] for q in held]),
+                            "p50_ms": round(1000 * statistics.median(latencies), 1),
+                        }
+                        if options:
+                            found[key]["options"] = options
+                        print(
+                            f"{key}: dev {found[key]['dev']} held-out {found[key]['held_out']}",
+                            file=sys.stderr,
+                        )
     checks: dict[str, Any] = {}
     for profile in profiles if len(names) == len(PACKS) else ():
         ru = found[f"multilingual/{profile}/ru"]["held_out"]["R@5"]
         en = found[f"multilingual/{profile}/en"]["held_out"]["R@5"]
         en_builtin = found[f"builtin/{profile}/en"]["held_out"]["R@5"]
+        before = found.get(f"multilingual/{profile}+before/ru", {}).get("held_out", {}).get("R@5")
         checks[profile] = {
             "ru_on_multilingual_R@5": ru,
+            "ru_on_multilingual_R@5_before": before,
             "ru_over_en_on_multilingual": round(ru / en, 3) if en else None,
             "en_multilingual_minus_builtin_R@5": round(en - en_builtin, 1),
             "targets": {"ru_R@5": 80, "ru_over_en": 0.9, "en_drop_at_most": 3},
@@ -218,6 +243,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wikigr-multilingual")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--profiles", default="auto")
+    parser.add_argument("--arms", default=",".join(ARMS), help="recall arms: ',before' (default: both)")
     parser.add_argument("--packs", default=",".join(PACKS), help="builtin,multilingual (default both)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -232,7 +258,9 @@ def main() -> int:
         if part == "build":
             found.update(build(args.work, args.packs.split(",")))
         elif part == "recall":
-            found.update(recall(args.work, args.packs.split(","), args.profiles.split(",")))
+            found.update(
+                recall(args.work, args.packs.split(","), args.profiles.split(","), args.arms.split(","))
+            )
         else:
             found.update(startup(args.work, args.runs))
         found["load_average_at_end"] = load()

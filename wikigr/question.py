@@ -230,18 +230,30 @@ def slot_words(question: str) -> tuple[str, str]:
 
 # The question's kind, for the router.
 KINDS = ("simple", "relation", "multi_hop", "global", "aggregate")
-_AGGREGATE = re.compile(r"^\s*(how many|how much)\b|\b(total|average|sum of|number of|count)\b", re.I)
+# Each cue in English, then in Russian: "сколько" (how many), "количество" (the number of),
+# "перечисли" (list), "вывести список" (list ...), "каждого" is "each" more than "every" and "все"
+# is "all" (neither a cue in English), "сравни" (compare), "который" (which, that).
+_AGGREGATE = re.compile(
+    r"^\s*(how many|how much|сколько)\b|\b(total|average|sum of|number of|count)\b"
+    r"|\b(количеств\w*|числ[оа]|средн\w+|итого|в сумме|просуммир\w*|суммарн\w*|(?:по|под)сч[иеё]т\w*)\b",
+    re.I,
+)
 _GLOBAL = re.compile(
     r"^\s*(list|enumerate|name all|summari[sz]e|give an overview|overview)\b"
-    r"|\b(all the|every|main (themes|topics|ideas)|what are the (main|key|different|types))\b",
+    r"|\b(all the|every|main (themes|topics|ideas)|what are the (main|key|different|types))\b"
+    r"|^\s*(перечисл\w*|назов\w* все|обзор|кратко (?:изложи|опиши|перескажи)\w*|(?:\w+\s+)?списо?к\w*)"
+    r"|\b(основн\w+ (?:темы|идеи)|какие (?:бывают|есть) (?:типы|виды))\b",
     re.I,
 )
 _RELATION = re.compile(
     r"\b(relationship|relation|related|connection|difference|differ|compare|comparison|versus|vs\.?)\b"
-    r"|\bbetween\b.+\band\b",
+    r"|\bbetween\b.+\band\b"
+    r"|\b(связ[ьи]|связан\w*|отношени\w*|разниц\w*|различи\w*|отлич\w*|сравн\w*)\b|\bмежду\b.+\bи\b",
     re.I,
 )
-_KIND_RELATIVE = re.compile(r"\b(who|which|that|whose|where|when|whom)\b", re.I)
+_KIND_RELATIVE = re.compile(
+    r"\b(who|which|that|whose|where|when|whom|котор\w+|кто|где|когда|чей|чья|чь[её]|чьи)\b", re.I
+)
 _NESTED = re.compile(r"\b(of|in|by|for) the \w+ (of|who|which|that|where|whose)\b", re.I)
 # "Corey Taylor's city of birth", "the author of Brand": a relation of a named thing, which the
 # question then asks something about — a chain of two facts.

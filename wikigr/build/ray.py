@@ -11,7 +11,9 @@ store). What runs where:
 - **Workers** (the Ray task :func:`prepare_batch`, about ``batch_chunks`` chunks per task): for a
   batch of sources, fetch (a batch of URLs with ``fetch_all``), parse and chunk (wikigr.build.prepare's
   ``prepare_fetched`` / ``prepare_passage``), embed (``embed_pending``; the embedder is loaded
-  once per worker process, as ``get_embedder`` keeps it), and find each chunk's keyword names
+  once per worker process, as ``get_embedder`` keeps it; when the user did not choose the embedder,
+  only batches in English until a document in another language is seen, the others once the
+  languages have chosen it: :func:`prepare_on_ray`), and find each chunk's keyword names
   (``graph.extract.keyword_entities``: the names are normalised there). The batch comes back as one
   Arrow table: a row per document, its chunk vectors as a list of fixed-size float32 lists.
 - **The driver** caches each document as its batch arrives — the resume cache of a local build,
@@ -44,7 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from wikigr import lang
 from wikigr.build.cache import BuildCache
+from wikigr.build.languages import choose_embedder, language_counts, not_english
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import (
     PreparedDocument,
@@ -53,8 +57,8 @@ from wikigr.build.prepare import (
     prepare_fetched,
     prepare_passage,
 )
-from wikigr.embed import Embedder, embedder_info, get_embedder
-from wikigr.errors import BuildError, UsageError
+from wikigr.embed import DEFAULT_EMBEDDER, Embedder, embedder_info, get_embedder
+from wikigr.errors import BuildError, EmbedderUnavailableError, UsageError
 from wikigr.graph.extract import Extraction, SpacyExtractor, keyword_entities
 from wikigr.progress import ProgressCallback, ProgressEvent, no_progress
 from wikigr.sources.fetch import fetch_all
@@ -252,10 +256,14 @@ def _failed_fetch(source: str, error: str) -> dict[str, Any]:
     return {**dict.fromkeys(keys), "url": source, "error": error}
 
 
-def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: bool = True) -> pa.Table:
+def prepare_batch(
+    kind: str, batch: list[Any], options: BuildOptions, embed: bool = True, english_only: bool = False
+) -> pa.Table:
     """On a worker: fetch (``kind`` "urls") or take (``kind`` "passages") a batch of sources,
-    parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed), and find
-    each chunk's keyword names; the documents as Arrow."""
+    parse, chunk, embed (unless ``embed`` is False: an update embeds only what changed; with
+    ``english_only``, only a batch whose documents are all English or undetermined: the embedder is
+    not chosen, and another language calls for another model), and find each chunk's keyword names;
+    the documents as Arrow."""
     if kind == "urls":
         items = [
             _guarded(r.url, partial(prepare_fetched, r, options)) for r in fetch_all(batch, options.fetch)
@@ -266,6 +274,8 @@ def prepare_batch(kind: str, batch: list[Any], options: BuildOptions, embed: boo
             for p in batch
         ]
     pending = [item for item in items if item.error is None]
+    if english_only and not_english(language_counts(item.language for item in pending)):
+        embed = False
     if pending and embed:
         embed_pending(pending, get_embedder(options.embedder), None, no_progress)
     if options.graph:
@@ -341,8 +351,21 @@ def prepare_on_ray(
     """Prepare ``passages`` and ``urls`` on Ray into ``prepared`` (source -> document), caching
     each document that succeeded as its batch arrives; return the number of chunks embedded.
 
+    When the user chose the embedder, the workers embed as they parse. Otherwise the documents'
+    languages choose it (wikigr.build.languages), and they are known once every document is parsed.
+    Until a document in another language than English is seen, the workers embed the batches that
+    are all English with the built-in model (which an English pack keeps, and which is cached as it
+    comes: an interrupted build resumes from it); the other batches, and all once such a document
+    is seen, are only parsed. Once all are parsed, :func:`embed_once` embeds those waiting with the
+    model the languages call for, or leaves every document to the build when that is another
+    model: a pack in Russian is embedded once, with the multilingual model (only English batches
+    sent before the first Russian document came back are embedded with the built-in model too).
+
     Progress: "fetch" counts the documents done (fetched, parsed and embedded), "embed" the chunks."""
     assert options.ray is not None
+    chosen = options.chosen_embedder() is not None
+    english = True  # every document seen so far is English or undetermined
+    waiting: list[PreparedDocument] = []  # parsed, not embedded: the embedder is not chosen yet
     ray = connect(options.ray)
     remote = remote_task(ray, prepare_batch)
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -358,7 +381,8 @@ def prepare_on_ray(
         while batches or running:
             while batches and len(running) < window:
                 kind, batch = batches.popleft()
-                running[remote.remote(kind, batch, shipped)] = (kind, batch)
+                embed, english_only = chosen or english, not chosen
+                running[remote.remote(kind, batch, shipped, embed, english_only)] = (kind, batch)
             ready, _ = ray.wait(list(running), num_returns=1)
             for ref in ready:
                 kind, batch = running.pop(ref)
@@ -373,9 +397,14 @@ def prepare_on_ray(
                     ]
                 for item in items:
                     prepared[item.source] = item
-                    if item.error is None:
+                    if item.error is not None:
+                        continue
+                    english = english and item.language in (lang.ENGLISH, lang.UNKNOWN)
+                    if item.embeddings is not None and len(item.embeddings) == len(item.chunks):
                         cache.save(item)
                         embedded += len(item.chunks)
+                    else:
+                        waiting.append(item)
                 documents += len(items)
                 progress(ProgressEvent("fetch", documents, total, items[-1].source if items else ""))
                 progress(ProgressEvent("embed", embedded, 0))
@@ -383,7 +412,34 @@ def prepare_on_ray(
         for ref in running:  # an interrupted build: what is cached stays, the rest is not waited for
             ray.cancel(ref)
         raise
-    return embedded
+    return embedded + embed_once(waiting, prepared, options, cache, progress)
+
+
+def embed_once(
+    waiting: list[PreparedDocument],
+    prepared: dict[str, PreparedDocument],
+    options: BuildOptions,
+    cache: BuildCache,
+    progress: ProgressCallback,
+) -> int:
+    """Embed ``waiting`` (parsed on the workers, not embedded) on the workers with the embedder the
+    languages of every document ``prepared`` call for (wikigr.build.languages.choose_embedder; the
+    built-in model when the multilingual one cannot be loaded here), caching each as it is embedded.
+    When that is another model than ``options.embedder``, nothing is embedded here: the build
+    switches to it and embeds every document with it (wikigr.build.pipeline). Returns the chunks
+    embedded."""
+    assert options.ray is not None
+    if not waiting:
+        return 0
+    languages = language_counts(d.language for d in prepared.values() if d.error is None)
+    current = get_embedder(options.embedder)
+    try:
+        chosen = get_embedder(choose_embedder(languages, None)[0])
+    except EmbedderUnavailableError:  # as the build does: it goes on with the built-in model
+        chosen = get_embedder(DEFAULT_EMBEDDER)
+    if chosen.name != current.name:
+        return 0
+    return embed_pending(waiting, RayEmbedder(options.ray, current), cache, progress)
 
 
 def fetch_on_ray(

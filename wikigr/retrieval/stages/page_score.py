@@ -8,6 +8,13 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   several places beats one lucky chunk. Similarities come from the pack's chunk vectors, held in
   memory (loaded once per agent) and scored with one matrix product: all chunks, not only the
   candidates so far.
+- **the page as a whole** (``page_vector``, and ``page_vector_across`` for a question in another
+  language than the pack's documents): the cosine similarity of the query to the mean of the page's
+  chunk vectors (from the same vectors in memory), times the weight. A man page's chunks each say
+  one thing (an option, an example); their mean says what the page is about, as a short question
+  does ("Получить имя хоста компьютера"). Off (0) for a question in the documents' language, where
+  the words already match; 2 across languages (bench/multilingual.py, Russian questions on English
+  man pages, chosen on the dev half).
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
@@ -75,6 +82,8 @@ class PageScoreOptions:
     authority: float = 0.1  # weight of log(1 + in-links), scaled to 1 for the most linked page (see docs)
     link_text: float = 0.2  # weight of the query's match with the names of the links to the page
     pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
+    page_vector: float = 0.0  # weight of the query's similarity to the page's mean chunk vector
+    page_vector_across: float = 2.0  # ... for a question in another language than the pack's
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
     first_page_passages: int = 2  # ... of the best page
@@ -94,7 +103,14 @@ class PageScoreOptions:
                 "top_chunks, pool, passages_per_page and first_page_passages must be at least 1, "
                 "pages at least 0"
             )
-        for name in ("share", "authority", "link_text", "min_chunks_per_page"):
+        for name in (
+            "share",
+            "authority",
+            "link_text",
+            "min_chunks_per_page",
+            "page_vector",
+            "page_vector_across",
+        ):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a number >= 0")
@@ -107,9 +123,10 @@ class PageScoreStage(Stage):
     Options = PageScoreOptions
 
     def page_scores(
-        self, index: PageIndex, query: str, vector: np.ndarray
+        self, index: PageIndex, query: str, vector: np.ndarray, whole: float = 0.0
     ) -> tuple[dict[int, float], np.ndarray]:
-        """Score of each page that has a chunk among the ``pool`` nearest; and every chunk's similarity."""
+        """Score of each page that has a chunk among the ``pool`` nearest; and every chunk's
+        similarity. ``whole``: the weight of the page's mean vector (``page_vector``)."""
         o = self.options
         # einsum, not @: BLAS threads next to the ONNX embedder's thread pool make @ ten times slower
         similarity = np.einsum("ij,j->i", index.matrix, vector.astype(np.float32))
@@ -124,6 +141,10 @@ class PageScoreStage(Stage):
             if n < o.top_chunks:
                 scores[page] = scores.get(page, 0.0) + (1.0 if n == 0 else o.share) * float(similarity[row])
             seen[page] = n + 1
+        if whole:
+            means = np.einsum("ij,j->i", index.page_means, vector.astype(np.float32))
+            for page in scores:
+                scores[page] += whole * float(means[page])
         if o.authority and index.has_links:
             for page in scores:
                 scores[page] += o.authority * float(index.authority[page])
@@ -146,7 +167,8 @@ class PageScoreStage(Stage):
                 f"(min_chunks_per_page {o.min_chunks_per_page:g})"
             )
         query = (state.queries or [state.question])[0]
-        scores, similarity = self.page_scores(index, query, state.vector(query))
+        whole = o.page_vector_across if state.across else o.page_vector
+        scores, similarity = self.page_scores(index, query, state.vector(query), whole)
         page_of = {p: i for i, p in enumerate(index.pages)}
         by_id = {c.chunk_id: c for c in state.candidates}
         for candidate in state.candidates:  # a candidate's page without a chunk in the pool
@@ -264,4 +286,5 @@ class PageScoreStage(Stage):
             link_targets=len(index.target_page)
             or "no link texts in this pack (a store written before they were kept has none)",
             index_load_ms=round(load_ms, 1),
+            **({"page_vector": whole} if whole else {}),
         )

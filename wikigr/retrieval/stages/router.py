@@ -27,7 +27,9 @@ A question in another language than all the pack's documents (``QueryState.acros
 question on English pages; the question's language is told once per query, from its script and the
 pack's languages) shares no words with the passages: each strategy runs without its lexical stages
 (:data:`LEXICAL`: keyword, title_match, pair), as ``NAME_meaning`` (``pages_meaning``: literals,
-vector, page_score; ``hybrid`` is then ``vector``), and attempts are scored by similarity. The
+vector, page_score; ``hybrid`` is then ``vector``), and attempts are scored by similarity. Its
+vector is moved to the side of the documents' language where the embedder is calibrated for both
+(``move_across``; ``QueryState.vector``), and ``page_score`` weighs each page as a whole. The
 trace's ``across`` says so. A question in one of the pack's languages (English on English) is
 routed as before.
 
@@ -174,6 +176,7 @@ class RouterOptions:
     use_llm: bool = True  # classify with Claude when it is available
     enumerate_k: int = 10  # passages for global and aggregate questions
     wide_factor: int = 3  # the wide strategy's candidate multiplier
+    move_across: bool = True  # a question in another language: its vector moved to the documents'
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.score_top < 1:
@@ -273,11 +276,13 @@ class RouterStage(Stage):
             _vectors=state._vectors,
             _nearest=state._nearest,
             _language=state.language,
+            move_across=state.move_across,
         )
         start = time.perf_counter()
         stages = [run_stage(stage, trial) for stage in self._strategy(strategy, state.ctx)]
         skipped = [f"{s['stage']}: {s['skipped']}" for s in stages if "skipped" in s]
         state.confidence = max(state.confidence, trial.confidence)
+        state.moved = state.moved or trial.moved
         state.facts.extend(f for f in trial.facts if f not in state.facts)
         score = self._score(state, trial.candidates)
         entry: dict[str, Any] = {
@@ -322,6 +327,7 @@ class RouterStage(Stage):
             self._own(state, own)
             return
         start = time.perf_counter()
+        state.move_across = o.move_across
         kind, why = self._classify(state)
         detail: dict[str, Any] = {}
         if o.policy == "auto":
@@ -333,7 +339,6 @@ class RouterStage(Stage):
             ladder = list(LADDERS[kind])
         if state.across:  # lean on the vectors: no strategy matches the question's words
             ladder = list(dict.fromkeys(MEANING.get(strategy, strategy) for strategy in ladder))
-            detail["across"] = state.across_note()
             if o.policy == "auto":
                 detail["strategy"] = ladder[0]
                 detail["strategy_why"] += f", without the lexical stages ({', '.join(LEXICAL)})"
@@ -359,6 +364,8 @@ class RouterStage(Stage):
                 break
         if best is None:
             raise Skip("no strategy ran")
+        if state.across:
+            detail["across"] = state.across_note()  # after the attempts: how the question was moved
         state.candidates = best[1]
         state.sort()
         enumerate_kinds = ("global",) if o.policy == "auto" else ("global", "aggregate")

@@ -1,0 +1,154 @@
+"""Questions asked across languages on a ``multilingual`` pack (issue 38): the question's vector is
+moved to the documents' language by the embedder's calibration (wikigr/models/e5_languages.py), and
+``page_score`` weighs each page as a whole (its mean chunk vector). Real e5, offline; the pages are
+made here."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
+from wikigr.agent import AgentResult, KnowledgeGraphAgent
+from wikigr.build import build_pack
+from wikigr.build.options import BuildOptions
+from wikigr.models import e5
+from wikigr.models.e5_languages import SENTENCES
+from wikigr.retrieval.page_index import PageIndex
+
+# Twins that are not among the calibration's sentences.
+TWINS = [
+    ("Задать имя хоста компьютера", "Set the hostname of the computer"),
+    ("Распаковать архив в текущий каталог", "Extract an archive into the current directory"),
+    ("Завершить процесс по его идентификатору", "Kill a process by its identifier"),
+]
+UNRELATED_RUSSIAN = ["Испечь хлеб в духовке", "Полить помидоры в теплице утром", "Купить билет на поезд"]
+PAGES = {
+    "hostnamectl.md": "# hostnamectl(1)\n\n## Name\n\nhostnamectl - Control the system hostname\n\n"
+    "## Description\n\nhostnamectl may be used to query and change the system hostname and related "
+    "settings. The static hostname is stored in /etc/hostname.\n\n## Commands\n\nhostname [NAME]: if no "
+    "argument is given, print the system hostname. If an optional argument NAME is provided, the "
+    "command changes the system hostname to NAME.\n",
+    "tar.md": "# tar(1)\n\n## Name\n\ntar - an archiving utility\n\n## Description\n\nGNU tar saves many "
+    "files together into a single tape or disk archive, and can restore individual files from the "
+    "archive.\n\n## Options\n\n-x, --extract: extract files from an archive. -C, --directory=DIR: change "
+    "to DIR before performing any operations.\n",
+    "kill.md": "# kill(1)\n\n## Name\n\nkill - send a signal to a process\n\n## Description\n\nThe command "
+    "kill sends the specified signal to the specified processes or process groups. If no signal is "
+    "specified, the TERM signal is sent.\n\n## Arguments\n\npid: each pid can be a process identifier, "
+    "or -1 for every process the user may signal.\n",
+    "df.md": "# df(1)\n\n## Name\n\ndf - report file system space usage\n\n## Description\n\ndf displays "
+    "the amount of space available on the file system containing each file name argument.\n\n"
+    "## Options\n\n-h, --human-readable: print sizes in powers of 1024 (e.g., 1023M).\n",
+}
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.asarray((a * b).sum(axis=1))
+
+
+def test_every_calibrated_language_says_the_english_sentences() -> None:
+    assert "en" in SENTENCES and "ru" in SENTENCES
+    for code, sentences in SENTENCES.items():
+        assert len(sentences) == len(SENTENCES["en"]), code
+        assert all(s.strip() for s in sentences) and len(set(sentences)) == len(sentences), code
+    assert not {ru for ru, _ in TWINS} & set(SENTENCES["ru"])
+
+
+def test_a_russian_question_moved_to_english_is_nearer_its_english_twin(onnx_e5: e5.E5Onnx) -> None:  # noqa: F811
+    russian = onnx_e5.embed_queries([ru for ru, _ in TWINS])
+    english = onnx_e5.embed([en for _, en in TWINS])  # as the passages of an English pack
+    others = onnx_e5.embed(UNRELATED_RUSSIAN)
+    moved = onnx_e5.move_queries(russian, "ru", "en")
+    assert np.allclose(np.linalg.norm(moved, axis=1), 1.0, atol=1e-5)
+
+    def margin(questions: np.ndarray) -> np.ndarray:
+        """How much nearer its English twin a question is than any Russian text on another subject."""
+        return _cosines(questions, english) - (questions @ others.T).max(axis=1)
+
+    assert (margin(moved) > margin(russian) + 0.01).all()  # the language counts less, the meaning more
+    # the same language, or one the calibration does not know: as they are
+    assert onnx_e5.move_queries(russian, "ru", "ru") is russian
+    assert onnx_e5.move_queries(russian, "de", "en") is russian
+
+
+def _save(path: Path, matrix: np.ndarray) -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, matrix)
+    path.write_bytes(buffer.getvalue())
+
+
+def test_the_language_means_are_kept_beside_the_model(onnx_e5: e5.E5Onnx) -> None:  # noqa: F811
+    vectors = onnx_e5.embed_queries([ru for ru, _ in TWINS])
+    expected = onnx_e5.move_queries(vectors, "ru", "en")
+    kept = list(e5.cache_folder(onnx_e5.digest).glob("languages-*.npy"))
+    assert [p.name for p in kept] == [f"languages-{e5.LanguageMeans.KEY}.npy"]
+    languages = sorted(SENTENCES)
+    assert np.load(kept[0]).shape == (len(languages), e5.DIMENSION)
+    # a new process reads the means kept (here: ones of our own, to see them used) ...
+    means = np.zeros((len(languages), e5.DIMENSION), np.float32)
+    means[languages.index("ru"), 0], means[languages.index("en"), 1] = 0.5, 0.5
+    _save(kept[0], means)
+    shifted = vectors - means[languages.index("ru")] + e5.TARGET_SHARE * means[languages.index("en")]
+    shifted /= np.linalg.norm(shifted, axis=1, keepdims=True)
+    assert np.allclose(e5.load().move_queries(vectors, "ru", "en"), shifted, atol=1e-6)
+    # ... and embeds them again when the file is not theirs
+    _save(kept[0], np.ones((1, 3), np.float32))
+    assert np.allclose(e5.load().move_queries(vectors, "ru", "en"), expected, atol=1e-5)
+    assert np.load(kept[0]).shape == (len(languages), e5.DIMENSION)
+
+
+@pytest.fixture
+def man_pages(multilingual: None, tmp_path: Path) -> Path:  # noqa: F811
+    docs = tmp_path / "man"
+    docs.mkdir()
+    for name, text in PAGES.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    build_pack("man", [docs.as_uri()], out=tmp_path / "pack", options=BuildOptions(embedder="multilingual"))
+    return tmp_path / "pack"
+
+
+def _detail(result: AgentResult, stage: str) -> dict[str, object]:
+    return next(dict(s.get("detail", {})) for s in result.trace["stages"] if s["stage"] == stage)
+
+
+def _page_score(result: AgentResult) -> dict[str, object]:
+    router = _detail(result, "router")
+    stages = [s for attempt in router["attempts"] for s in attempt["stages"]]  # type: ignore[attr-defined]
+    return next(dict(s.get("detail", {})) for s in stages if s["stage"] == "page_score")
+
+
+def test_a_russian_question_on_english_pages_is_moved_and_finds_its_page(man_pages: Path) -> None:
+    with KnowledgeGraphAgent(man_pages, llm=None) as agent:
+        results = {ru: agent.query(ru) for ru, _ in TWINS}
+        english = agent.query(TWINS[0][1])
+    for (question, _), page in zip(TWINS, ["hostnamectl", "tar", "kill"], strict=True):
+        result = results[question]
+        assert result.sources[0].url.rsplit("/", 1)[-1].startswith(page), question
+        across = _detail(result, "router")["across"]
+        assert across == (
+            "the question is in Russian and the pack in English: matched by meaning "
+            "(the question's vector moved to the side of English)"
+        )
+        assert _page_score(result)["page_vector"] == 2.0
+    assert "across" not in _detail(english, "router")
+    assert "page_vector" not in _page_score(english)  # the documents' language: off by default
+    unmoved = {"router": {"move_across": False}, "page_score": {"page_vector_across": 0.0}}
+    with KnowledgeGraphAgent(man_pages, llm=None, options=unmoved) as agent:
+        before = agent.query(TWINS[0][0])
+    assert _detail(before, "router")["across"] == (
+        "the question is in Russian and the pack in English: matched by meaning"
+    )
+    assert "page_vector" not in _page_score(before)
+
+
+def test_page_means_are_the_unit_mean_of_each_pages_chunk_vectors(man_pages: Path) -> None:
+    with KnowledgeGraphAgent(man_pages, llm=None) as agent:
+        index = PageIndex.of(agent.new_state("tar").ctx)
+    assert index.page_means.shape == (len(index.pages), e5.DIMENSION) and len(index.pages) == len(PAGES)
+    for page in range(len(index.pages)):
+        mean = index.matrix[index.chunk_page == page].mean(axis=0)
+        assert np.allclose(index.page_means[page], mean / np.linalg.norm(mean), atol=1e-5)
