@@ -97,3 +97,15 @@ def built_pack(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("packs") / "fixture"
     build_pack("fixture", [DOCS.as_uri()], out=out)
     return out
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """A headless Chromium (tests/test_serve_browser.py's start_chromium), quit at the end."""
+    from tests.test_serve_browser import start_chromium
+
+    driver = start_chromium(tmp_path)
+    try:
+        yield driver
+    finally:
+        driver.quit()

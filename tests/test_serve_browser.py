@@ -10,7 +10,6 @@ import json
 import shutil
 import struct
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,15 +127,6 @@ def start_chromium(folder: Path, name: str = "", languages: str | None = None) -
     driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(WAIT)
     return driver
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = start_chromium(tmp_path)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def wait_for(driver: Any, condition: Any) -> Any:

@@ -4,7 +4,6 @@ cancelled; a pack removed after a confirmation; and a write from a page of anoth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.httpserver import LocalServer
 from tests.test_serve import QUESTION, running
-from tests.test_serve_browser import CHROMEDRIVER, CHROMIUM, start_chromium, wait_for
+from tests.test_serve_browser import CHROMEDRIVER, CHROMIUM, wait_for
 from tests.test_serve_build import PAGES, blocking, leftovers
 from wikigr.serve.app import create_app
 
@@ -21,15 +20,6 @@ pytestmark = pytest.mark.skipif(
     CHROMIUM is None or CHROMEDRIVER is None,
     reason="needs headless Chromium and its driver: apt-get install -y chromium chromium-driver",
 )
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = start_chromium(tmp_path)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _state(driver: Any) -> str | None:
