@@ -79,21 +79,32 @@ def _advised_against(name: str, bad: set[str]) -> bool:
 _PART = re.compile(r"[a-z0-9]+")
 
 
-def named_for(name: str, question: str) -> int:
-    """How many of the question's words the name of an API spells (its last dotted part holds
-    them, or starts as they do: ``collections.Counter`` for "count", ``csv.DictReader`` for
-    "read", ``tempfile.TemporaryDirectory`` for "temporary" and "directory")."""
-    qualifier, _, part = name.casefold().rpartition(".")
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")  # TemporaryDirectory, file_digest, HTTPError
+
+
+def named_for(name: str, question: str) -> float:
+    """The share of the parts of an API's name (its last dotted part, cut at capitals and
+    underscores) that spell the question's words (a part holds one, or starts as it does, or is
+    the start of one): ``collections.Counter`` for "count" (1), ``tempfile.TemporaryDirectory``
+    for "a temporary directory" (1), ``tempfile.TemporaryFile`` for it (0.5). The module's own
+    name says nothing (``random.random`` for "a random integer": 0)."""
+    qualifier, _, last = name.rpartition(".")
+    parts = [p.casefold() for p in _NAME_PARTS.findall(last)]
     words = {w for w in _PART.findall(question.casefold()) if len(w) >= 3 and w not in QUESTION_WORDS}
-    return sum(
-        1 for w in words if (w in part or (len(w) >= 5 and part.startswith(w[:5]))) and w not in qualifier
-    )  # not the module's own name: random.random for "random"
+    words -= set(_PART.findall(qualifier.casefold()))
+
+    def spelt(part: str) -> bool:
+        return any(
+            w in part or part.startswith(w[:5]) or (len(part) >= 3 and w.startswith(part)) for w in words
+        )
+
+    return sum(map(spelt, parts)) / len(parts) if parts else 0.0
 
 
 def lead(pool: list[Scored], scored: list[Scored], margin: float, name_weight: float = 0.0) -> Scored | None:
     """The sentence of ``pool`` (the readable best sentences, best first) that leads a how-to
     answer (see the module's docstring), among those within ``margin`` of the best; a definition
-    counts ``name_weight`` more for each of the question's words its name spells
+    counts ``name_weight`` more × the share of its name that spells the question's words
     (:func:`named_for`). None when no such sentence names an API. ``scored``: all the sentences,
     read for the APIs advised against."""
     if not pool:
@@ -143,10 +154,15 @@ def differed(question: str) -> tuple[str, str] | None:
     return (a, b) if a and b and normalize(a) != normalize(b) else None
 
 
+def defines(thing: str, s: Scored) -> bool:
+    """Whether ``s`` is the definition of ``thing`` (``re.match``, ``list``)."""
+    return bool(s.unit.label) and same_api(shown_name(s.unit.label), thing.removesuffix("()"))
+
+
 def about(thing: str, s: Scored) -> bool:
     """Whether ``s`` defines ``thing`` (an API: ``re.match``, ``list``) or names it."""
     name = thing.removesuffix("()")
-    if s.unit.label and same_api(shown_name(s.unit.label), name):
+    if defines(thing, s):
         return True
     if api_names(thing):  # code: named as code, as fully ("re.match()"; not "re.Match", "match()")
         return any(ends_with(n, name) for n in api_names(s.unit.text))

@@ -131,6 +131,7 @@ class AnswerOptions:
     api_first: bool = True  # a how-to question: the API that does the job leads (wikigr.retrieval.api_lead)
     lead_margin: float = 1.0  # ... among the sentences scoring within this of the best
     also_margin: float = 3.0  # the other APIs named after it ("Also: ..."): those within this of the best
+    look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
     name_weight: float = 4.0  # a definition's score gains this per question word its API's name spells
 
     def __post_init__(self) -> None:

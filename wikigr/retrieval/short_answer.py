@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from wikigr.graph.extract import normalize, title_name
 from wikigr.question import Question
-from wikigr.retrieval.api_lead import about, api_of, differed, lead, recommends, runners_up
+from wikigr.retrieval.api_lead import about, api_of, defines, differed, lead, recommends, runners_up
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.candidates import AnswerCandidate, candidates, rank_candidates, window
+from wikigr.retrieval.page_index import PageIndex
 from wikigr.retrieval.sentence_scores import (
     POOL,
     AnswerOptions,
@@ -120,21 +121,25 @@ _ASKS_VERSION = re.compile(  # "When was asyncio.timeout introduced?", "Is os.fo
 
 
 def select(
-    scored: list[Scored], options: AnswerOptions, passage_words: int = 0, first: Scored | None = None
+    scored: list[Scored],
+    options: AnswerOptions,
+    passage_words: int = 0,
+    taken: list[Scored] | None = None,
+    among: Callable[[Scored], bool] | None = None,
 ) -> list[Scored]:
-    """The best sentences within the word budget (the best one, cut to it if it is longer; or
-    ``first``, chosen already). After the first, a sentence gains ``follow`` × :func:`follow` and,
-    if its passage is quoted already, loses ``same_source``; none scoring below ``min_relative``
-    of the way from the lowest score to the best is taken. The budget is ``answer_words``, and at
-    most ``max_share`` of the ``passage_words`` the sentences come from (but at least
-    ``min_words``)."""
-    chosen: list[Scored] = [first] if first is not None else []
+    """The best sentences within the word budget (the best one, cut to it if it is longer), after
+    those ``taken`` already, of those ``among`` allows (default: any). After the first, a sentence
+    gains ``follow`` × :func:`follow` and, if its passage is quoted already, loses
+    ``same_source``; none scoring below ``min_relative`` of the way from the lowest score to the
+    best is taken. The budget is ``answer_words``, and at most ``max_share`` of the
+    ``passage_words`` the sentences come from (but at least ``min_words``)."""
+    chosen: list[Scored] = list(taken or [])
     if not scored:
         return chosen
     room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    left = [s for s in quotable(scored) if s is not first]
+    left = [s for s in quotable(scored) if s not in chosen and (among is None or among(s))]
     ranked: list[tuple[float, Scored]] = []
     while left:
         if not ranked:  # the values change only when a sentence is chosen
@@ -373,9 +378,16 @@ def api_answer(scored: list[Scored], options: AnswerOptions, passage_words: int)
     if first is None:
         return ""
     its = "" if recommends(first) else api_of(first)  # a recommendation is of another API than its owner
-    # on it, or on no other API, and more than a scrap ("most Unix platforms.")
-    rest = [s for s in scored if api_of(s) in ("", its) and s.unit.words > SCRAP_WORDS]
-    chosen = select(rest, options, passage_words, first=first)[: 1 + WHAT_MATTERS]
+    # what its definition says of it first, then sentences on no API; more than a scrap ("most
+    # Unix platforms.")
+    chosen = [first]
+    for on in (its, ""):
+        if len(chosen) <= WHAT_MATTERS:
+
+            def among(s: Scored, on: str = on) -> bool:
+                return s.unit.words > SCRAP_WORDS and api_of(s) == on
+
+            chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
     others = runners_up(pool, chosen, pool[0].score - options.also_margin)[: max(0, left // 2)]
@@ -401,7 +413,7 @@ def differences(question: str, scored: list[Scored], options: AnswerOptions, pas
         its = [s for s in pool if about(thing, s)]
         if not its:
             return ""
-        pick = next((s for s in its if s.unit.label), None)
+        pick = next((s for s in its if defines(thing, s)), None)
         if pick is None and not any(about(thing, c) for c in chosen):
             pick = its[0]
         if pick is not None and pick not in chosen:
@@ -441,6 +453,61 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
     if not answer:  # passages without a sentence: their opening words
         return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
     return answer
+
+
+RELATED_ORIGIN = "multidoc"  # a passage listed after the top k, marked related (wikigr.agent)
+_CITED = re.compile(r"\[(\d+)\]")
+
+
+def page_passages(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Candidate]:
+    """For a how-to question (or one on a difference) on pages the retrieval ranked (``page_score``
+    ran: its page index is loaded), the passage of each of the top ``look_pages`` pages most
+    similar to the question, and the next passage of one that ends with a definition's line
+    (:func:`described_after`), when the passages do not hold them: the definition of the API that
+    does the job is often another passage of a page the passages come from (``hashlib.file_digest``
+    beside the hash constructors)."""
+    question = state.question
+    index = state.ctx.cache.get("page_index")
+    if not options.look_pages or not passages or not (how_to(question) or differed(question)):
+        return []
+    if not isinstance(index, PageIndex):
+        return []
+    top = passages[: options.sentence_passages]
+    pages = list(dict.fromkeys(c.article_id for c in top))
+    best = index.best_chunks(pages[: options.look_pages], state.vector())
+    best.update({after: 0.0 for c in top if (after := described_after(c))})
+    held = {c.chunk_id for c in passages}
+    missing = {chunk: score for chunk, score in best.items() if chunk not in held}
+    if not missing:
+        return []
+    return [Candidate.from_hit(hit, "page") for hit in state.ctx.store.chunk_details(missing)]
+
+
+def described_after(passage: Candidate) -> str:
+    """The id of the passage after ``passage`` in its section when ``passage`` ends with a
+    definition's line ("re.match(pattern, string, flags=0)"), whose description is there; else
+    ""."""
+    lines = [line.strip() for line in passage.text.splitlines() if line.strip()]
+    section, _, place = passage.chunk_id.rpartition(":")
+    if not lines or not place.isdigit() or section != passage.section_id or not shown_name(lines[-1]):
+        return ""
+    return f"{section}:{int(place) + 1}"
+
+
+def with_page_passages(
+    answer: str, top: int, passages: list[Candidate], more: list[Candidate]
+) -> tuple[str, list[Candidate]]:
+    """``answer`` (citing the ``top`` first ``passages`` then ``more`` as [1], [2] ...) with only
+    the passages of ``more`` it cites, numbered after all the ``passages``, and those passages."""
+    cited = sorted({int(n) for n in _CITED.findall(answer) if top < int(n) <= top + len(more)})
+    added = [more[n - top - 1] for n in cited]
+    renumber = {n: len(passages) + i for i, n in enumerate(cited, 1)}
+
+    def number(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        return f"[{renumber.get(n, n)}]"
+
+    return _CITED.sub(number, answer), added
 
 
 def where(candidate: Candidate) -> str:
