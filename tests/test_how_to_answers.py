@@ -47,6 +47,15 @@ def test_a_document_pack_never_routes_a_count_question_to_aggregate_tools(agent:
     assert router["detail"]["answer_style"] == "answer"  # no enumeration
     assert not any(s["stage"] == "openml_tools" for s in result.trace["stages"])
     assert factoid_kind(COUNT) is None and how_to(COUNT)  # the answer reads no number to count
+
+
+def test_a_count_question_is_answered_by_an_api_under_the_routed_profile_too() -> None:
+    with KnowledgeGraphAgent(PYDOCS, llm=None, profile="routed") as routed:
+        result = routed.query(COUNT)
+    (router,) = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert router["detail"]["kind"] == "aggregate"  # the ladder reads a count, and retrieves wide
+    assert not result.answer.startswith("- ")  # yet no list of pages: an API that counts
+    assert re.match(r"[\w.]+\(", first_sentence(result.answer)) and "count" in first_sentence(result.answer)
     assert factoid_kind("How many modules does the pack hold?") == "number"  # a count question is still one
 
 

@@ -183,10 +183,16 @@ _ASKING = re.compile(
 )
 
 
+def asks_how(question: str) -> bool:
+    """Whether ``question`` asks how to do something in so many words ("How do I ...?", "What is
+    the best way to ...?")."""
+    return bool(_HOW_TO.search(question))
+
+
 def how_to(question: str) -> bool:
     """Whether ``question`` asks how to do something: "How do I ...?", "How can I ...?", "What is
     the best way to ...?", or an instruction ("sort a list by key"), which is no question."""
-    return bool(_HOW_TO.search(question)) or not _ASKING.search(question)
+    return asks_how(question) or not _ASKING.search(question)
 
 
 def factoid_kind(question: str) -> str | None:
@@ -194,7 +200,7 @@ def factoid_kind(question: str) -> str | None:
     None for a question that asks how to do something, whatever words its task holds: "How do I
     count how many times each item occurs?" asks for the API that counts, not a number. (On a
     document pack a count question is no aggregate: there are no tools that count.)"""
-    return None if _HOW_TO.search(question) else Question.of(question).answer_kind
+    return None if asks_how(question) else Question.of(question).answer_kind
 
 
 @dataclass

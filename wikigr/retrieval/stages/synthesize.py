@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from wikigr.llm import LLMError
-from wikigr.retrieval.sentence_scores import AnswerOptions
+from wikigr.retrieval.sentence_scores import AnswerOptions, asks_how
 from wikigr.retrieval.short_answer import (
     RELATED_ORIGIN,
     asserted,
@@ -107,7 +107,11 @@ class SynthesizeStage(Stage):
 
     def run(self, state: QueryState) -> None:
         passages = self.passages(state)
-        enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration"
+        # "How do I count how many ...?" is answered by an API, not a list of pages, whatever the
+        # router made of its count (on a document pack there are no tools that count)
+        enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration" and not asks_how(
+            state.question
+        )
         llm = state.ctx.llm
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"
