@@ -127,20 +127,28 @@ def lead(pool: list[Scored], scored: list[Scored], margin: float, name_weight: f
 
 
 def runners_up(pool: list[Scored], quoted: list[Scored], floor: float) -> list[tuple[str, int]]:
-    """The other APIs the best sentences define, best first: (how prose calls it, its source), at
-    most ``MAX_RUNNERS_UP``, none scoring below ``floor`` nor one the ``quoted`` sentences name."""
+    """The other APIs the best sentences define: (how prose calls it, its source), at most
+    ``MAX_RUNNERS_UP``, none scoring below ``floor`` nor one the ``quoted`` sentences name; the
+    best of each source the answer does not cite yet first (another page's way to do it), then
+    the next best."""
     said = " ".join(s.unit.text for s in quoted)
     named = [api_of(s) for s in quoted] + api_names(said)
-    found: list[tuple[str, int]] = []
+    defined: list[tuple[str, Scored]] = []
     for s in pool:
-        if s.score < floor or len(found) >= MAX_RUNNERS_UP:
+        if s.score < floor:
             break
         name = shown_name(s.unit.label) if s.unit.label else ""
-        if not name or any(same_api(name, n) for n in named):
-            continue
-        named.append(name)
-        found.append((called_name(s.unit.label), s.source))
-    return found
+        if name and not any(same_api(name, n) for n in named):
+            named.append(name)
+            defined.append((name, s))
+    cited = {s.source for s in quoted}
+    first: list[Scored] = []
+    for _, s in defined:
+        if s.source not in cited:
+            cited.add(s.source)
+            first.append(s)
+    ranked = first + [s for _, s in defined if s not in first]
+    return [(called_name(s.unit.label), s.source) for s in ranked[:MAX_RUNNERS_UP]]
 
 
 def differed(question: str) -> tuple[str, str] | None:

@@ -461,17 +461,18 @@ _CITED = re.compile(r"\[(\d+)\]")
 
 def page_passages(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Candidate]:
     """For a how-to question (or one on a difference) on pages the retrieval ranked (``page_score``
-    ran: its page index is loaded), the passage of each of the top ``look_pages`` pages most
-    similar to the question, and the next passage of one that ends with a definition's line
-    (:func:`described_after`), when the passages do not hold them: the definition of the API that
-    does the job is often another passage of a page the passages come from (``hashlib.file_digest``
-    beside the hash constructors)."""
+    ran: its page index is loaded) and linked (``multidoc`` ran: these are listed after its
+    passages), the passage of each of the top ``look_pages`` pages most similar to the question,
+    and the next passage of one that ends with a definition's line (:func:`described_after`), when
+    the passages do not hold them: the definition of the API that does the job is often another
+    passage of a page the passages come from (``hashlib.file_digest`` beside the hash
+    constructors)."""
     question = state.question
     index = state.ctx.cache.get("page_index")
     if not options.look_pages or not passages or not (how_to(question) or differed(question)):
         return []
-    if not isinstance(index, PageIndex):
-        return []
+    if not isinstance(index, PageIndex) or RELATED_ORIGIN not in state.notes:
+        return []  # listed as related passages are: only when multidoc lists them (not with K exactly)
     top = passages[: options.sentence_passages]
     pages = list(dict.fromkeys(c.article_id for c in top))
     best = index.best_chunks(pages[: options.look_pages], state.vector())
