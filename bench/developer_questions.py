@@ -23,7 +23,8 @@ Arms (default profile, no LLM): `default` (as shipped), `one_per_page` (`page_sc
 synthesize stage's `api_first` off: a how-to answer is the best sentences, as before issue 40).
 Prints, per arm, the share of questions whose short answer names an expected name (anywhere:
 ``names_in_answer``; in what it states, without its lists of other names, "Also: ..." and "Also
-possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), over the first half,
+possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), and the share whose
+sources' passages name one (``names_in_sources``: what the answer can quote), over the first half,
 the second and all, and per pack; writes bench/results/developer_questions.json (--out) with the
 load average.
 
@@ -76,8 +77,10 @@ def run(packs: dict[str, Path], asked: list[dict[str, Any]], options: dict[str, 
             for n, q in enumerate(asked):
                 if q.get("pack", name) != name:
                     continue
-                answer = agent.query(q["question"]).answer or ""
+                result = agent.query(q["question"])
+                answer = result.answer or ""
                 rows[n] = {
+                    "names_in_sources": names(" ".join(s.text for s in result.sources), q),
                     "names_in_answer": names(answer, q),
                     "names_in_lead": names(asserted(answer), q),
                     "names_first": names(first_sentence(answer), q),
