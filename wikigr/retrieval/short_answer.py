@@ -3,11 +3,13 @@ question, each citing its passage as ``[n]``, about ``answer_words`` words in al
 
 The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 ``sentence_passages`` passages are scored by their signals (:mod:`wikigr.retrieval.sentence_scores`).
-The answer is made of them in one of three ways (:func:`answer_from`): a factoid question
+The answer is made of them in one of these ways (:func:`answer_from`): a factoid question
 ("who", "when", "how many", "which X"...) leads with the part of the sentence that holds its best
 answer candidate, then those of the next candidates (:func:`compose`; the candidates and their
 signals: :mod:`wikigr.retrieval.candidates`); a comparison ("which ..., A or B?") gets a sentence
-on each of the two things (:func:`compare`); anything else gets the best sentences. There, the
+on each of the two things (:func:`compare`); a how-to question leads with the API that does the
+job (:func:`api_answer`, :mod:`wikigr.retrieval.api_lead`) and a question on the difference of two
+things quotes both (:func:`differences`); anything else gets the best sentences. There, the
 best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
 continues the answer (the question's words still missing, an entity the quoted passages introduce)
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
@@ -139,7 +141,7 @@ def select(
     room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    left = [s for s in quotable(scored) if s not in chosen and (among is None or among(s))]
+    left = [s for s in quotable(scored) if all(s is not c for c in chosen) and (among is None or among(s))]
     ranked: list[tuple[float, Scored]] = []
     while left:
         if not ranked:  # the values change only when a sentence is chosen
@@ -369,10 +371,10 @@ ALSO_API = "Also:"  # leads the list of the other APIs a how-to answer names
 
 def api_answer(scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
     """The answer to a how-to question: the sentence that names the API that does the job
-    (:func:`wikigr.retrieval.api_lead.lead`), then at most ``WHAT_MATTERS`` of the best other
-    sentences that are no other API's definition, within the budget, then the other APIs the best
-    sentences define, by name, in what is left of the budget ("Also: socket.setdefaulttimeout()
-    [2]."); "" when no sentence near the best names an API."""
+    (:func:`wikigr.retrieval.api_lead.lead`), then at most ``WHAT_MATTERS`` sentences within the
+    budget, of its own description first, then on no API; then the other APIs the best sentences
+    define, by name, in what is left of the budget ("Also: socket.setdefaulttimeout() [2]."); ""
+    when no sentence near the best names an API."""
     pool = quotable(scored)
     first = lead(pool, scored, options.lead_margin, options.name_weight)
     if first is None:
