@@ -385,10 +385,12 @@ def test_the_short_answer_quotes_cited_sentences_of_its_sources(docs_pack: Path)
     assert "settimeout" in answer
     cited = citations(answer)
     assert cited and all(1 <= n <= len(result.sources) for n in cited)
-    for sentence, n in sentences_of(answer):
+    for sentence, n in sentences_of(asserted(answer)):  # the other APIs ("Also: ...") by name alone
         quoted = sentence.split(": ", 1)[-1] if re.match(r"^[\w.]+\(", sentence) else sentence
         assert flat(quoted).rstrip(".") in flat(result.sources[n - 1].text), (sentence, n)
-    words = len(strip_citations(answer).split())
+    for name, n in re.findall(r"([\w.]+)\(?\)? \[(\d+)\]", answer.partition(" Also: ")[2]):
+        assert f"{name}(" in result.sources[int(n) - 1].text, (name, n)  # defined in its source
+    words = len(strip_citations(asserted(answer)).split())
     passages = sum(len(s.text.split()) for s in result.sources[:5])
     assert words <= 60 and words < passages / 3
     assert "```" not in answer and ">>>" not in answer  # code is left to the passages

@@ -128,6 +128,11 @@ class AnswerOptions:
     listed_when_sure: int = 3  # ... when the first answers the question outright (one_hop, a definition)
     candidate_margin: float = 5.0  # none scoring more than this below the best
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
+    api_first: bool = True  # a how-to question: the API that does the job leads (wikigr.retrieval.api_lead)
+    lead_margin: float = 1.0  # ... among the sentences scoring within this of the best
+    also_margin: float = 3.0  # the other APIs named after it ("Also: ..."): those within this of the best
+    look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
+    name_weight: float = 4.0  # a definition's score gains this per question word its API's name spells
 
     def __post_init__(self) -> None:
         for name, given in (("weights", self.weights), ("open_weights", self.open_weights)):
@@ -163,8 +168,39 @@ class AnswerOptions:
 def open_question(question: str) -> bool:
     """Whether ``question`` is ranked as an open one (:meth:`AnswerOptions.weights_for`): no
     factoid question, or one that asks for code."""
-    asked = Question.of(question)
-    return asked.answer_kind is None or asked.asks_code
+    return factoid_kind(question) is None or Question.of(question).asks_code
+
+
+_HOW_TO = re.compile(  # "How do I count how many times ...?": the task's words may count things
+    r"^\s*(?:how\s+(?:do|does|can|could|should|would|to)\b|what(?:'s|\s+is)\s+the\s+"
+    r"(?:best|right|correct|proper|recommended|easiest|simplest)\s+way\b)",
+    re.I,
+)
+_ASKING = re.compile(
+    r"\?\s*$|^\s*(?:who|whom|whose|what|when|where|which|why|how|is|are|was|were|do|does|did|can|"
+    r"could|should|will|would|has|have|had)\b",
+    re.I,
+)
+
+
+def asks_how(question: str) -> bool:
+    """Whether ``question`` asks how to do something in so many words ("How do I ...?", "What is
+    the best way to ...?")."""
+    return bool(_HOW_TO.search(question))
+
+
+def how_to(question: str) -> bool:
+    """Whether ``question`` asks how to do something: "How do I ...?", "How can I ...?", "What is
+    the best way to ...?", or an instruction ("sort a list by key"), which is no question."""
+    return asks_how(question) or not _ASKING.search(question)
+
+
+def factoid_kind(question: str) -> str | None:
+    """What the answer reads a factoid ``question`` to ask for (:attr:`Question.answer_kind`), and
+    None for a question that asks how to do something, whatever words its task holds: "How do I
+    count how many times each item occurs?" asks for the API that counts, not a number. (On a
+    document pack a count question is no aggregate: there are no tools that count.)"""
+    return None if asks_how(question) else Question.of(question).answer_kind
 
 
 @dataclass
@@ -314,7 +350,7 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary
     )
     asked = f" {normalize(state.question)} "
-    kind = state.asked.answer_kind
+    kind = factoid_kind(state.question)
     question_tokens = set(question_weights)
     specific = {
         key: min(

@@ -3,11 +3,13 @@ question, each citing its passage as ``[n]``, about ``answer_words`` words in al
 
 The sentences (and list items; see :mod:`wikigr.retrieval.sentences`) of the top
 ``sentence_passages`` passages are scored by their signals (:mod:`wikigr.retrieval.sentence_scores`).
-The answer is made of them in one of three ways (:func:`answer_from`): a factoid question
+The answer is made of them in one of these ways (:func:`answer_from`): a factoid question
 ("who", "when", "how many", "which X"...) leads with the part of the sentence that holds its best
 answer candidate, then those of the next candidates (:func:`compose`; the candidates and their
 signals: :mod:`wikigr.retrieval.candidates`); a comparison ("which ..., A or B?") gets a sentence
-on each of the two things (:func:`compare`); anything else gets the best sentences. There, the
+on each of the two things (:func:`compare`); a how-to question leads with the API that does the
+job (:func:`api_answer`, :mod:`wikigr.retrieval.api_lead`) and a question on the difference of two
+things quotes both (:func:`differences`); anything else gets the best sentences. There, the
 best sentence comes first (see :func:`select`); each next one gains ``follow`` × how well it
 continues the answer (the question's words still missing, an entity the quoted passages introduce)
 and loses ``same_source`` if its passage is quoted already; sentences are added while the word
@@ -24,24 +26,29 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Container
+from collections.abc import Callable, Container
 
 from wikigr.graph.extract import normalize, title_name
 from wikigr.question import Question
+from wikigr.retrieval.api_lead import about, api_of, defines, differed, lead, recommends, runners_up
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.candidates import AnswerCandidate, candidates, rank_candidates, window
+from wikigr.retrieval.page_index import PageIndex
 from wikigr.retrieval.sentence_scores import (
     POOL,
     AnswerOptions,
     Asked,
     Scored,
     add_dense,
+    factoid_kind,
+    how_to,
     preselect,
     rank,
     score_sentences,
     sentence_features,
     share,
 )
+from wikigr.retrieval.sentences import SCRAP_WORDS, strip_citations
 from wikigr.retrieval.stage import Candidate, QueryState
 
 NO_PASSAGE = "No passage in this pack matches the question."
@@ -115,25 +122,26 @@ _ASKS_VERSION = re.compile(  # "When was asyncio.timeout introduced?", "Is os.fo
 )
 
 
-def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0) -> list[Scored]:
-    """The best sentences within the word budget (the best one, cut to it if it is longer). After
-    the first, a sentence gains ``follow`` × :func:`follow` and, if its passage is quoted already,
-    loses ``same_source``; none scoring below ``min_relative`` of the way from the lowest score to
-    the best is taken. The budget is
-    ``answer_words``, and at most ``max_share`` of the ``passage_words`` the sentences come from
-    (but at least ``min_words``)."""
-    chosen: list[Scored] = []
+def select(
+    scored: list[Scored],
+    options: AnswerOptions,
+    passage_words: int = 0,
+    taken: list[Scored] | None = None,
+    among: Callable[[Scored], bool] | None = None,
+) -> list[Scored]:
+    """The best sentences within the word budget (the best one, cut to it if it is longer), after
+    those ``taken`` already, of those ``among`` allows (default: any). After the first, a sentence
+    gains ``follow`` × :func:`follow` and, if its passage is quoted already, loses
+    ``same_source``; none scoring below ``min_relative`` of the way from the lowest score to the
+    best is taken. The budget is ``answer_words``, and at most ``max_share`` of the
+    ``passage_words`` the sentences come from (but at least ``min_words``)."""
+    chosen: list[Scored] = list(taken or [])
     if not scored:
         return chosen
     room = budget(options, passage_words)
     best, lowest = scored[0].score, min(s.score for s in scored)
     floor = lowest + options.min_relative * (best - lowest)
-    # best first: the answer takes a few of them, that read on their own if there are any, and
-    # that are no version note unless the question asks about versions
-    notes = not _ASKS_VERSION.search(scored[0].asked.question)
-    left = [
-        s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
-    ] or list(scored[:POOL])
+    left = [s for s in quotable(scored) if all(s is not c for c in chosen) and (among is None or among(s))]
     ranked: list[tuple[float, Scored]] = []
     while left:
         if not ranked:  # the values change only when a sentence is chosen
@@ -157,6 +165,16 @@ def select(scored: list[Scored], options: AnswerOptions, passage_words: int = 0)
         if sum(_cost(c) for c in chosen) >= room:
             break
     return chosen
+
+
+def quotable(scored: list[Scored]) -> list[Scored]:
+    """The best sentences (``POOL``) an answer takes a few of, best first: those that read on
+    their own if there are any, and that are no version note unless the question asks about
+    versions."""
+    notes = bool(scored) and not _ASKS_VERSION.search(scored[0].asked.question)
+    return [
+        s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
+    ] or list(scored[:POOL])
 
 
 def _cost(s: Scored) -> int:
@@ -196,7 +214,7 @@ def budget(options: AnswerOptions, passage_words: int) -> int:
 def answer_candidates(question: str, scored: list[Scored], options: AnswerOptions) -> list[AnswerCandidate]:
     """The candidate answers of a factoid question in its ``scored`` sentences, best first (none
     for a question that is not a factoid one)."""
-    kind = Question.of(question).answer_kind
+    kind = factoid_kind(question)
     if kind is None or not options.candidates or not scored:
         return []
     asked = scored[0].asked
@@ -210,8 +228,11 @@ ALSO = "Also possible:"  # leads the list of the candidates named after the quot
 
 
 def asserted(answer: str) -> str:
-    """``answer`` without its list of other candidates ("Also possible: ..."): what it states."""
-    return answer.split(f" {ALSO} ", 1)[0] if not answer.startswith(ALSO) else ""
+    """``answer`` without its list of other candidates ("Also possible: ...") or other APIs
+    ("Also: ..."): what it states."""
+    if answer.startswith((ALSO, ALSO_API)):
+        return ""
+    return answer.split(f" {ALSO} ", 1)[0].split(f" {ALSO_API} ", 1)[0]
 
 
 def compose(found: list[AnswerCandidate], options: AnswerOptions, passage_words: int) -> str:
@@ -324,8 +345,9 @@ def definition_first(question: str, scored: list[Scored]) -> list[Scored]:
 def answer_from(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
     """The short answer made of the ``scored`` sentences (best first): one sentence per thing a
     comparison names; for a factoid question, the parts of sentences that hold its best candidates
-    (:func:`compose`); else the best sentences (:func:`select`), the definition of an API the
-    question names first (:func:`definition_first`). "" when there is no sentence."""
+    (:func:`compose`); for a how-to question, the API that does the job first, then what matters,
+    then the others (:func:`api_answer`); else the best sentences (:func:`select`), the definition
+    of an API the question names first (:func:`definition_first`). "" when there is no sentence."""
     things = Question.of(question).compared if options.candidates else None
     if things is not None and scored:
         answer = compare(things, scored, options, passage_words)
@@ -334,11 +356,82 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     found = answer_candidates(question, scored, options)
     if found:
         return compose(found, options, passage_words)
-    chosen = select(definition_first(question, scored), options, passage_words)
+    if scored and options.api_first:
+        answer = differences(question, scored, options, passage_words)
+        if not answer and how_to(question):
+            answer = api_answer(scored, options, passage_words)
+        if answer:
+            return answer
+    return quote(select(definition_first(question, scored), options, passage_words), options)
+
+
+WHAT_MATTERS = 2  # sentences after the API that leads a how-to answer, at most
+ALSO_API = "Also:"  # leads the list of the other APIs a how-to answer names
+
+
+def api_answer(scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The answer to a how-to question: the sentence that names the API that does the job
+    (:func:`wikigr.retrieval.api_lead.lead`), then at most ``WHAT_MATTERS`` sentences within the
+    budget, of its own description first, then on no API; then the other APIs the best sentences
+    define, by name, in what is left of the budget ("Also: socket.setdefaulttimeout() [2]."); ""
+    when no sentence near the best names an API."""
+    pool = quotable(scored)
+    first = lead(pool, scored, options.lead_margin, options.name_weight)
+    if first is None:
+        return ""
+    its = "" if recommends(first) else api_of(first)  # a recommendation is of another API than its owner
+    # what its definition says of it first, then sentences on no API; more than a scrap ("most
+    # Unix platforms.")
+    chosen = [first]
+    for on in (its, ""):
+        if len(chosen) <= WHAT_MATTERS:
+
+            def among(s: Scored, on: str = on) -> bool:
+                return s.unit.words > SCRAP_WORDS and api_of(s) == on
+
+            chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
+    answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
+    left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
+    others = runners_up(pool, chosen, pool[0].score - options.also_margin)[: max(0, left // 2)]
+    if others:
+        answer += f" {ALSO_API} {', '.join(f'{name} [{source}]' for name, source in others)}."
+    return answer
+
+
+def differences(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+    """The answer to "What is the difference between A and B?": a sentence that names both, if one
+    is near the best, then the definition of each (else the best sentence that names it), in half
+    the budget each; "" when the question asks no difference or a thing is found nowhere."""
+    things = differed(question)
+    if things is None:
+        return ""
+    pool = quotable(scored)
+    each = max(6, budget(options, passage_words) // 2)
+    chosen: list[Scored] = []
+    both = next((s for s in pool if all(about(t, s) for t in things)), None)
+    if both is not None and both.score >= pool[0].score - options.lead_margin:
+        chosen.append(both)
+    for thing in things:  # its definition, else the best sentence on it if none names it yet
+        its = [s for s in pool if about(thing, s)]
+        if not its:
+            return ""
+        pick = next((s for s in its if defines(thing, s)), None)
+        if pick is None and not any(about(thing, c) for c in chosen):
+            pick = its[0]
+        if pick is not None and pick not in chosen:
+            chosen.append(pick)
+    return quote(chosen, dataclasses.replace(options, answer_words=each))
+
+
+def quote(chosen: list[Scored], options: AnswerOptions, recommended: Scored | None = None) -> str:
+    """The ``chosen`` sentences, each cited; a definition's name leads the next sentences that
+    describe it only until it is quoted, and never one that ``recommended`` another API."""
     quoted: set[str] = set()  # the definitions quoted so far
     parts = []
     for s in chosen:
-        parts.append(cite(as_quoted(s, clip(s.unit.shown, options.answer_words), quoted), s.source))
+        text = clip(s.unit.shown, options.answer_words)
+        text = as_quoted(s, text, quoted) if s is not recommended else text
+        parts.append(cite(text, s.source))
         quoted.add(s.unit.label or s.unit.owner)
     return " ".join(parts)
 
@@ -362,6 +455,62 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
     if not answer:  # passages without a sentence: their opening words
         return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
     return answer
+
+
+RELATED_ORIGIN = "multidoc"  # a passage listed after the top k, marked related (wikigr.agent)
+_CITED = re.compile(r"\[(\d+)\]")
+
+
+def page_passages(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Candidate]:
+    """For a how-to question (or one on a difference) on pages the retrieval ranked (``page_score``
+    ran: its page index is loaded) and linked (``multidoc`` ran: these are listed after its
+    passages), the passage of each of the top ``look_pages`` pages most similar to the question,
+    and the next passage of one that ends with a definition's line (:func:`described_after`), when
+    the passages do not hold them: the definition of the API that does the job is often another
+    passage of a page the passages come from (``hashlib.file_digest`` beside the hash
+    constructors)."""
+    question = state.question
+    index = state.ctx.cache.get("page_index")
+    if not options.look_pages or not passages or not (how_to(question) or differed(question)):
+        return []
+    if not isinstance(index, PageIndex) or RELATED_ORIGIN not in state.notes:
+        return []  # listed as related passages are: only when multidoc lists them (not with K exactly)
+    top = passages[: options.sentence_passages]
+    pages = list(dict.fromkeys(c.article_id for c in top))
+    best = index.best_chunks(pages[: options.look_pages], state.vector())
+    best.update({after: 0.0 for c in top if (after := described_after(c))})
+    held = {c.chunk_id for c in passages}
+    missing = {chunk: score for chunk, score in best.items() if chunk not in held}
+    if not missing:
+        return []
+    return [Candidate.from_hit(hit, "page") for hit in state.ctx.store.chunk_details(missing)]
+
+
+def described_after(passage: Candidate) -> str:
+    """The id of the passage after ``passage`` in its section when ``passage`` ends with a
+    definition's line ("re.match(pattern, string, flags=0)"), whose description is there; else
+    ""."""
+    lines = [line.strip() for line in passage.text.splitlines() if line.strip()]
+    section, _, place = passage.chunk_id.rpartition(":")
+    if not lines or not place.isdigit() or section != passage.section_id or not shown_name(lines[-1]):
+        return ""
+    return f"{section}:{int(place) + 1}"
+
+
+def with_page_passages(
+    answer: str, top: int, passages: list[Candidate], more: list[Candidate]
+) -> tuple[str, list[Candidate]]:
+    """``answer`` (citing the ``top`` first ``passages`` then ``more`` as [1], [2] ...) with only
+    the passages of ``more`` it cites, numbered after all the ``passages``, and those passages."""
+    cited = sorted({int(n) for n in _CITED.findall(answer) if top < int(n) <= top + len(more)})
+    added = [more[n - top - 1] for n in cited]
+    renumber = {n: len(passages) + i for i, n in enumerate(cited, 1)}
+
+    def number(match: re.Match[str]) -> str:
+        n = int(match.group(1))
+        return f"[{renumber.get(n, n)}]"
+
+    return _CITED.sub(number, answer), added
 
 
 def where(candidate: Candidate) -> str:

@@ -6,12 +6,21 @@ the sentences of the passages that answer the question, each citing its passage
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
 from wikigr.llm import LLMError
-from wikigr.retrieval.sentence_scores import AnswerOptions
-from wikigr.retrieval.short_answer import asserted, enumeration, short_answer, where
+from wikigr.retrieval.sentence_scores import AnswerOptions, asks_how
+from wikigr.retrieval.short_answer import (
+    RELATED_ORIGIN,
+    asserted,
+    enumeration,
+    page_passages,
+    short_answer,
+    where,
+    with_page_passages,
+)
 from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 LOW_CONFIDENCE = (
@@ -84,11 +93,25 @@ class SynthesizeStage(Stage):
     def extractive(self, state: QueryState, passages: list[Candidate], enumerate_style: bool) -> str:
         if enumerate_style and passages:
             return enumeration(state, passages, self.options)
-        return short_answer(state, passages, self.options)
+        more = page_passages(state, passages, self.options)
+        if not more:
+            return short_answer(state, passages, self.options)
+        read = passages[: self.options.sentence_passages] + more  # the page passages after the top ones
+        wider = dataclasses.replace(self.options, sentence_passages=len(read))
+        answer, added = with_page_passages(
+            short_answer(state, read, wider), len(read) - len(more), passages, more
+        )
+        state.candidates.extend(dataclasses.replace(c, origin=RELATED_ORIGIN) for c in added)  # listed last
+        state.note(self.name, page_passages=[c.chunk_id for c in added])
+        return answer
 
     def run(self, state: QueryState) -> None:
         passages = self.passages(state)
-        enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration"
+        # "How do I count how many ...?" is answered by an API, not a list of pages, whatever the
+        # router made of its count (on a document pack there are no tools that count)
+        enumerate_style = state.notes.get("router", {}).get("answer_style") == "enumeration" and not asks_how(
+            state.question
+        )
         llm = state.ctx.llm
         if llm is None or not passages or state.low_confidence:
             state.answer_mode = "extractive"

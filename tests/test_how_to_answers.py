@@ -1,0 +1,157 @@
+"""The offline answer to a how-to question leads with the API that does the job (issue 40): each
+row of the issue's table, asked of the shipped example pack `packs/pydocs`, and the rule that a
+document pack never routes a count question to aggregate tools."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from wikigr.agent import KnowledgeGraphAgent
+from wikigr.retrieval.api_lead import differed, discouraged, named_for
+from wikigr.retrieval.pipeline import run_stages
+from wikigr.retrieval.sentence_scores import AnswerOptions, factoid_kind, how_to, score_sentences
+from wikigr.retrieval.short_answer import ALSO, ALSO_API, answer_from, asserted
+from wikigr.retrieval.stage import Candidate, QueryState
+
+PYDOCS = Path(__file__).resolve().parent.parent / "packs" / "pydocs"
+COUNT = "How do I count how many times each item occurs in a list?"
+
+
+@pytest.fixture
+def agent() -> Iterator[KnowledgeGraphAgent]:
+    with KnowledgeGraphAgent(PYDOCS, llm=None) as opened:
+        yield opened
+
+
+def first_sentence(answer: str) -> str:
+    """The answer's first cited sentence."""
+    found = re.match(r".+?\s\[\d+\][.!?…]*", answer)
+    assert found is not None, answer
+    return found.group(0)
+
+
+def test_a_count_question_leads_with_collections_counter(agent: KnowledgeGraphAgent) -> None:
+    answer = agent.query(COUNT).answer
+    assert "collections.Counter" in first_sentence(answer), answer
+    assert "New in version" not in answer and ALSO not in answer  # no number guessed among version notes
+
+
+def test_a_document_pack_never_routes_a_count_question_to_aggregate_tools(agent: KnowledgeGraphAgent) -> None:
+    result = agent.query(COUNT)
+    (router,) = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert router["detail"]["strategy"] == "pages"  # documentation's strategy, not a kind's tools
+    assert router["detail"]["answer_style"] == "answer"  # no enumeration
+    assert not any(s["stage"] == "openml_tools" for s in result.trace["stages"])
+    assert factoid_kind(COUNT) is None and how_to(COUNT)  # the answer reads no number to count
+
+
+def test_a_count_question_is_answered_by_an_api_under_the_routed_profile_too() -> None:
+    with KnowledgeGraphAgent(PYDOCS, llm=None, profile="routed") as routed:
+        result = routed.query(COUNT)
+    (router,) = [s for s in result.trace["stages"] if s["stage"] == "router"]
+    assert router["detail"]["kind"] == "aggregate"  # the ladder reads a count, and retrieves wide
+    assert not result.answer.startswith("- ")  # yet no list of pages: an API that counts
+    assert re.match(r"[\w.]+\(", first_sentence(result.answer)) and "count" in first_sentence(result.answer)
+    assert factoid_kind("How many modules does the pack hold?") == "number"  # a count question is still one
+
+
+def _answer_of(
+    agent: KnowledgeGraphAgent, question: str, chunk_ids: list[str]
+) -> tuple[str, list[Candidate]]:
+    """The short answer to ``question`` from the passages ``chunk_ids`` of the pack, in that order."""
+    state = QueryState(question=question, ctx=agent.context, top_k=len(chunk_ids))
+    hits = {h.chunk_id: h for h in agent.context.store.chunk_details(dict.fromkeys(chunk_ids, 1.0))}
+    passages = [Candidate.from_hit(hits[c], "vector") for c in chunk_ids]
+    options = AnswerOptions()
+    words = sum(len(c.text.split()) for c in passages)
+    return answer_from(question, score_sentences(state, passages, options), options, words), passages
+
+
+def test_a_temporary_directory_deleted_automatically_is_a_temporary_directory(
+    agent: KnowledgeGraphAgent,
+) -> None:
+    # os.mkdir (which points at mkdtemp), mkdtemp (never deleted automatically), then the passage
+    # that defines TemporaryDirectory, last
+    chunks = ["37ca0ad2e470be38:8:12", "6460f07a40a47c93:0:9", "6460f07a40a47c93:0:5"]
+    answer, passages = _answer_of(
+        agent, "How do I create a temporary directory that is deleted automatically?", chunks
+    )
+    lead = first_sentence(answer)
+    assert lead.startswith("class tempfile.TemporaryDirectory(") and lead.endswith("[3]."), answer
+    assert "This class securely creates a temporary directory" in passages[2].text  # quoted from it
+    assert "os.mkdir()" in answer.partition(f" {ALSO_API} ")[2]  # a runner-up, by name
+
+
+def test_a_csv_file_read_as_dictionaries_is_csv_dictreader(agent: KnowledgeGraphAgent) -> None:
+    answer = agent.query("How do I read a CSV file so that each row is a dictionary?").answer
+    assert first_sentence(answer).startswith("class csv.DictReader("), answer
+    assert "complex numbers" not in answer and "has_header" not in answer
+
+
+def test_the_sha256_of_a_file_is_hashlib_file_digest(agent: KnowledgeGraphAgent) -> None:
+    result = agent.query("How do I compute the SHA-256 of a file?")
+    lead = first_sentence(result.answer)
+    assert lead.startswith("hashlib.file_digest("), result.answer
+    cited = int(re.findall(r"\[(\d+)\]", lead)[0])
+    source = result.sources[cited - 1]  # the hashlib page's passage that defines it, listed last
+    assert "hashlib.file_digest(fileobj, digest, /)" in source.text and source.related
+    assert "file offset unchanged" not in result.answer
+
+
+def test_the_difference_between_re_match_and_re_search_names_both(agent: KnowledgeGraphAgent) -> None:
+    result = agent.query("What is the difference between re.match and re.search?")
+    stated = asserted(result.answer)
+    assert "re.match(" in stated and "re.search(" in stated, result.answer
+    assert "at the beginning of string" in stated  # what re.match does that re.search does not
+    assert "Match.re" not in result.answer  # not the trivia of match objects
+    for n in {int(n) for n in re.findall(r"\[(\d+)\]", result.answer)}:
+        assert 1 <= n <= len(result.sources)
+
+
+def test_the_current_time_in_utc_is_now_with_timezone_utc_not_utcnow(agent: KnowledgeGraphAgent) -> None:
+    answer = agent.query("How do I get the current time in UTC?").answer
+    lead = first_sentence(answer)
+    assert "datetime.now(timezone.utc)" in lead and "utcnow" not in lead, answer
+    assert "utcnow" not in answer.partition("timezone.utc")[0]  # the deprecated spelling never leads
+
+
+def test_version_notes_never_lead_a_how_to_answer(agent: KnowledgeGraphAgent) -> None:
+    for question in (COUNT, "How do I set a socket timeout?", "How do I get the current time in UTC?"):
+        lead = first_sentence(agent.query(question).answer)
+        assert not re.match(r"(?:New|Changed) in version|Deprecated since", lead), (question, lead)
+
+
+def test_a_how_to_answer_names_the_runners_up_after_also(agent: KnowledgeGraphAgent) -> None:
+    result = agent.query("How do I set a socket timeout?")
+    lead, _, also = result.answer.partition(f" {ALSO_API} ")
+    assert lead.startswith("socket.settimeout(value): Set a timeout on blocking socket operations [1].")
+    listed = re.findall(r"([\w.]+)\(?\)? \[(\d+)\]", also)
+    assert ("socket.setdefaulttimeout", "2") in listed
+    for name, n in listed:  # each defined in the source it cites
+        assert f"{name}(" in result.sources[int(n) - 1].text
+    assert asserted(result.answer) == lead  # what the answer states: not the list of other APIs
+
+
+def test_what_the_lead_rules_read() -> None:
+    assert how_to("How do I read a CSV file?") and how_to("sort a list by key")
+    assert not how_to("Who founded the band?") and not how_to("What does str.join do?")
+    assert differed("What is the difference between re.match and re.search?") == ("re.match", "re.search")
+    assert differed("What is the difference between a list and a tuple?") == ("list", "tuple")
+    assert differed("How does os.path differ from pathlib?") == ("os.path", "pathlib")
+    assert differed("How do I read a file?") is None
+    assert named_for("collections.Counter", COUNT) == 1  # "count"
+    assert named_for("tempfile.TemporaryDirectory", "create a temporary directory") == 1
+    assert named_for("tempfile.TemporaryFile", "create a temporary directory") == 0.5
+    assert named_for("random.random", "a random integer") == 0  # the module's own name says nothing
+
+
+def test_the_apis_the_documents_advise_against(agent: KnowledgeGraphAgent) -> None:
+    state = QueryState(question="How do I get the current time in UTC?", ctx=agent.context, top_k=5)
+    *retrieval, synthesize = agent.stages
+    run_stages(retrieval, state)
+    scored = score_sentences(state, synthesize.passages(state), AnswerOptions())  # type: ignore[attr-defined]
+    assert "utcnow" in discouraged(scored)  # "This function is preferred over today() and utcnow()."
