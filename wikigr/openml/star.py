@@ -25,7 +25,6 @@ to the call's filters: a fact's members are exactly its runs'. Node ids: ``fact:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from wikigr.errors import PackNotFoundError, UsageError
@@ -33,6 +32,7 @@ from wikigr.openml.answer import openml_url
 from wikigr.openml.model import LOWER_IS_BETTER, measure_name
 from wikigr.openml.tool_specs import attribute
 from wikigr.openml.tools import OpenMLTools
+from wikigr.pack.picture import Picture
 
 #: A node's kind for each table of the star.
 KINDS = {
@@ -70,40 +70,6 @@ COUNTS = {
 }
 
 
-@dataclass
-class Picture:
-    """Nodes and edges, at most ``limit`` nodes (those added first stay)."""
-
-    limit: int
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    edges: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
-    truncated: bool = False
-
-    def node(self, node_id: str, kind: str, **data: Any) -> bool:
-        """Add a node unless the picture is full; whether it is (now) in the picture."""
-        if node_id in self.nodes:
-            return True
-        if len(self.nodes) >= self.limit:
-            self.truncated = True
-            return False
-        known = {k: v for k, v in data.items() if v is not None and v != ""}
-        self.nodes[node_id] = {"id": node_id, "kind": kind, **known}
-        return True
-
-    def edge(self, source: str, target: str, kind: str, **data: Any) -> None:
-        if source in self.nodes and target in self.nodes and (source, target, kind) not in self.edges:
-            self.edges[(source, target, kind)] = {"source": source, "target": target, "kind": kind, **data}
-
-    def to_json(self, **star: Any) -> dict[str, Any]:
-        return {
-            "nodes": list(self.nodes.values()),
-            "edges": list(self.edges.values()),
-            "truncated": self.truncated,
-            "entity_graph": False,
-            "star": {key: value for key, value in star.items() if value is not None},
-        }
-
-
 class Star:
     """The pictures of one OpenML store (its ``tools``); ``site``: where its ids are looked at."""
 
@@ -113,16 +79,27 @@ class Star:
         self.measure = measure  # the pack's: a member's runs are counted with it
         self.picture = Picture(limit)
 
+    def _node(self, node_id: str, kind: str, **data: Any) -> bool:
+        """:meth:`Picture.node` without the fields that say nothing (None, "")."""
+        return self.picture.node(
+            node_id, kind, **{k: v for k, v in data.items() if v is not None and v != ""}
+        )
+
+    def _drawn(self, **star: Any) -> dict[str, Any]:
+        """The picture, with what it shows (``star``: its view, measure...)."""
+        known = {key: value for key, value in star.items() if value is not None}
+        return self.picture.to_json(entity_graph=False, star=known)
+
     # -- the schema ----------------------------------------------------------------------------
 
     def schema(self, why: str | None = None) -> dict[str, Any]:
         """The six tables with their row counts, joined by the rel tables."""
         counts = self.tools.store.stats()
         for table, kind in KINDS.items():
-            self.picture.node(f"table:{table}", kind, label=table, rows=counts[COUNTS[table]], table=True)
+            self._node(f"table:{table}", kind, label=table, rows=counts[COUNTS[table]], table=True)
         for a, b, kind in SCHEMA_EDGES:
             self.picture.edge(f"table:{a}", f"table:{b}", kind)
-        return self.picture.to_json(view="schema", why=why)
+        return self._drawn(view="schema", why=why)
 
     # -- an answer -----------------------------------------------------------------------------
 
@@ -157,7 +134,7 @@ class Star:
                 self._member(table, hit.get("id"), focus=True, score=hit.get("score"))
         self._outriggers()
         measure = measures[0] if measures else self.measure
-        return self.picture.to_json(view="answer", measure=measure, facts=len(facts[:MAX_FACTS]))
+        return self._drawn(view="answer", measure=measure, facts=len(facts[:MAX_FACTS]))
 
     def _fact(
         self,
@@ -171,7 +148,7 @@ class Star:
         labelled by its values unless ``label`` is given (then it is not the focus)."""
         measure, statistic = out["measure"], out["statistic"]
         best = group.get("best_run") or {}
-        self.picture.node(
+        self._node(
             node_id,
             "fact",
             label=label or " · ".join(str(v) for v in group["group"].values()),
@@ -233,7 +210,7 @@ class Star:
         caps = {t: n * EXPLORE for t, n in CAPS.items()}
         self._members(fact, self.measure, filters, caps, skip=table)
         self._outriggers()
-        return self.picture.to_json(view="member", measure=self.measure, member=member)
+        return self._drawn(view="member", measure=self.measure, member=member)
 
     def _members(
         self, fact: str, measure: str, filters: dict[str, Any], caps: Mapping[str, int], skip: str | None
@@ -283,7 +260,7 @@ class Star:
                 data["family"] = row.get("family")
         existing = self.picture.nodes.get(node_id)
         if existing is None:
-            if not self.picture.node(node_id, KINDS[table], focus=focus or None, **data):
+            if not self._node(node_id, KINDS[table], focus=focus or None, **data):
                 return ""
             existing = self.picture.nodes[node_id]
         if runs is not None:

@@ -16,11 +16,12 @@ Node ids are ``chunk:ID``, ``article:ID`` and ``entity:ID``; ``focus`` marks wha
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wikigr.errors import PackNotFoundError, UsageError
 from wikigr.pack.kind import pack_kind
+from wikigr.pack.picture import Picture
 from wikigr.pack.reader import PackStore
 from wikigr.serve.http import int_param
 
@@ -36,37 +37,6 @@ TEXT_CHARS = 280  # of a passage, in its node
 
 
 @dataclass
-class Graph:
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    edges: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
-    limit: int = 60
-    truncated: bool = False
-
-    def node(self, node_id: str, kind: str, **data: Any) -> bool:
-        """Add a node unless the picture is full; whether it is (now) in the picture."""
-        if node_id in self.nodes:
-            self.nodes[node_id].update({k: v for k, v in data.items() if v})
-            return True
-        if len(self.nodes) >= self.limit:
-            self.truncated = True
-            return False
-        self.nodes[node_id] = {"id": node_id, "kind": kind, **data}
-        return True
-
-    def edge(self, source: str, target: str, kind: str, **data: Any) -> None:
-        if source in self.nodes and target in self.nodes and (source, target, kind) not in self.edges:
-            self.edges[(source, target, kind)] = {"source": source, "target": target, "kind": kind, **data}
-
-    def to_json(self, **extra: Any) -> dict[str, Any]:
-        return {
-            "nodes": list(self.nodes.values()),
-            "edges": list(self.edges.values()),
-            "truncated": self.truncated,
-            **extra,
-        }
-
-
-@dataclass(frozen=True)
 class GraphAsk:
     """What a request asks to draw (``GET /api/v1/packs/{pack}/graph``)."""
 
@@ -134,7 +104,7 @@ def neighbourhood(
         raise UsageError("name a chunk or an entity (?chunk=ID or ?entity=ID)")
     if not 1 <= limit <= MAX_NODES:
         raise UsageError(f"limit must be between 1 and {MAX_NODES}, not {limit}")
-    graph = Graph(limit=limit)
+    graph = Picture(limit=limit)
     hits = store.chunk_details(dict.fromkeys(chunks, 0.0))
     missing = sorted(set(chunks) - {h.chunk_id for h in hits})
     if missing:
