@@ -195,7 +195,7 @@ def build_pack(
             t0 = time.perf_counter()
             embedded = embed_pending(pending, embedder, cache, progress)
             seconds["embed"] = time.perf_counter() - t0
-        elif pending:  # the documents the workers embedded with the other model, embedded on them again
+        elif pending:  # what the workers left unembedded (parsed only) or embedded with the other model
             t0 = time.perf_counter()
             embedded = embed_pending(pending, RayEmbedder(options.ray, embedder), cache, progress)
             seconds["embed"] = time.perf_counter() - t0
