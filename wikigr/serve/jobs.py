@@ -79,12 +79,22 @@ class Job:
         with self._lock:
             return self.events[start:]
 
-    def finish(self, state: str, result: dict[str, Any] | None = None, error: str | None = None) -> None:
+    def finish(
+        self,
+        state: str,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        status: int | None = None,
+    ) -> None:
+        """The job's end: its last event, ``state`` with the result, or the error (and its HTTP
+        ``status``, as a route would answer it)."""
         with self._lock:
             self.state, self.result, self.error, self.ended = state, result, error, time.time()
             data: dict[str, Any] = dict(result or {}) if state == "done" else {}
             if error is not None:
                 data["error"] = error
+            if status is not None:
+                data["status"] = status
             self.events.append((state, data))
 
     def summary(self) -> dict[str, Any]:
@@ -139,9 +149,10 @@ class Jobs:
         except Cancelled:
             job.finish("cancelled")
         except WikigrError as exc:
-            job.finish("cancelled" if job.cancelling else "failed", error=self._redact(exc.message))
-            if job.state == "failed":
-                job.events[-1][1]["status"] = status_of(exc)
+            if job.cancelling:
+                job.finish("cancelled", error=self._redact(exc.message))
+            else:
+                job.finish("failed", error=self._redact(exc.message), status=status_of(exc))
         except Exception as exc:  # noqa: BLE001 - reported as the job's error of one line
             job.finish("failed", error=self._redact(internal_error(exc)))
         else:
