@@ -54,6 +54,7 @@ const page = {
   packs: [],
   info: null,
   busy: false,
+  health: null, // a promise of GET /health (serverHealth)
 };
 
 // -- small helpers ---------------------------------------------------------------------------
@@ -92,6 +93,15 @@ async function api(path, options = {}) {
   }
   if (!response.ok) throw new Error(data && data.error ? data.error : `HTTP ${response.status}`);
   return data;
+}
+
+// The server's health (version, read_only...), asked once for the page and its views.
+function serverHealth() {
+  if (!page.health) {
+    page.health = api("/health");
+    page.health.catch(() => { page.health = null; }); // a failure is asked again next time
+  }
+  return page.health;
 }
 
 function ms(value) {
@@ -457,7 +467,7 @@ document.addEventListener("DOMContentLoaded", async () => {
   setUpTabs();
   $("ask-form").addEventListener("submit", ask);
   try {
-    const health = await api("/health");
+    const health = await serverHealth();
     document.title = `wikigr ${health.version}`;
     await loadPacks();
     $("question").focus();

@@ -285,7 +285,7 @@ document.addEventListener("wikigr:tab", async (event) => {
   if (!build.drawn) {
     build.drawn = true;
     try {
-      build.readOnly = Boolean((await api("/health")).read_only);
+      build.readOnly = Boolean((await serverHealth()).read_only);
     } catch (error) {
       build.readOnly = false;
     }

@@ -51,7 +51,7 @@ async function compareSetUp() {
   $("compare-cancel").addEventListener("click", compareCancel);
   $("compare-baseline").addEventListener("change", compareDraw);
   try {
-    const health = await api("/health");
+    const health = await serverHealth();
     comparing.readOnly = health.read_only === true;
     if (!page.packs.length) page.packs = (await api("/packs")).packs.filter((p) => p.ok);
   } catch (error) {

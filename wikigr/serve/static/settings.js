@@ -48,7 +48,7 @@ async function settingsSetUp() {
   form.addEventListener("submit", settingsSaveForm);
   raw.addEventListener("submit", settingsSaveJson);
   try {
-    const health = await api("/health");
+    const health = await serverHealth();
     configuring.readOnly = health.read_only === true;
     if (!page.packs.length) page.packs = (await api("/packs")).packs.filter((p) => p.ok);
   } catch (error) {
