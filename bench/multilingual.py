@@ -59,7 +59,11 @@ KS = (1, 5, 10)
 # Stage options of each arm of the recall part, by its name ("": the defaults).
 ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "": {},
-    "before": {"router": {"move_across": False}, "page_score": {"page_vector_across": 0.0}},
+    "before": {
+        "router": {"move_across": False},
+        "page_score": {"page_vector_across": 0.0, "keyword_across": 0.0},
+    },
+    "vectors": {"page_score": {"keyword_across": 0.0}},
 }
 
 

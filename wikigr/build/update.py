@@ -63,6 +63,7 @@ from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import KEYWORD_DIR
 from wikigr.pack.kind import pack_kind
+from wikigr.pack.lexicon import LEXICON_DIR
 from wikigr.pack.manifest import AUTO_DESCRIPTION, FORMAT_VERSION, Manifest, SourceRecord, now_iso
 from wikigr.pack.shards import SHARDS_DIR, refuse_shard
 from wikigr.pack.store import Store
@@ -290,18 +291,20 @@ def _same_store(
 
 
 def _copy_store(target: Path, partial: Path) -> None:
-    """Stage a copy of the pack's store and BM25 index (a copy, not links: a process that has the
-    previous pack open keeps reading its own files)."""
+    """Stage a copy of the pack's store, BM25 index and lexicon (a copy, not links: a process that
+    has the previous pack open keeps reading its own files)."""
     partial.mkdir(parents=True, exist_ok=True)
-    for stale in [*partial.glob(layout.STORE_FILE + "*"), partial / KEYWORD_DIR, partial / SHARDS_DIR]:
+    staged = [partial / KEYWORD_DIR, partial / LEXICON_DIR, partial / SHARDS_DIR]
+    for stale in [*partial.glob(layout.STORE_FILE + "*"), *staged]:
         if stale.is_dir():
             shutil.rmtree(stale)
         elif stale.exists():
             stale.unlink()
     for path in target.glob(layout.STORE_FILE + "*"):
         shutil.copy2(path, partial / path.name)
-    if (target / KEYWORD_DIR).is_dir():
-        shutil.copytree(target / KEYWORD_DIR, partial / KEYWORD_DIR)
+    for folder in (KEYWORD_DIR, LEXICON_DIR):
+        if (target / folder).is_dir():
+            shutil.copytree(target / folder, partial / folder)
 
 
 def _texts(item: PreparedDocument) -> list[str]:

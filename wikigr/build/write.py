@@ -4,6 +4,7 @@ its manifest, and its support files (``urls.txt``, ``skill.md``, ``kg_config.jso
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ from wikigr.embed import Embedder
 from wikigr.graph.build import ChunkRecord, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.graph.pack import copy_graph
 from wikigr.pack import pack as layout
-from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
+from wikigr.pack.keyword import KEYWORD_DIR, KeywordIndex, build_keyword_index
 from wikigr.pack.kind import pack_kind
+from wikigr.pack.lexicon import LEXICON_DIR, across_languages, build_lexicon
 from wikigr.pack.manifest import FORMAT_VERSION, EmbedderRecord, GraphStats, Manifest, SourceRecord, now_iso
 from wikigr.pack.store import Store, vectors_to_arrow
 from wikigr.skill import write_skill
@@ -96,6 +98,11 @@ def write_store(
     build_keyword_index(
         path.parent / KEYWORD_DIR, rows.chunks["id"], rows.keyword_texts, languages=rows.chunk_languages
     )
+    if embedder is not None and across_languages(embedder):  # questions in other languages
+        index = KeywordIndex.load(path.parent / KEYWORD_DIR)
+        build_lexicon(path.parent, rows.keyword_texts, index, embedder)
+    else:
+        shutil.rmtree(path.parent / LEXICON_DIR, ignore_errors=True)
     if graph is None and options.graph:
         graph, report = corpus_graph(docs, dim, options, embedder, rows=rows)
         if graph_report is not None:

@@ -463,6 +463,11 @@ class KeywordIndex:
             return []
         return self._search(dict.fromkeys(self.tokens(query, language), 1.0), k)  # each token once
 
+    def search_tokens(self, weights: dict[str, float], k: int) -> list[tuple[str, float]]:
+        """Like :meth:`search`, for tokens already analysed, each with a weight (its BM25 weight in
+        a chunk times it): a question read in the documents' words (wikigr/retrieval/across.py)."""
+        return self._search(weights, k) if k > 0 and len(self) else []
+
     def _search(self, factors: dict[str, float], k: int) -> list[tuple[str, float]]:
         """The ``k`` best chunks by the sum of the tokens' BM25 weights, each weight times the
         token's factor (1: the index's own BM25)."""

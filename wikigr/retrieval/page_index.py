@@ -239,6 +239,11 @@ class PageIndex:
         self._described: dict[int, list[tuple[int, list[tuple[str, frozenset[str]]]]]] = {}
 
     @functools.cached_property
+    def chunk_rows(self) -> dict[str, int]:
+        """Each chunk's row (of ``matrix`` and ``chunk_page``) by its id, made on first use."""
+        return {chunk: row for row, chunk in enumerate(self.chunk_ids)}
+
+    @functools.cached_property
     def page_means(self) -> np.ndarray:
         """Each page's mean chunk vector at unit length (a row per page): the page as a whole, which
         ``page_score``'s ``page_vector`` compares with the question. Made on first use."""

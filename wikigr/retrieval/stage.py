@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from wikigr.embed import Embedder
     from wikigr.llm import LLM, Usage
     from wikigr.pack.keyword import KeywordIndex
+    from wikigr.pack.lexicon import Lexicon
     from wikigr.pack.pack import Pack
     from wikigr.pack.reader import ChunkHit, PackStore
 
@@ -139,6 +140,19 @@ class Context:
             self.store.linked_articles(pages[:3])
         except Exception:  # noqa: BLE001 - see the docstring
             pass
+
+    def lexicon(self) -> Lexicon | None:
+        """The pack's lexicon (:mod:`wikigr.pack.lexicon`: its words by meaning, for questions in
+        other languages), loaded on first use; None when it has none (a pack in shards: none).
+        Damaged files raise the :class:`InvalidPackError` that names them."""
+        if "lexicon" not in self.cache:
+            from wikigr.pack.lexicon import Lexicon
+
+            shards = self.pack.shards()
+            dimension = self.pack.manifest.embedder.dimension
+            self.cache["lexicon"] = Lexicon.load(shards[0].path, dimension) if len(shards) == 1 else None
+        found: Lexicon | None = self.cache["lexicon"]
+        return found
 
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none, and the

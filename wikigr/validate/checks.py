@@ -28,6 +28,7 @@ from wikigr.embed import embedder_info
 from wikigr.errors import InvalidPackError, WikigrError, one_line, seconds_setting
 from wikigr.pack import pack as layout
 from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR, KeywordIndex
+from wikigr.pack.lexicon import Lexicon
 from wikigr.pack.manifest import Manifest, load_manifest
 from wikigr.pack.shards import SHARDS_DIR, shard_folder, store_digest, summed_stats
 from wikigr.pack.store import Store
@@ -127,6 +128,8 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
                 ok = bool(dim) and dim[0][0] == manifest.embedder.dimension
                 report.add("embeddings", ok, "" if ok else "dimension differs from the manifest")
         _check_keyword(path, store, report)
+        if manifest is not None:
+            _check_lexicon(path, manifest, report)
     except WikigrError as exc:
         report.add("store", False, exc.message)
     finally:
@@ -160,6 +163,17 @@ def _check_keyword(path: Path, store: Store, report: ValidationReport) -> None:
         report.add("keyword_index", False, f"{detail}, e.g. {unknown[0][:80]!r}")
     else:
         report.add("keyword_index", True, f"{len(index)} chunks indexed, all in the store")
+
+
+def _check_lexicon(path: Path, manifest: Manifest, report: ValidationReport) -> None:
+    """The lexicon (questions in other languages), when the pack has one, loaded as queries load it."""
+    try:
+        lexicon = Lexicon.load(path, manifest.embedder.dimension)
+    except InvalidPackError as exc:
+        report.add("lexicon", False, exc.message)
+        return
+    if lexicon is not None:
+        report.add("lexicon", True, f"{len(lexicon.words)} words for questions in other languages")
 
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from wikigr.graph.extract import STOP_NAMES
+from wikigr.retrieval.across import fuse, keyword_pages
 from wikigr.retrieval.page_index import PageIndex, described_by, name_parts
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 
@@ -84,6 +85,9 @@ class PageScoreOptions:
     pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
     page_vector: float = 0.0  # weight of the query's similarity to the page's mean chunk vector
     page_vector_across: float = 2.0  # ... for a question in another language than the pack's
+    keyword_across: float = 0.7  # such a question read in the documents' words (its lexicon): the
+    # weight of the pages keyword search ranks, fused by reciprocal rank (0: off)
+    keyword_rrf: int = 10  # the k of that fusion
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
     first_page_passages: int = 2  # ... of the best page
@@ -98,10 +102,10 @@ class PageScoreOptions:
         if min(self.definition_words, self.described_pages) < 0:
             raise ValueError("definition_words and described_pages must be at least 0")
         counts = (self.top_chunks, self.pool, self.passages_per_page, self.first_page_passages)
-        if min(counts) < 1 or self.pages < 0:
+        if min(*counts, self.keyword_rrf) < 1 or self.pages < 0:
             raise ValueError(
-                "top_chunks, pool, passages_per_page and first_page_passages must be at least 1, "
-                "pages at least 0"
+                "top_chunks, pool, passages_per_page, first_page_passages and keyword_rrf must be at "
+                "least 1, pages at least 0"
             )
         for name in (
             "share",
@@ -110,6 +114,7 @@ class PageScoreOptions:
             "min_chunks_per_page",
             "page_vector",
             "page_vector_across",
+            "keyword_across",
         ):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -169,6 +174,9 @@ class PageScoreStage(Stage):
         query = (state.queries or [state.question])[0]
         whole = o.page_vector_across if state.across else o.page_vector
         scores, similarity = self.page_scores(index, query, state.vector(query), whole)
+        translated = keyword_pages(state, index) if state.across and o.keyword_across else None
+        if translated is not None:  # the pages keyword search finds for the question's meaning
+            scores = fuse(scores, translated[0], o.keyword_across, o.keyword_rrf)
         page_of = {p: i for i, p in enumerate(index.pages)}
         by_id = {c.chunk_id: c for c in state.candidates}
         for candidate in state.candidates:  # a candidate's page without a chunk in the pool
@@ -287,4 +295,5 @@ class PageScoreStage(Stage):
             or "no link texts in this pack (a store written before they were kept has none)",
             index_load_ms=round(load_ms, 1),
             **({"page_vector": whole} if whole else {}),
+            **({"read_as": translated[1][:8]} if translated is not None else {}),
         )

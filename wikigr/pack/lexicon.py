@@ -1,0 +1,150 @@
+"""A pack's lexicon: the words of its documents and their vectors, for questions in other languages.
+
+A pack built with an embedder that reads many languages (``multilingual``: e5 places "файл" near
+"file") keeps, beside its keyword index, the words its passages use most — each keyword token once,
+as its most frequent spelling, in at least :data:`MIN_CHUNKS` chunks, at most :data:`MAX_WORDS` —
+each embedded once as a query (``lexicon/words.json``, ``lexicon/vectors.npy``). A question asked in
+another language than the pack's documents shares no words with them; its words are looked up here
+(:meth:`Lexicon.nearest`): "Получить имя хоста компьютера" finds *hostname*, *host*, *computer*,
+and keyword search then runs on those (``page_score``'s ``keyword_across``, wikigr/retrieval/
+across.py). The lexicon is data like the rest of the pack: read with ``allow_pickle=False``, its
+size capped, its shape and values checked (:meth:`Lexicon.load`, which ``pack validate`` runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from wikigr.embed import Embedder, embed_queries
+from wikigr.errors import InvalidPackError
+from wikigr.pack.keyword import KeywordIndex
+
+LEXICON_DIR = "lexicon"
+WORDS_FILE = "words.json"
+VECTORS_FILE = "vectors.npy"
+MAX_WORDS = 20_000  # ~2 minutes of e5 at build time, 30 MB
+MIN_CHUNKS = 2  # a word of one chunk rarely names what a question asks for
+MAX_WORD_LENGTH = 40
+MAX_WORDS_BYTES = 4 * 1024 * 1024
+WORD = re.compile(r"[^\W\d_]{3,40}")  # letters only: no numbers, no identifiers with underscores
+
+
+def across_languages(embedder: Embedder) -> bool:
+    """Whether ``embedder`` places the same meaning in different languages near each other: it can
+    move a question's vector between languages (``multilingual``)."""
+    return callable(getattr(embedder, "move_queries", None))
+
+
+def lexicon_words(texts: Sequence[str], index: KeywordIndex, max_words: int = MAX_WORDS) -> list[str]:
+    """The words of ``texts`` worth a vector: one per keyword token of ``index`` (its most frequent
+    spelling, lower-cased), tokens in at least :data:`MIN_CHUNKS` chunks, the most frequent tokens
+    first up to ``max_words``; sorted."""
+    spellings: Counter[str] = Counter()
+    for text in texts:
+        spellings.update(WORD.findall(text.casefold()))
+    by_token: dict[str, str] = {}
+    for word, _ in spellings.most_common():
+        tokens = index.tokens(word)
+        if len(tokens) == 1 and tokens[0] not in by_token:
+            by_token[tokens[0]] = word
+    kept = [(index.document_frequency(token), word) for token, word in by_token.items()]
+    kept = [(df, word) for df, word in kept if df >= MIN_CHUNKS]
+    kept.sort(key=lambda pair: (-pair[0], pair[1]))
+    return sorted(word for _, word in kept[:max_words])
+
+
+def write_lexicon(folder: Path, words: list[str], vectors: np.ndarray) -> None:
+    """Save ``words`` and their unit ``vectors`` as ``folder`` (created, or replaced as a whole: a
+    sibling temporary folder first, so a failed write leaves no half lexicon)."""
+    if len(words) != len(vectors):
+        raise ValueError(f"{len(words)} words but {len(vectors)} vectors")
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        (tmp / WORDS_FILE).write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+        np.save(tmp / VECTORS_FILE, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def build_lexicon(pack: Path, texts: Sequence[str], index: KeywordIndex, embedder: Embedder) -> int:
+    """Write ``pack``'s lexicon from its passages' ``texts`` (their keyword ``index``), each word
+    embedded as a query by ``embedder``; the number of words."""
+    words = lexicon_words(texts, index)
+    vectors = embed_queries(embedder, words) if words else np.zeros((0, embedder.dimension), np.float32)
+    write_lexicon(pack / LEXICON_DIR, words, vectors)
+    return len(words)
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """A loaded lexicon: ``words[i]`` has the unit vector ``vectors[i]``."""
+
+    words: list[str]
+    vectors: np.ndarray
+
+    @classmethod
+    def load(cls, pack: Path, dimension: int) -> Lexicon | None:
+        """``pack``'s lexicon (None if it has none), checked: an :class:`InvalidPackError` names what
+        is wrong with one that is damaged, too large, or not of the pack's embedder's ``dimension``."""
+        folder = pack / LEXICON_DIR
+        if not folder.exists() and not folder.is_symlink():
+            return None
+        where = f"corrupt lexicon {folder}"
+        if folder.is_symlink() or not folder.is_dir():
+            raise InvalidPackError(f"{where}: not a folder")
+        words_file, vectors_file = folder / WORDS_FILE, folder / VECTORS_FILE
+        for file in (words_file, vectors_file):
+            if file.is_symlink() or not file.is_file():
+                raise InvalidPackError(f"{where}: {file.name} is missing or not a file")
+        if words_file.stat().st_size > MAX_WORDS_BYTES:
+            raise InvalidPackError(f"{where}: {WORDS_FILE} is larger than {MAX_WORDS_BYTES} bytes")
+        try:
+            words = json.loads(words_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InvalidPackError(f"{where}: {WORDS_FILE}: {exc}") from None
+        if (
+            not isinstance(words, list)
+            or len(words) > MAX_WORDS
+            or not all(isinstance(w, str) and 0 < len(w) <= MAX_WORD_LENGTH for w in words)
+        ):
+            raise InvalidPackError(f"{where}: {WORDS_FILE} is not a list of at most {MAX_WORDS} words")
+        if vectors_file.stat().st_size > 4 * dimension * MAX_WORDS + 4096:
+            raise InvalidPackError(f"{where}: {VECTORS_FILE} is larger than {MAX_WORDS} vectors")
+        try:
+            vectors = np.load(vectors_file, allow_pickle=False)
+        except (OSError, ValueError, SyntaxError, EOFError) as exc:
+            raise InvalidPackError(f"{where}: {VECTORS_FILE}: {exc}") from None
+        if vectors.dtype != np.float32 or vectors.shape != (len(words), dimension):
+            raise InvalidPackError(
+                f"{where}: {VECTORS_FILE} holds {vectors.dtype} {vectors.shape}, "
+                f"not float32 ({len(words)}, {dimension})"
+            )
+        if not bool(np.isfinite(vectors).all()):
+            raise InvalidPackError(f"{where}: {VECTORS_FILE} holds non-finite values")
+        return cls(words, vectors)
+
+    def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
+        """For each of ``vectors`` (unit rows), its ``k`` nearest words and their cosines, best first."""
+        if not self.words or not len(vectors):
+            return [[] for _ in range(len(vectors))]
+        k = min(k, len(self.words))
+        similarity = np.asarray(vectors, np.float32) @ self.vectors.T
+        found = []
+        for row in similarity:
+            top = np.argpartition(-row, k - 1)[:k]
+            top = top[np.argsort(-row[top], kind="stable")]
+            found.append([(self.words[i], float(row[i])) for i in top.tolist()])
+        return found
