@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.cli.test_cli import cli
 from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
 from tests.test_languages_across import _page_score, man_pages  # noqa: F401  (a fixture)
 from wikigr.agent import KnowledgeGraphAgent
@@ -38,6 +39,23 @@ def test_the_build_keeps_the_documents_words_and_a_russian_word_finds_its_englis
     assert nearest[0][0][0] == "archive" and nearest[1][0][0] == "process"
     assert all(a[1] >= b[1] for found in nearest for a, b in itertools.pairwise(found))
     assert _check(man_pages).ok
+
+
+def test_pack_info_says_how_many_words_the_lexicon_holds(
+    capsys: pytest.CaptureFixture[str],
+    man_pages: Path,  # noqa: F811
+) -> None:
+    words = len(json.loads((man_pages / LEXICON_DIR / WORDS_FILE).read_text(encoding="utf-8")))
+    code, out, err = cli(capsys, "pack", "info", str(man_pages), "--json")
+    assert code == 0, err
+    assert json.loads(out)["lexicon"] == words
+    code, out, err = cli(capsys, "pack", "info", str(man_pages))
+    assert code == 0, err
+    assert f"lexicon: {words} words, for questions in other languages" in out
+    (man_pages / LEXICON_DIR / WORDS_FILE).write_text("[1]", encoding="utf-8")
+    code, out, err = cli(capsys, "pack", "info", str(man_pages), "--json")
+    assert code == 0, err
+    assert "is not a list" in json.loads(out)["lexicon"]
 
 
 def test_a_russian_question_is_also_searched_in_the_documents_words(man_pages: Path) -> None:  # noqa: F811

@@ -22,8 +22,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wikigr import lang
+from wikigr.errors import InvalidPackError
 from wikigr.graph.extract import extractor_for
 from wikigr.pack.kind import pack_kind
+from wikigr.pack.lexicon import Lexicon
 from wikigr.pack.manifest import Manifest
 from wikigr.pack.pack import Pack
 from wikigr.pack.reader import PackStore
@@ -52,6 +54,7 @@ def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> di
         "titles": covered.titles,
         "categories": covered.categories,
         **_languages(manifest),
+        **_lexicon(pack),
     }
 
 
@@ -96,6 +99,16 @@ def _languages(manifest: Manifest) -> dict[str, Any]:
         "language_summary": language_summary(manifest.languages),
         "analyzers": analyzers(manifest),
     }
+
+
+def _lexicon(pack: Pack) -> dict[str, Any]:
+    """How many words the pack's lexicon holds for questions in other languages (nothing for a
+    pack without one; its one-line damage for a damaged one)."""
+    try:
+        lexicon = Lexicon.load(pack.path, pack.manifest.embedder.dimension)
+    except InvalidPackError as exc:
+        return {"lexicon": exc.message}
+    return {} if lexicon is None else {"lexicon": len(lexicon.words)}
 
 
 def agent_pack_info(agent: KnowledgeGraphAgent, max_failed: int | None = None) -> dict[str, Any]:

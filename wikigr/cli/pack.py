@@ -430,6 +430,11 @@ def _language_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
         f"{a['name']}: keywords {a['keyword']}, entities {a['entities'] or 'none (graph skipped)'}"
         for a in data["analyzers"]
     ]
+    lexicon = data.get("lexicon")
+    if isinstance(lexicon, int):
+        lines.append(f"lexicon: {lexicon} words, for questions in other languages")
+    elif lexicon is not None:
+        lines.append(f"lexicon: {lexicon}")
     return [
         ("languages", data["language_summary"]),
         *(("analyzers" if i == 0 else "", line) for i, line in enumerate(lines)),
