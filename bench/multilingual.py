@@ -18,14 +18,16 @@ Parts (`--part`, default all):
   the same pack; the English twins on the multilingual pack within 3 points of the built-in pack.
   The arm ``before`` (keys ``PACK/PROFILE+before/ru``) answers the Russian questions as wikigr did
   before a question asked across languages was moved to the documents' language and pages were
-  weighed as a whole (:data:`ARMS`: the router's ``move_across`` and page_score's
-  ``page_vector_across`` off); English questions on these English packs are not across languages,
-  and the arm changes nothing for them.
+  weighed as a whole and its words read through the pack's lexicon (:data:`ARMS`: the router's
+  ``move_across``, page_score's ``page_vector_across`` and ``keyword_across`` off); the arm
+  ``vectors`` has only ``keyword_across`` off (the lexicon unused: wikigr before the lexicon).
+  English questions on these English packs are not across languages, and the arms change nothing
+  for them.
 - ``startup``: a fresh `wikigr query PACK QUESTION --json` on each pack, alternating (p50 of --runs;
   bytecode precompiled), target: multilingual within 0.2 s of the built-in model.
 
     uv run python bench/multilingual.py [--part build|recall|startup] [--work DIR] [--runs 9]
-                                        [--profiles auto,baseline] [--arms ,before]
+                                        [--profiles auto,baseline] [--arms ,vectors,before]
 """
 
 from __future__ import annotations
@@ -247,7 +249,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wikigr-multilingual")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--profiles", default="auto")
-    parser.add_argument("--arms", default=",".join(ARMS), help="recall arms: ',before' (default: both)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="recall arms (default: all)")
     parser.add_argument("--packs", default=",".join(PACKS), help="builtin,multilingual (default both)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
