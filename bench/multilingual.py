@@ -164,6 +164,16 @@ def scores(ranks: list[int | None]) -> dict[str, float]:
     return found
 
 
+def telling(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The questions whose words tell their command: not those asked word for word of several
+    commands ("View documentation for the original command", of 32 held-out aliases; "Display
+    help"), which no retrieval can tell apart (their R@5 is chance)."""
+    asked: dict[str, set[str]] = {}
+    for q in rows:
+        asked.setdefault(q["question"], set()).add(q["command"])
+    return [q for q in rows if len(asked[q["question"]]) == 1]
+
+
 def page_rank(urls: list[str], gold: set[str]) -> int | None:
     pages = list(dict.fromkeys(u.split("#", 1)[0] for u in urls))
     for i, url in enumerate(pages, 1):
@@ -201,6 +211,7 @@ def recall(work: Path, names: list[str], profiles: list[str], arms: list[str]) -
                         found[key] = {
                             "dev": scores([ranks[q["id"]] for q in dev]),
                             "held_out": scores([ranks[q["id"]] for q in held]),
+                            "held_out_telling": scores([ranks[q["id"]] for q in telling(held)]),
                             "p50_ms": round(1000 * statistics.median(latencies), 1),
                         }
                         if options:
