@@ -15,6 +15,11 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   does ("Получить имя хоста компьютера"). Off (0) for a question in the documents' language, where
   the words already match; 2 across languages (bench/multilingual.py, Russian questions on English
   man pages, chosen on the dev half).
+- **its words, for a question in another language** (``keyword_across``): with the pack's lexicon,
+  the question's words are read as the documents' nearest words (wikigr/retrieval/across.py), and
+  the pages keyword search ranks for them, each by its best chunk, are fused with the ranking by
+  the other signals by reciprocal rank (weight 0.7, k ``keyword_rrf`` 10; the trace's ``read_as``
+  shows the words). Chosen on the dev half of bench/multilingual.py.
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
