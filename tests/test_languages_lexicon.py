@@ -118,3 +118,13 @@ def test_a_pack_of_the_built_in_model_has_no_lexicon(tmp_path: Path) -> None:
     assert not (tmp_path / "pack" / LEXICON_DIR).exists()
     assert Lexicon.load(tmp_path / "pack", 384) is None
     assert json.loads((tmp_path / "pack" / "manifest.json").read_text())["embedder"]["name"] != e5.NAME
+
+
+@pytest.mark.parametrize(
+    "options", [{"keyword_across": -0.1}, {"keyword_across": float("nan")}, {"keyword_rrf": 0}]
+)
+def test_page_scores_lexicon_options_are_checked(options: dict[str, float]) -> None:
+    from wikigr.retrieval.stages.page_score import PageScoreOptions
+
+    with pytest.raises(ValueError, match="keyword_"):
+        PageScoreOptions(**options)  # type: ignore[arg-type]
