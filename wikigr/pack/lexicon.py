@@ -2,7 +2,7 @@
 
 A pack built with an embedder that reads many languages (``multilingual``: e5 places "файл" near
 "file") keeps, beside its keyword index, the words its passages use most — each keyword token once,
-as its most frequent spelling, in at least :data:`MIN_CHUNKS` chunks, at most :data:`MAX_WORDS` —
+as its most frequent spelling, in at least :data:`MIN_CHUNKS` (3) chunks, at most :data:`MAX_WORDS` —
 each embedded once as a query (``lexicon/words.json``, ``lexicon/vectors.npy``). A question asked in
 another language than the pack's documents shares no words with them; its words are looked up here
 (:meth:`Lexicon.nearest`): "Получить имя хоста компьютера" finds *hostname*, *host*, *computer*,
@@ -32,7 +32,7 @@ LEXICON_DIR = "lexicon"
 WORDS_FILE = "words.json"
 VECTORS_FILE = "vectors.npy"
 MAX_WORDS = 20_000  # ~2 minutes of e5 at build time, 30 MB
-MIN_CHUNKS = 2  # a word of one chunk rarely names what a question asks for
+MIN_CHUNKS = 3  # a rarer word seldom names what a question asks for (3 chose best on the dev half)
 MAX_WORD_LENGTH = 40
 MAX_WORDS_BYTES = 4 * 1024 * 1024
 WORD = re.compile(r"[^\W\d_]{3,40}")  # letters only: no numbers, no identifiers with underscores
@@ -46,7 +46,7 @@ def across_languages(embedder: Embedder) -> bool:
 
 def lexicon_words(texts: Sequence[str], index: KeywordIndex, max_words: int = MAX_WORDS) -> list[str]:
     """The words of ``texts`` worth a vector: one per keyword token of ``index`` (its most frequent
-    spelling, lower-cased), tokens in at least :data:`MIN_CHUNKS` chunks, the most frequent tokens
+    spelling, lower-cased), tokens in at least :data:`MIN_CHUNKS` (3) chunks, the most frequent tokens
     first up to ``max_words``; sorted."""
     spellings: Counter[str] = Counter()
     for text in texts:
@@ -83,7 +83,11 @@ def build_lexicon(pack: Path, texts: Sequence[str], index: KeywordIndex, embedde
     """Write ``pack``'s lexicon from its passages' ``texts`` (their keyword ``index``), each word
     embedded as a query by ``embedder``; the number of words."""
     words = lexicon_words(texts, index)
-    vectors = embed_queries(embedder, words) if words else np.zeros((0, embedder.dimension), np.float32)
+    embed = getattr(embedder, "embed_words", None)  # e5: many short texts at once
+    if not words:
+        vectors = np.zeros((0, embedder.dimension), np.float32)
+    else:
+        vectors = embed(words) if callable(embed) else embed_queries(embedder, words)
     write_lexicon(pack / LEXICON_DIR, words, vectors)
     return len(words)
 
