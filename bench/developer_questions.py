@@ -29,6 +29,7 @@ the second and all, and per pack; writes bench/results/developer_questions.json 
 load average.
 
     uv run python bench/developer_questions.py [--pack packs/pydocs] [--questions FILE] [--out FILE]
+        [--arms default,no_api_first]
     uv run python bench/developer_questions.py --questions bench/data/developer_questions_new.json \
         --out bench/results/developer_questions_new.json
 """
@@ -105,7 +106,11 @@ def main() -> int:
     parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a file of the same form")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "developer_questions.json")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
     args = parser.parse_args()
+    arms = {arm: ARMS[arm] for arm in args.arms.split(",") if arm}
+    if not arms or len(arms) != len([a for a in args.arms.split(",") if a]):
+        parser.error(f"--arms: choose among {', '.join(ARMS)}")
     asked = json.loads(args.questions.read_text())["questions"]
     packs = {"": args.pack}
     if any("pack" in q for q in asked):
@@ -127,7 +132,7 @@ def main() -> int:
     result["report"] = arms_report(
         "+".join(p.name for p in packs.values()),
         asked,
-        ARMS,
+        arms,
         lambda options: run(packs, asked, options),
         summarize,
     )
