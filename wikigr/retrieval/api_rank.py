@@ -4,8 +4,9 @@ The candidates are every definition in the passages the answer reads — a signa
 sentence that describes it (``csv.DictReader(f, ...)``: "Create an object that operates like a
 regular reader but maps the information in each row to a dict ...") — not only those among the
 best-scoring sentences: the best sentence of each API, none the documents advise against
-(:func:`wikigr.retrieval.api_lead.discouraged`), none whose description is a version note, and
-none that shares no word with the question (in its name or its description). Each is scored
+(:func:`wikigr.retrieval.api_lead.discouraged`), none whose description is a version note, no
+special method (``date.__format__``: a caller writes ``format(d)``), and none that shares no word
+with the question (in its name or its description). Each is scored
 (:func:`rank_apis`) by a weighted sum of:
 
 - ``passage``: how close its passage is to the question: the cosine of the passage's stored
@@ -39,6 +40,7 @@ SUMMED = ("passage", "named", "described", "sentence", "page")  # dense: the bes
 EMBED_WORDS = 16  # of "name: description" embedded: a description's first sentence, about
 _VERSION_NOTE = re.compile(r"(?:New in version|Changed in version|Deprecated since version|Availability:)")
 
+_SPECIAL = re.compile(r"(?:^|\.)__\w+__$")
 Similarity = Callable[[Sequence[str]], np.ndarray]  # texts -> their cosines to the question
 
 
@@ -72,13 +74,16 @@ def description(s: Scored) -> str:
 
 def definitions(scored: list[Scored]) -> list[Scored]:
     """The sentences of ``scored`` (best first) that define an API: the best one of each API, none
-    the sentences advise against, none whose description is a version note or unreadable."""
+    the sentences advise against, none whose description is a version note or unreadable, and no
+    special method (``date.__format__``: a class implements it, a caller uses ``format()``)
+    unless the question writes one."""
     bad = discouraged(scored)
+    special = "__" in scored[0].asked.question if scored else False
     seen: set[str] = set()
     found: list[Scored] = []
     for s in scored:
         name = api_of(s) if s.unit.label else ""
-        if not name or name in seen or advised_against(name, bad):
+        if not name or name in seen or advised_against(name, bad) or (_SPECIAL.search(name) and not special):
             continue
         seen.add(name)
         if not _VERSION_NOTE.match(description(s)) and s.unit.readable:
