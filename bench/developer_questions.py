@@ -25,8 +25,8 @@ Prints, per arm, the share of questions whose short answer names an expected nam
 ``names_in_answer``; in what it states, without its lists of other names, "Also: ..." and "Also
 possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), and the share whose
 sources' passages name one (``names_in_sources``: what the answer can quote), over the first half,
-the second and all, and per pack; writes bench/results/developer_questions.json (--out) with the
-load average.
+the second and all, and per pack, with the ``synthesize`` stage's time (p50, ms: the answer's
+cost); writes bench/results/developer_questions.json (--out) with the load average.
 
     uv run python bench/developer_questions.py [--pack packs/pydocs] [--questions FILE] [--out FILE]
         [--arms default,no_api_first]
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -80,19 +81,25 @@ def run(packs: dict[str, Path], asked: list[dict[str, Any]], options: dict[str, 
                     continue
                 result = agent.query(q["question"])
                 answer = result.answer or ""
+                synthesize = sum(s["ms"] for s in result.trace["stages"] if s["stage"] == "synthesize")
                 rows[n] = {
                     "names_in_sources": names(" ".join(s.text for s in result.sources), q),
                     "names_in_answer": names(answer, q),
                     "names_in_lead": names(asserted(answer), q),
                     "names_first": names(first_sentence(answer), q),
                     "words": len(answer.split()),
+                    "synthesize_ms": synthesize,
                     "pack": name,
                 }
     return [rows[n] for n in sorted(rows)]
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    found = {**shares(rows), "answer_words_mean": round(sum(r["words"] for r in rows) / len(rows), 1)}
+    found = {
+        **shares(rows),
+        "answer_words_mean": round(sum(r["words"] for r in rows) / len(rows), 1),
+        "synthesize_ms_p50": round(statistics.median(r["synthesize_ms"] for r in rows), 1),
+    }
     by_pack = sorted({r["pack"] for r in rows})
     if len(by_pack) > 1:
         found["by_pack"] = {p: shares([r for r in rows if r["pack"] == p]) for p in by_pack}
