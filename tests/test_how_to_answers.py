@@ -5,9 +5,10 @@ document pack never routes a count question to aggregate tools."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -253,3 +254,34 @@ def test_a_special_method_never_leads(agent: KnowledgeGraphAgent) -> None:
     assert [a.name for a in rank_apis(scored)] == ["date.strftime"]
     asked = _made(agent, "How do I implement __format__ for a date?", texts)
     assert rank_apis(asked)[0].name == "date.__format__"  # unless the question writes one
+
+
+def test_the_best_apis_are_ranked_again_with_their_descriptions_embedded(agent: KnowledgeGraphAgent) -> None:
+    question = "How do I parse a JSON string into a Python object?"
+    texts = [
+        (
+            "json",
+            "json.load(fp, *, cls=None)\n\nDeserialize fp (a .read()-supporting text file or binary file"
+            " containing a JSON document) to a Python object.\n\njson.loads(s, *, cls=None)\n\nDeserialize s"
+            " (a str, bytes or bytearray instance containing a JSON document) to a Python object.",
+        )
+    ]
+    scored = _made(agent, question, texts)
+    state = QueryState(question=question, ctx=agent.context)
+
+    def similarity(found: Sequence[str]) -> np.ndarray:
+        vectors: np.ndarray = agent.context.embedder.embed(list(found)) @ state.vector()
+        return vectors
+
+    cheap = rank_apis(scored, Closeness({1: 0.5}, similarity))  # api_embedded 0: nothing embedded
+    assert [a.name for a in cheap] == ["json.load", "json.loads"] and "dense" not in cheap[0].features
+    embedded = rank_apis(scored, Closeness({1: 0.5}, similarity), embedded=2)
+    assert [a.name for a in embedded] == ["json.loads", "json.load"]  # "a str": the string asked for
+    assert embedded[0].features["dense"] > embedded[1].features["dense"]
+
+
+def test_unknown_api_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown api_weights \['bogus'\]"):
+        AnswerOptions(api_weights={"bogus": 1.0})
+    with pytest.raises(ValueError, match="api_embedded"):
+        AnswerOptions(api_embedded=-1)
