@@ -17,8 +17,8 @@ The lead is:
 An API is advised against (:func:`discouraged`) when a sentence prefers another over it
 ("This function is preferred over today() and utcnow()", "... instead of ...", "... rather than
 ...") or its own description says "Deprecated since version ...": it never leads. The runner-up
-APIs (:func:`runners_up`) are the next ones of the ranking, named after the answer ("Also:
-socket.setdefaulttimeout() [2]").
+APIs (:func:`runners_up`) are the next ones of the ranking, other sources' first, named after the
+answer ("Also: socket.setdefaulttimeout() [2]").
 
 A question on the difference between two things ("What is the difference between re.match and
 re.search?") names both (:func:`differed`): the answer gives a sentence on each.
@@ -120,17 +120,23 @@ def recommendation(pool: list[Scored], scored: list[Scored], margin: float) -> S
 def runners_up(ranked: list[tuple[str, Scored]], quoted: list[Scored]) -> list[tuple[str, int]]:
     """The next APIs of ``ranked`` (each with the sentence that defines it, best first) that the
     ``quoted`` sentences do not name: (how prose calls it, its source), at most
-    ``MAX_RUNNERS_UP``."""
+    ``MAX_RUNNERS_UP``; the best of each source the answer does not cite yet first (another page's
+    way to do it), then the next best."""
     said = " ".join(s.unit.text for s in quoted)
     named = [api_of(s) for s in quoted] + api_names(said)
-    found: list[tuple[str, int]] = []
+    left: list[Scored] = []
     for name, s in ranked:
-        if len(found) >= MAX_RUNNERS_UP:
-            break
         if not any(same_api(name, n) for n in named):
             named.append(name)
-            found.append((called_name(s.unit.label), s.source))
-    return found
+            left.append(s)
+    cited = {s.source for s in quoted}
+    first: list[Scored] = []
+    for s in left:
+        if s.source not in cited:
+            cited.add(s.source)
+            first.append(s)
+    ordered = first + [s for s in left if s not in first]
+    return [(called_name(s.unit.label), s.source) for s in ordered[:MAX_RUNNERS_UP]]
 
 
 def differed(question: str) -> tuple[str, str] | None:

@@ -5,8 +5,9 @@ sentence that describes it (``csv.DictReader(f, ...)``: "Create an object that o
 regular reader but maps the information in each row to a dict ...") — not only those among the
 best-scoring sentences: the best sentence of each API, none the documents advise against
 (:func:`wikigr.retrieval.api_lead.discouraged`), none whose description is a version note, no
-special method (``date.__format__``: a caller writes ``format(d)``), and none that shares no word
-with the question (in its name or its description). Each is scored
+special method (``date.__format__``: a caller writes ``format(d)``); one that shares no word with
+the question (in its name or its description) may be named after the lead, never lead
+(:attr:`Api.on_task`). Each is scored
 (:func:`rank_apis`) by a weighted sum of:
 
 - ``passage``: how close its passage is to the question: the cosine of the passage's stored
@@ -61,6 +62,12 @@ class Api:
     scored: Scored  # the sentence that defines it
     features: dict[str, float]
     score: float = 0.0
+
+    @property
+    def on_task(self) -> bool:
+        """Whether it shares a word with the question, in its name or its description: only such
+        an API leads (the others may be named after it)."""
+        return bool(self.features["named"] or self.features["described"])
 
     @property
     def description(self) -> str:
@@ -118,8 +125,7 @@ def rank_apis(
             "sentence": s.score / best,
             "page": 1.0 / (pages.index(asked.articles[s.source][0]) + 1),
         }
-        if features["named"] or features["described"]:  # it shares a word with the question
-            apis.append(Api(name, s, features, sum(w[f] * features[f] for f in SUMMED)))
+        apis.append(Api(name, s, features, sum(w[f] * features[f] for f in SUMMED)))
     apis.sort(key=lambda a: (-a.score, a.scored.source, a.scored.unit.index))
     if embedded > 0 and near.texts is not None and w["dense"] and len(apis) > 1:
         head = apis[:embedded]

@@ -141,6 +141,7 @@ class AnswerOptions:
     lead_margin: float = 1.0  # ... among the sentences scoring within this of the best
     look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
     api_weights: dict[str, float] = field(default_factory=dict)  # ... its APIs' (DEFAULT_API_WEIGHTS)
+    also_margin: float = 1.5  # ... those named after it ("Also: ..."): scoring within this of the best
     api_embedded: int = 0  # ... the best of them ranked again with their descriptions embedded
 
     def __post_init__(self) -> None:

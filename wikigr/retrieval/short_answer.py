@@ -387,12 +387,13 @@ def api_answer(
     the definition of the best API the passages define (:func:`wikigr.retrieval.api_rank.rank_apis`;
     ``near``: how close the passages are to the question) — then at most ``WHAT_MATTERS``
     sentences within the budget, of its own description first, then on no API; then the next APIs
-    of the ranking, by name, in what is left of the budget ("Also: socket.setdefaulttimeout()
-    [2]."); "" when no sentence recommends an API and the passages define none in the question's
-    words."""
+    of the ranking that score within ``also_margin`` of the best, by name, in what is left of the
+    budget ("Also: socket.setdefaulttimeout() [2]."); "" when no sentence recommends an API and the
+    passages define none in the question's words."""
     pool = quotable(scored)
     apis = rank_apis(scored, near, options.api_weights, options.api_embedded)
-    first = recommendation(pool, scored, options.lead_margin) or (apis[0].scored if apis else None)
+    best = next((a.scored for a in apis if a.on_task), None)
+    first = recommendation(pool, scored, options.lead_margin) or best
     if first is None:
         return ""
     its = "" if recommends(first) else api_of(first)  # a recommendation is of another API than its owner
@@ -408,7 +409,8 @@ def api_answer(
             chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
-    others = runners_up([(a.name, a.scored) for a in apis], chosen)[: max(0, left // 2)]
+    ranked = [(a.name, a.scored) for a in apis if a.score >= apis[0].score - options.also_margin]
+    others = runners_up(ranked, chosen)[: max(0, left // 2)]
     if others:
         answer += f" {ALSO_API} {', '.join(f'{name} [{source}]' for name, source in others)}."
     return answer
