@@ -285,3 +285,19 @@ def test_unknown_api_weights_are_refused() -> None:
         AnswerOptions(api_weights={"bogus": 1.0})
     with pytest.raises(ValueError, match="api_embedded"):
         AnswerOptions(api_embedded=-1)
+
+
+def test_an_api_that_shares_no_word_with_the_question_is_listed_never_leads(
+    agent: KnowledgeGraphAgent,
+) -> None:
+    texts = [*WRAP_PASSAGES, ("os", "os.system(command)\n\nExecute the command (a string) in a subshell.")]
+    scored = _made(agent, WRAP, texts)
+    near = Closeness({1: 0.2, 2: 0.3, 3: 0.3, 4: 0.99})  # the passage of os.system is the closest
+    apis = rank_apis(scored, near)
+    assert apis[0].name == "os.system" and not apis[0].on_task and apis[1].on_task
+    answer = answer_from(WRAP, scored, AnswerOptions(), 600, near)
+    assert "textwrap.fill(text, width=70, **kwargs): Wraps the single" in first_sentence(answer), answer
+    listed = answer.partition(f" {ALSO_API} ")[2]
+    assert "os.system() [4]" in listed and "textwrap.shorten() [2]" in listed
+    narrow = answer_from(WRAP, scored, AnswerOptions(also_margin=0.0), 600, near)  # the best only
+    assert narrow.partition(f" {ALSO_API} ")[2] == "os.system() [4]."
