@@ -23,8 +23,8 @@ then the best ``embedded`` by that sum (0 by default: see below) gain ``dense`` 
 ``EMBED_WORDS`` words) and are ranked again among themselves. The weights were chosen on the dev
 developer questions (bench/data/developer_questions.json) and the six rows of issue 40; there,
 embedding the best three's descriptions put the expected API in the first sentence for two more
-of the 46 questions but cost 56 ms p50 a question on 2 cores (about 12 ms a description), against
-2 ms for the whole ranking without it, so none is embedded by default.
+of the 46 questions but cost 35 ms more p50 a question on 2 cores (bench/developer_questions.py's
+arm ``api_embedded``), so none is embedded by default.
 """
 
 from __future__ import annotations
