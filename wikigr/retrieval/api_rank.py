@@ -7,8 +7,7 @@ best-scoring sentences: the best sentence of each API, none the documents advise
 (:func:`wikigr.retrieval.api_lead.discouraged`), none whose description is a version note, no
 special method (``date.__format__``: a caller writes ``format(d)``); one that shares no word with
 the question (in its name or its description) may be named after the lead, never lead
-(:attr:`Api.on_task`). Each is scored
-(:func:`rank_apis`) by a weighted sum of:
+(:attr:`Api.on_task`). Each is scored (:func:`rank_apis`) by a weighted sum of:
 
 - ``passage``: how close its passage is to the question: the cosine of the passage's stored
   vector (the pack's, read with the passages' ids: no model call);
@@ -35,13 +34,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from wikigr.retrieval.api_lead import advised_against, api_of, discouraged, named_for
+from wikigr.retrieval.api_lead import VERSION_NOTE, advised_against, api_of, discouraged, named_for
 from wikigr.retrieval.sentence_scores import DEFAULT_API_WEIGHTS, Scored, share
 
 SUMMED = ("passage", "named", "described", "sentence", "page")  # dense: the best ``embedded``'s
 EMBED_WORDS = 16  # of "name: description" embedded: a description's first sentence, about
-_VERSION_NOTE = re.compile(r"(?:New in version|Changed in version|Deprecated since version|Availability:)")
-
 _SPECIAL = re.compile(r"(?:^|\.)__\w+__$")
 Similarity = Callable[[Sequence[str]], np.ndarray]  # texts -> their cosines to the question
 
@@ -94,7 +91,7 @@ def definitions(scored: list[Scored]) -> list[Scored]:
         if not name or name in seen or advised_against(name, bad) or (_SPECIAL.search(name) and not special):
             continue
         seen.add(name)
-        if not _VERSION_NOTE.match(description(s)) and s.unit.readable:
+        if not VERSION_NOTE.match(description(s)) and s.unit.readable:
             found.append(s)
     return found
 

@@ -32,7 +32,16 @@ import numpy as np
 
 from wikigr.graph.extract import normalize, title_name
 from wikigr.question import Question
-from wikigr.retrieval.api_lead import about, api_of, defines, differed, recommendation, recommends, runners_up
+from wikigr.retrieval.api_lead import (
+    VERSION_NOTE,
+    about,
+    api_of,
+    defines,
+    differed,
+    recommendation,
+    recommends,
+    runners_up,
+)
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
 from wikigr.retrieval.api_rank import Closeness, rank_apis
 from wikigr.retrieval.candidates import AnswerCandidate, candidates, rank_candidates, window
@@ -114,10 +123,6 @@ def _follow(s: Scored, residual: dict[str, float], links: frozenset[str]) -> flo
     return (share(residual, set(s.tokens)) + link) / 2
 
 
-_VERSION_NOTE = re.compile(
-    r"(?:New in version|Changed in version|Deprecated since version|Availability:)"
-)  # "Changed in version 3.6: Returned rows are now of type OrderedDict", "Availability: Unix."
-# (not under a signature: "tempfile.mktemp(...): Deprecated since version 2.3: Use mkstemp()" defines it)
 _ASKS_VERSION = re.compile(  # "When was asyncio.timeout introduced?", "Is os.fork available on Windows?"
     r"\b(?:versions?|added|changed|deprecated|introduced|availab\w*|appear\w*|platforms?|since|when"
     r"|windows|unix|linux|macos|posix|\d+\.\d+)\b",
@@ -176,7 +181,7 @@ def quotable(scored: list[Scored]) -> list[Scored]:
     versions."""
     notes = bool(scored) and not _ASKS_VERSION.search(scored[0].asked.question)
     return [
-        s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
+        s for s in scored[:POOL] if s.unit.readable and not (notes and VERSION_NOTE.match(s.unit.text))
     ] or list(scored[:POOL])
 
 
