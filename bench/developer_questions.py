@@ -19,16 +19,19 @@ how many.
 
 Arms (default profile, no LLM): `default` (as shipped), `one_per_page` (`page_score`'s
 `first_page_passages` 1: one passage per page before any page's second, as before 2026-11-25),
-`two_per_page` (`passages_per_page` 2: two passages of every page) and `no_api_first` (the
-synthesize stage's `api_first` off: a how-to answer is the best sentences, as before issue 40).
+`two_per_page` (`passages_per_page` 2: two passages of every page), `no_api_first` (the
+synthesize stage's `api_first` off: a how-to answer is the best sentences, as before issue 40) and
+`api_embedded` (the best 3 candidate APIs of a how-to answer ranked again with their descriptions
+embedded: what that buys, and costs).
 Prints, per arm, the share of questions whose short answer names an expected name (anywhere:
 ``names_in_answer``; in what it states, without its lists of other names, "Also: ..." and "Also
 possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), and the share whose
 sources' passages name one (``names_in_sources``: what the answer can quote), over the first half,
-the second and all, and per pack; writes bench/results/developer_questions.json (--out) with the
-load average.
+the second and all, and per pack, with the ``synthesize`` stage's time (p50, ms: the answer's
+cost); writes bench/results/developer_questions.json (--out) with the load average.
 
     uv run python bench/developer_questions.py [--pack packs/pydocs] [--questions FILE] [--out FILE]
+        [--arms default,no_api_first]
     uv run python bench/developer_questions.py --questions bench/data/developer_questions_new.json \
         --out bench/results/developer_questions_new.json
 """
@@ -38,6 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "one_per_page": {"page_score": {"first_page_passages": 1}},
     "two_per_page": {"page_score": {"passages_per_page": 2}},
     "no_api_first": {"synthesize": {"api_first": False}},
+    "api_embedded": {"synthesize": {"api_embedded": 3}},
 }
 PACKS = {"pydocs": ROOT / "packs" / "pydocs", "whole": ROOT / "bench" / "work" / "pydocs-whole"}
 _FIRST = re.compile(r".+?\s\[\d+\][.!?…]*")  # the first cited sentence
@@ -79,19 +84,25 @@ def run(packs: dict[str, Path], asked: list[dict[str, Any]], options: dict[str, 
                     continue
                 result = agent.query(q["question"])
                 answer = result.answer or ""
+                synthesize = sum(s["ms"] for s in result.trace["stages"] if s["stage"] == "synthesize")
                 rows[n] = {
                     "names_in_sources": names(" ".join(s.text for s in result.sources), q),
                     "names_in_answer": names(answer, q),
                     "names_in_lead": names(asserted(answer), q),
                     "names_first": names(first_sentence(answer), q),
                     "words": len(answer.split()),
+                    "synthesize_ms": synthesize,
                     "pack": name,
                 }
     return [rows[n] for n in sorted(rows)]
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    found = {**shares(rows), "answer_words_mean": round(sum(r["words"] for r in rows) / len(rows), 1)}
+    found = {
+        **shares(rows),
+        "answer_words_mean": round(sum(r["words"] for r in rows) / len(rows), 1),
+        "synthesize_ms_p50": round(statistics.median(r["synthesize_ms"] for r in rows), 1),
+    }
     by_pack = sorted({r["pack"] for r in rows})
     if len(by_pack) > 1:
         found["by_pack"] = {p: shares([r for r in rows if r["pack"] == p]) for p in by_pack}
@@ -105,7 +116,11 @@ def main() -> int:
     parser.add_argument("--pack", type=Path, default=ROOT / "packs" / "pydocs")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="a file of the same form")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "developer_questions.json")
+    parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
     args = parser.parse_args()
+    arms = {arm: ARMS[arm] for arm in args.arms.split(",") if arm}
+    if not arms or len(arms) != len([a for a in args.arms.split(",") if a]):
+        parser.error(f"--arms: choose among {', '.join(ARMS)}")
     asked = json.loads(args.questions.read_text())["questions"]
     packs = {"": args.pack}
     if any("pack" in q for q in asked):
@@ -127,7 +142,7 @@ def main() -> int:
     result["report"] = arms_report(
         "+".join(p.name for p in packs.values()),
         asked,
-        ARMS,
+        arms,
         lambda options: run(packs, asked, options),
         summarize,
     )

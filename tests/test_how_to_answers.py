@@ -5,15 +5,17 @@ document pack never routes a count question to aggregate tools."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.retrieval.api_lead import differed, discouraged, named_for
+from wikigr.retrieval.api_rank import Closeness, rank_apis
 from wikigr.retrieval.pipeline import run_stages
-from wikigr.retrieval.sentence_scores import AnswerOptions, factoid_kind, how_to, score_sentences
+from wikigr.retrieval.sentence_scores import AnswerOptions, Scored, factoid_kind, how_to, score_sentences
 from wikigr.retrieval.short_answer import ALSO, ALSO_API, answer_from, asserted
 from wikigr.retrieval.stage import Candidate, QueryState
 
@@ -155,3 +157,147 @@ def test_the_apis_the_documents_advise_against(agent: KnowledgeGraphAgent) -> No
     run_stages(retrieval, state)
     scored = score_sentences(state, synthesize.passages(state), AnswerOptions())  # type: ignore[attr-defined]
     assert "utcnow" in discouraged(scored)  # "This function is preferred over today() and utcnow()."
+
+
+def _made(agent: KnowledgeGraphAgent, question: str, texts: list[tuple[str, str]]) -> list[Scored]:
+    """The scored sentences of passages made here: (page, text) each, in that order."""
+    passages = [
+        Candidate(
+            f"{page}:0:{n}", text, page, page, f"https://docs.example/{page}", f"{page}:0", page, "", 1.0
+        )
+        for n, (page, text) in enumerate(texts)
+    ]
+    state = QueryState(question=question, ctx=agent.context, top_k=len(passages))
+    return score_sentences(state, passages, AnswerOptions())
+
+
+WRAP = "How do I wrap a long paragraph to a fixed width?"
+WRAP_PASSAGES = [
+    (
+        "tutorial",
+        "A long paragraph is hard to read. Each line of a long paragraph should fit the fixed width of"
+        " the terminal, and a paragraph wider than the terminal wraps badly.",
+    ),
+    (
+        "textwrap",
+        "textwrap.shorten(text, width, **kwargs)\n\nCollapse and truncate the given text to fit in the"
+        " given width.",
+    ),
+    (
+        "textwrap",
+        "textwrap.fill(text, width=70, **kwargs)\n\nWraps the single paragraph in text, and returns a single"
+        " string containing the wrapped paragraph.",
+    ),
+]
+
+
+def test_a_definition_whose_description_does_the_task_leads_over_better_scored_prose(
+    agent: KnowledgeGraphAgent,
+) -> None:
+    scored = _made(agent, WRAP, WRAP_PASSAGES)
+    assert not scored[0].unit.label and scored[0].source == 1  # prose holds the question's words best
+    answer = answer_from(WRAP, scored, AnswerOptions(), 600)
+    assert "textwrap.fill(text, width=70, **kwargs): Wraps the single" in first_sentence(answer), answer
+    assert "textwrap.shorten() [2]" in answer.partition(f" {ALSO_API} ")[2]  # the runner-up, by name
+
+
+def test_the_api_of_the_passage_closer_to_the_question_ranks_first(agent: KnowledgeGraphAgent) -> None:
+    question = "How do I read the lines of a file?"
+    texts = [
+        ("io", "readline(size=-1)\n\nRead and return one line from the stream."),
+        ("io", "readlines(hint=-1)\n\nRead and return a list of lines from the stream."),
+    ]
+    scored = _made(agent, question, texts)
+    first = [a.name for a in rank_apis(scored, Closeness({1: 0.9, 2: 0.2}))]
+    second = [a.name for a in rank_apis(scored, Closeness({1: 0.2, 2: 0.9}))]
+    assert first == ["readline", "readlines"] and second == ["readlines", "readline"]
+
+
+def test_an_api_the_documents_advise_against_never_leads_nor_is_listed(agent: KnowledgeGraphAgent) -> None:
+    question = "How do I list the entries of a directory?"
+    texts = [
+        (
+            "os",
+            "os.listdir(path='.')\n\nReturn a list containing the names of the entries in the directory"
+            " given by path.",
+        ),
+        (
+            "os",
+            "os.scandir(path='.')\n\nReturn an iterator of os.DirEntry objects corresponding to the"
+            " entries in the directory given by path.",
+        ),
+        ("os", "Using scandir() instead of listdir() can significantly increase the performance of code."),
+        ("os", "os.walkdir(top)\n\nDeprecated since version 3.2: Generate the entries of a directory tree."),
+    ]
+    scored = _made(agent, question, texts)
+    assert [a.name for a in rank_apis(scored)] == ["os.scandir"]  # not os.listdir, nor os.walkdir
+    answer = answer_from(question, scored, AnswerOptions(), 200)
+    assert "os.scandir(path='.'): Return an iterator" in first_sentence(answer), answer
+    assert "listdir" not in answer.partition(f" {ALSO_API} ")[2] and "walkdir" not in answer
+
+
+def test_a_special_method_never_leads(agent: KnowledgeGraphAgent) -> None:
+    question = "How do I turn a date into a string with a format?"
+    texts = [
+        (
+            "datetime",
+            "date.__format__(format)\n\nSame as date.strftime(). This makes it possible to specify a format"
+            " string for a date object in formatted string literals.",
+        ),
+        (
+            "datetime",
+            "date.strftime(format)\n\nReturn a string representing the date, controlled by an explicit"
+            " format string.",
+        ),
+    ]
+    scored = _made(agent, question, texts)
+    assert [a.name for a in rank_apis(scored)] == ["date.strftime"]
+    asked = _made(agent, "How do I implement __format__ for a date?", texts)
+    assert rank_apis(asked)[0].name == "date.__format__"  # unless the question writes one
+
+
+def test_the_best_apis_are_ranked_again_with_their_descriptions_embedded(agent: KnowledgeGraphAgent) -> None:
+    question = "How do I parse a JSON string into a Python object?"
+    texts = [
+        (
+            "json",
+            "json.load(fp, *, cls=None)\n\nDeserialize fp (a .read()-supporting text file or binary file"
+            " containing a JSON document) to a Python object.\n\njson.loads(s, *, cls=None)\n\nDeserialize s"
+            " (a str, bytes or bytearray instance containing a JSON document) to a Python object.",
+        )
+    ]
+    scored = _made(agent, question, texts)
+    state = QueryState(question=question, ctx=agent.context)
+
+    def similarity(found: Sequence[str]) -> np.ndarray:
+        vectors: np.ndarray = agent.context.embedder.embed(list(found)) @ state.vector()
+        return vectors
+
+    cheap = rank_apis(scored, Closeness({1: 0.5}, similarity))  # api_embedded 0: nothing embedded
+    assert [a.name for a in cheap] == ["json.load", "json.loads"] and "dense" not in cheap[0].features
+    embedded = rank_apis(scored, Closeness({1: 0.5}, similarity), embedded=2)
+    assert [a.name for a in embedded] == ["json.loads", "json.load"]  # "a str": the string asked for
+    assert embedded[0].features["dense"] > embedded[1].features["dense"]
+
+
+def test_unknown_api_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"unknown api_weights \['bogus'\]"):
+        AnswerOptions(api_weights={"bogus": 1.0})
+    with pytest.raises(ValueError, match="api_embedded"):
+        AnswerOptions(api_embedded=-1)
+
+
+def test_an_api_that_shares_no_word_with_the_question_is_listed_never_leads(
+    agent: KnowledgeGraphAgent,
+) -> None:
+    texts = [*WRAP_PASSAGES, ("os", "os.system(command)\n\nExecute the command (a string) in a subshell.")]
+    scored = _made(agent, WRAP, texts)
+    near = Closeness({1: 0.2, 2: 0.3, 3: 0.3, 4: 0.99})  # the passage of os.system is the closest
+    apis = rank_apis(scored, near)
+    assert apis[0].name == "os.system" and not apis[0].on_task and apis[1].on_task
+    answer = answer_from(WRAP, scored, AnswerOptions(), 600, near)
+    assert "textwrap.fill(text, width=70, **kwargs): Wraps the single" in first_sentence(answer), answer
+    listed = answer.partition(f" {ALSO_API} ")[2]
+    assert "os.system() [4]" in listed and "textwrap.shorten() [2]" in listed
+    narrow = answer_from(WRAP, scored, AnswerOptions(also_margin=0.0), 600, near)  # the best only
+    assert narrow.partition(f" {ALSO_API} ")[2] == "os.system() [4]."

@@ -3,22 +3,22 @@ job, not a version note, not a spelling the documents advise against.
 
 A how-to question ("How do I get the current time in UTC?", "read a CSV file") is answered by an
 API — a function, class, method or option — and a developer reads the first sentence for its name.
-Among the best sentences (within ``margin`` of the best score, readable, no version note), the lead
-is (:func:`lead`):
+The lead is:
 
-1. a sentence that recommends an API ("the recommended way ... is by calling
-   ``datetime.now(timezone.utc)``", "... is preferred", "use ... instead"), if one names an API the
-   documents do not advise against;
-2. else the best definition — a signature line and the sentence that describes it
-   ("``csv.DictReader(f, ...)``: Create an object that operates like a regular reader but maps ...")
-   — of an API the documents do not advise against;
+1. a sentence near the best (within ``margin`` of its score, readable, no version note) that
+   recommends an API ("the recommended way ... is by calling ``datetime.now(timezone.utc)``", "...
+   is preferred", "use ... instead"), if one names an API the documents do not advise against
+   (:func:`recommendation`);
+2. else the definition of the best API the passages define (:mod:`wikigr.retrieval.api_rank`
+   ranks them: how close its passage is to the question, its name and description in the
+   question's words, ...);
 3. else none (the answer is the best sentences, as for any other question).
 
 An API is advised against (:func:`discouraged`) when a sentence prefers another over it
 ("This function is preferred over today() and utcnow()", "... instead of ...", "... rather than
-...") or its own description says "Deprecated since version ...". The runner-up APIs
-(:func:`runners_up`) are the other definitions among the best sentences, named after the answer
-("Also: socket.setdefaulttimeout() [2]").
+...") or its own description says "Deprecated since version ...": it never leads. The runner-up
+APIs (:func:`runners_up`) are the next ones of the ranking, other sources' first, named after the
+answer ("Also: socket.setdefaulttimeout() [2]").
 
 A question on the difference between two things ("What is the difference between re.match and
 re.search?") names both (:func:`differed`): the answer gives a sentence on each.
@@ -47,6 +47,9 @@ _DIFFERENCE = re.compile(
     re.I,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
+VERSION_NOTE = re.compile(  # "Changed in version 3.6: Returned rows are now of type OrderedDict",
+    r"(?:New in version|Changed in version|Deprecated since version|Availability:)"  # "Availability: Unix."
+)  # never leads (a signature's "tempfile.mktemp(...): Deprecated since version 2.3: ..." defines it)
 MAX_RUNNERS_UP = 3
 
 
@@ -72,7 +75,7 @@ def discouraged(scored: list[Scored]) -> set[str]:
     return names
 
 
-def _advised_against(name: str, bad: set[str]) -> bool:
+def advised_against(name: str, bad: set[str]) -> bool:
     return bool(name) and any(same_api(name, b) for b in bad)
 
 
@@ -101,54 +104,42 @@ def named_for(name: str, question: str) -> float:
     return sum(map(spelt, parts)) / len(parts) if parts else 0.0
 
 
-def lead(pool: list[Scored], scored: list[Scored], margin: float, name_weight: float = 0.0) -> Scored | None:
-    """The sentence of ``pool`` (the readable best sentences, best first) that leads a how-to
-    answer (see the module's docstring), among those within ``margin`` of the best; a definition
-    counts ``name_weight`` more × the share of its name that spells the question's words
-    (:func:`named_for`). None when no such sentence names an API. ``scored``: all the sentences,
-    read for the APIs advised against."""
+def recommendation(pool: list[Scored], scored: list[Scored], margin: float) -> Scored | None:
+    """The sentence of ``pool`` (the readable best sentences, best first) within ``margin`` of the
+    best that recommends an API the documents do not advise against ("the recommended way ... is
+    by calling ``datetime.now(timezone.utc)``"), or None. ``scored``: all the sentences, read for
+    the APIs advised against."""
     if not pool:
         return None
-    best = pool[0].score
     bad = discouraged(scored)
     for s in pool:
-        if s.score < best - margin:
+        if s.score < pool[0].score - margin:
             break
-        if recommends(s) and any(not _advised_against(n, bad) for n in api_names(s.unit.text)):
+        if recommends(s) and any(not advised_against(n, bad) for n in api_names(s.unit.text)):
             return s
-    question = pool[0].asked.question
-    worth = [
-        (s.score + name_weight * named_for(api_of(s), question), s)
-        for s in pool
-        if s.unit.label and not _advised_against(api_of(s), bad)
-    ]
-    worth = [(w, s) for w, s in worth if w >= best - margin]
-    return max(worth, key=lambda pair: pair[0])[1] if worth else None
+    return None
 
 
-def runners_up(pool: list[Scored], quoted: list[Scored], floor: float) -> list[tuple[str, int]]:
-    """The other APIs the best sentences define: (how prose calls it, its source), at most
-    ``MAX_RUNNERS_UP``, none scoring below ``floor`` nor one the ``quoted`` sentences name; the
-    best of each source the answer does not cite yet first (another page's way to do it), then
-    the next best."""
+def runners_up(ranked: list[tuple[str, Scored]], quoted: list[Scored]) -> list[tuple[str, int]]:
+    """The next APIs of ``ranked`` (each with the sentence that defines it, best first) that the
+    ``quoted`` sentences do not name: (how prose calls it, its source), at most
+    ``MAX_RUNNERS_UP``; the best of each source the answer does not cite yet first (another page's
+    way to do it), then the next best."""
     said = " ".join(s.unit.text for s in quoted)
     named = [api_of(s) for s in quoted] + api_names(said)
-    defined: list[tuple[str, Scored]] = []
-    for s in pool:
-        if s.score < floor:
-            break
-        name = shown_name(s.unit.label) if s.unit.label else ""
-        if name and not any(same_api(name, n) for n in named):
+    left: list[Scored] = []
+    for name, s in ranked:
+        if not any(same_api(name, n) for n in named):
             named.append(name)
-            defined.append((name, s))
+            left.append(s)
     cited = {s.source for s in quoted}
     first: list[Scored] = []
-    for _, s in defined:
+    for s in left:
         if s.source not in cited:
             cited.add(s.source)
             first.append(s)
-    ranked = first + [s for _, s in defined if s not in first]
-    return [(called_name(s.unit.label), s.source) for s in ranked[:MAX_RUNNERS_UP]]
+    ordered = first + [s for s in left if s not in first]
+    return [(called_name(s.unit.label), s.source) for s in ordered[:MAX_RUNNERS_UP]]
 
 
 def differed(question: str) -> tuple[str, str] | None:

@@ -94,6 +94,15 @@ DEFAULT_OPEN_WEIGHTS = {  # an open question's ("how do I ...?"): fitted on the 
     "rank": 0.997,
     "fragment": 0.201,
 }
+API_FEATURES = ("passage", "named", "described", "sentence", "page", "dense")
+DEFAULT_API_WEIGHTS = {  # a how-to answer's candidate APIs' (wikigr.retrieval.api_rank): chosen on
+    "passage": 2.0,  # the dev developer questions and issue 40's six rows
+    "named": 1.0,
+    "described": 0.5,
+    "sentence": 0.5,
+    "page": 0.5,
+    "dense": 2.0,  # for the best ``api_embedded`` only
+}
 POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -130,15 +139,22 @@ class AnswerOptions:
     one_hop: float = 0.9  # a candidate in a sentence holding this share of the question comes first
     api_first: bool = True  # a how-to question: the API that does the job leads (wikigr.retrieval.api_lead)
     lead_margin: float = 1.0  # ... among the sentences scoring within this of the best
-    also_margin: float = 3.0  # the other APIs named after it ("Also: ..."): those within this of the best
     look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
-    name_weight: float = 4.0  # a definition's score gains this per question word its API's name spells
+    api_weights: dict[str, float] = field(default_factory=dict)  # ... its APIs' (DEFAULT_API_WEIGHTS)
+    also_margin: float = 1.5  # ... those named after it ("Also: ..."): scoring within this of the best
+    api_embedded: int = 0  # ... the best of them ranked again with their descriptions embedded
 
     def __post_init__(self) -> None:
         for name, given in (("weights", self.weights), ("open_weights", self.open_weights)):
             unknown = sorted(set(given) - set(FEATURES))
             if unknown:
                 raise ValueError(f"unknown {name} {unknown} (the signals: {', '.join(FEATURES)})")
+        unknown = sorted(set(self.api_weights) - set(API_FEATURES))
+        if unknown:
+            raise ValueError(f"unknown api_weights {unknown} (the signals: {', '.join(API_FEATURES)})")
+        self.api_weights = {**DEFAULT_API_WEIGHTS, **self.api_weights}
+        if self.api_embedded < 0:
+            raise ValueError("api_embedded must be at least 0")
         unknown = sorted(set(self.candidate_weights) - set(CANDIDATE_FEATURES))
         if unknown:
             raise ValueError(

@@ -26,12 +26,24 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Sequence
+
+import numpy as np
 
 from wikigr.graph.extract import normalize, title_name
 from wikigr.question import Question
-from wikigr.retrieval.api_lead import about, api_of, defines, differed, lead, recommends, runners_up
+from wikigr.retrieval.api_lead import (
+    VERSION_NOTE,
+    about,
+    api_of,
+    defines,
+    differed,
+    recommendation,
+    recommends,
+    runners_up,
+)
 from wikigr.retrieval.api_names import api_names, same_api, shown_name
+from wikigr.retrieval.api_rank import Closeness, rank_apis
 from wikigr.retrieval.candidates import AnswerCandidate, candidates, rank_candidates, window
 from wikigr.retrieval.page_index import PageIndex
 from wikigr.retrieval.sentence_scores import (
@@ -111,10 +123,6 @@ def _follow(s: Scored, residual: dict[str, float], links: frozenset[str]) -> flo
     return (share(residual, set(s.tokens)) + link) / 2
 
 
-_VERSION_NOTE = re.compile(
-    r"(?:New in version|Changed in version|Deprecated since version|Availability:)"
-)  # "Changed in version 3.6: Returned rows are now of type OrderedDict", "Availability: Unix."
-# (not under a signature: "tempfile.mktemp(...): Deprecated since version 2.3: Use mkstemp()" defines it)
 _ASKS_VERSION = re.compile(  # "When was asyncio.timeout introduced?", "Is os.fork available on Windows?"
     r"\b(?:versions?|added|changed|deprecated|introduced|availab\w*|appear\w*|platforms?|since|when"
     r"|windows|unix|linux|macos|posix|\d+\.\d+)\b",
@@ -173,7 +181,7 @@ def quotable(scored: list[Scored]) -> list[Scored]:
     versions."""
     notes = bool(scored) and not _ASKS_VERSION.search(scored[0].asked.question)
     return [
-        s for s in scored[:POOL] if s.unit.readable and not (notes and _VERSION_NOTE.match(s.unit.text))
+        s for s in scored[:POOL] if s.unit.readable and not (notes and VERSION_NOTE.match(s.unit.text))
     ] or list(scored[:POOL])
 
 
@@ -342,12 +350,19 @@ def definition_first(question: str, scored: list[Scored]) -> list[Scored]:
     return scored
 
 
-def answer_from(question: str, scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
+def answer_from(
+    question: str,
+    scored: list[Scored],
+    options: AnswerOptions,
+    passage_words: int,
+    near: Closeness | None = None,
+) -> str:
     """The short answer made of the ``scored`` sentences (best first): one sentence per thing a
     comparison names; for a factoid question, the parts of sentences that hold its best candidates
     (:func:`compose`); for a how-to question, the API that does the job first, then what matters,
-    then the others (:func:`api_answer`); else the best sentences (:func:`select`), the definition
-    of an API the question names first (:func:`definition_first`). "" when there is no sentence."""
+    then the others (:func:`api_answer`; ``near``: how close the passages are to the question);
+    else the best sentences (:func:`select`), the definition of an API the question names first
+    (:func:`definition_first`). "" when there is no sentence."""
     things = Question.of(question).compared if options.candidates else None
     if things is not None and scored:
         answer = compare(things, scored, options, passage_words)
@@ -359,7 +374,7 @@ def answer_from(question: str, scored: list[Scored], options: AnswerOptions, pas
     if scored and options.api_first:
         answer = differences(question, scored, options, passage_words)
         if not answer and how_to(question):
-            answer = api_answer(scored, options, passage_words)
+            answer = api_answer(scored, options, passage_words, near)
         if answer:
             return answer
     return quote(select(definition_first(question, scored), options, passage_words), options)
@@ -369,14 +384,21 @@ WHAT_MATTERS = 2  # sentences after the API that leads a how-to answer, at most
 ALSO_API = "Also:"  # leads the list of the other APIs a how-to answer names
 
 
-def api_answer(scored: list[Scored], options: AnswerOptions, passage_words: int) -> str:
-    """The answer to a how-to question: the sentence that names the API that does the job
-    (:func:`wikigr.retrieval.api_lead.lead`), then at most ``WHAT_MATTERS`` sentences within the
-    budget, of its own description first, then on no API; then the other APIs the best sentences
-    define, by name, in what is left of the budget ("Also: socket.setdefaulttimeout() [2]."); ""
-    when no sentence near the best names an API."""
+def api_answer(
+    scored: list[Scored], options: AnswerOptions, passage_words: int, near: Closeness | None = None
+) -> str:
+    """The answer to a how-to question: the sentence that names the API that does the job — one
+    near the best that recommends an API (:func:`wikigr.retrieval.api_lead.recommendation`), else
+    the definition of the best API the passages define (:func:`wikigr.retrieval.api_rank.rank_apis`;
+    ``near``: how close the passages are to the question) — then at most ``WHAT_MATTERS``
+    sentences within the budget, of its own description first, then on no API; then the next APIs
+    of the ranking that score within ``also_margin`` of the best, by name, in what is left of the
+    budget ("Also: socket.setdefaulttimeout() [2]."); "" when no sentence recommends an API and the
+    passages define none in the question's words."""
     pool = quotable(scored)
-    first = lead(pool, scored, options.lead_margin, options.name_weight)
+    apis = rank_apis(scored, near, options.api_weights, options.api_embedded)
+    best = next((a.scored for a in apis if a.on_task), None)
+    first = recommendation(pool, scored, options.lead_margin) or best
     if first is None:
         return ""
     its = "" if recommends(first) else api_of(first)  # a recommendation is of another API than its owner
@@ -392,7 +414,8 @@ def api_answer(scored: list[Scored], options: AnswerOptions, passage_words: int)
             chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
-    others = runners_up(pool, chosen, pool[0].score - options.also_margin)[: max(0, left // 2)]
+    ranked = [(a.name, a.scored) for a in apis if a.score >= apis[0].score - options.also_margin]
+    others = runners_up(ranked, chosen)[: max(0, left // 2)]
     if others:
         answer += f" {ALSO_API} {', '.join(f'{name} [{source}]' for name, source in others)}."
     return answer
@@ -450,11 +473,28 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
     """The short answer to ``state.question`` from ``passages`` (numbered from 1)."""
     if not passages:
         return NO_PASSAGE
-    passage_words = sum(len(c.text.split()) for c in passages[: options.sentence_passages])
-    answer = answer_from(state.question, score_sentences(state, passages, options), options, passage_words)
+    top = passages[: options.sentence_passages]
+    passage_words = sum(len(c.text.split()) for c in top)
+    near = closeness(state, top, options) if options.api_first and how_to(state.question) else None
+    scored = score_sentences(state, passages, options)
+    answer = answer_from(state.question, scored, options, passage_words, near)
     if not answer:  # passages without a sentence: their opening words
         return cite(clip(" ".join(passages[0].text.split()), options.answer_words), 1)
     return answer
+
+
+def closeness(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> Closeness:
+    """How close ``passages`` (numbered from 1) are to the question: the cosines of their stored
+    vectors (one lookup, no model call); and, when ``api_embedded`` asks for it, the pack's
+    embedder on texts."""
+    found = state.ctx.store.chunk_similarities([c.chunk_id for c in passages], state.vector().tolist())
+    by_source = {n: found[c.chunk_id] for n, c in enumerate(passages, 1) if c.chunk_id in found}
+
+    def texts(texts: Sequence[str]) -> np.ndarray:
+        vectors: np.ndarray = state.ctx.embedder.embed(list(texts)) @ state.vector()
+        return vectors
+
+    return Closeness(by_source, texts if options.api_embedded else None)
 
 
 RELATED_ORIGIN = "multidoc"  # a passage listed after the top k, marked related (wikigr.agent)
