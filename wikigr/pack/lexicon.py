@@ -5,7 +5,7 @@ A pack built with an embedder that reads many languages (``multilingual``: e5 pl
 as its most frequent spelling, in at least :data:`MIN_CHUNKS` (3) chunks, at most :data:`MAX_WORDS` —
 each embedded once as a query (``lexicon/words.json``, ``lexicon/vectors.npy``). A question asked in
 another language than the pack's documents shares no words with them; its words are looked up here
-(:meth:`Lexicon.nearest`): "Получить имя хоста компьютера" finds *hostname*, *host*, *computer*,
+(:meth:`Lexicon.nearest`): "Получить имя хоста компьютера" finds *computers*, *host*, *hostname*,
 and keyword search then runs on those (``page_score``'s ``keyword_across``, wikigr/retrieval/
 across.py). The lexicon is data like the rest of the pack: read with ``allow_pickle=False``, its
 size capped, its shape and values checked (:meth:`Lexicon.load`, which ``pack validate`` runs).

@@ -6,7 +6,7 @@ multilingual embedder) each word of the question — and each pair of neighbouri
 say one thing ("имя хоста": *hostname*) — is looked up among the documents' words by meaning; its
 ``nearest`` words become keyword tokens, weighted by a softmax of their cosines (``temperature``:
 the nearest word takes most of the weight unless others are as near). "Получить имя хоста
-компьютера" is searched as *hostname*, *host*, *computer*, *obtain*... over the English man pages.
+компьютера" is searched as *computers*, *name*, *host*, *hostname*... over the English man pages.
 ``page_score`` then fuses the pages this search ranks with its own ranking (``keyword_across``).
 Chosen on the dev half of bench/multilingual.py (Russian questions on English man pages).
 """
