@@ -144,3 +144,25 @@ def test_many_short_texts_embedded_together_are_near_each_alone(onnx_e5: e5.E5On
     assert together.shape == alone.shape and together.dtype == np.float32
     assert ((together * alone).sum(axis=1) > 0.99).all()
     assert np.allclose(together[-1], alone[-1], atol=1e-6)  # longer than a window: embedded alone
+
+
+def test_the_words_looked_up_are_those_in_the_questions_own_script() -> None:
+    from wikigr.retrieval.across import question_words
+
+    assert question_words("Получить имя хоста компьютера через ssh", "ru") == [
+        "получить",
+        "имя",
+        "хоста",
+        "компьютера",
+        "получить имя",
+        "имя хоста",
+        "хоста компьютера",
+    ]  # "через" is a stopword, "ssh" a name kept as it is
+    from wikigr.pack.analyze import default_stopwords
+
+    assert question_words("How do I set the hostname of the computer?", "en", default_stopwords()) == [
+        "how",
+        "set",
+        "hostname",
+        "computer",
+    ]  # an English question on Russian pages: its Latin words, no stopwords

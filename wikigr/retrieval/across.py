@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wikigr import lang
 from wikigr.embed import embed_queries
 from wikigr.pack.analyze import language_stopwords
 from wikigr.retrieval.stage import Skip
@@ -36,11 +38,14 @@ _RUN = re.compile(r"[^\W\d_]+")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]*")  # names quoted as they are: "tar", "ssh-keygen"
 
 
-def question_words(question: str, language: str) -> list[str]:
-    """The question's words of ``language`` to look up (no stopwords, ``MIN_LETTERS`` letters at
-    least, each once), then its pairs of neighbouring words."""
-    stop = set(language_stopwords(language))
-    runs = [w for w in _RUN.findall(question.casefold()) if not w.isascii()]
+def question_words(question: str, language: str, stopwords: Collection[str] = ()) -> list[str]:
+    """The question's words to look up: those in its ``language``'s script (Cyrillic for a Russian
+    question on English pages, Latin for an English one on Russian pages: the other script's words
+    are names, kept as they are), none of ``stopwords`` or the language's own, ``MIN_LETTERS``
+    letters at least, each once; then its pairs of neighbouring words."""
+    stop = set(language_stopwords(language)) | set(stopwords)
+    written = lang.language_script(language)
+    runs = [w for w in _RUN.findall(question.casefold()) if lang.script(w) == written]
     words = [w for w in runs if len(w) >= MIN_LETTERS and w not in stop]
     pairs = [f"{a} {b}" for a, b in itertools.pairwise(runs) if a in words and b in words]
     return list(dict.fromkeys(words + pairs))
@@ -53,7 +58,7 @@ def translated_tokens(
     words found, best first)``. Latin names in the question ("tar", "ssh-keygen") are kept as they
     are, at weight 1."""
     tokens: dict[str, float] = dict.fromkeys(index.tokens(" ".join(_LATIN.findall(state.question))), 1.0)
-    words = question_words(state.question, state.language)
+    words = question_words(state.question, state.language, index.analysis.stopwords)
     found: dict[str, float] = {}
     if words:
         vectors = embed_queries(state.ctx.embedder, words)
