@@ -180,7 +180,7 @@ class E5Onnx:
         return len(self._tokenizer.content_ids((QUERY if query else PASSAGE) + text)) + 2
 
     def embed_words(self, texts: Sequence[str]) -> np.ndarray:
-        """Many short texts as questions (a pack's words, wikigr/pack/lexicon.py), ~3x faster than
+        """Many short texts as questions (a pack's words, wikigr/pack/lexicon.py), faster than
         :meth:`embed_queries`: texts of the same token count go through the model together, up to
         :data:`WORD_BATCH` at a time, with no padding. The int8 kernel quantises a batch as a whole,
         so a vector is within cosine 0.99 of the text's alone, not the same."""

@@ -31,7 +31,7 @@ from wikigr.pack.keyword import KeywordIndex
 LEXICON_DIR = "lexicon"
 WORDS_FILE = "words.json"
 VECTORS_FILE = "vectors.npy"
-MAX_WORDS = 20_000  # ~2 minutes of e5 at build time, 30 MB
+MAX_WORDS = 20_000  # 30 MB of 384-d vectors
 MIN_CHUNKS = 3  # a rarer word seldom names what a question asks for (3 chose best on the dev half)
 MAX_WORD_LENGTH = 40
 MAX_WORDS_BYTES = 4 * 1024 * 1024
