@@ -85,12 +85,9 @@ def keyword_pages(state: QueryState, pages: PageIndex, pool: int = 200) -> tuple
     except Skip:
         return None
     tokens, words = translated_tokens(state, index, lexicon)
-    ranked: list[int] = []
-    for chunk, _ in index.search_tokens(tokens, pool):
-        row = pages.chunk_rows.get(chunk)
-        if row is not None and (page := int(pages.chunk_page[row])) not in ranked:
-            ranked.append(page)
-    return ranked, words
+    rows = (pages.chunk_rows.get(chunk) for chunk, _ in index.search_tokens(tokens, pool))
+    ranked = dict.fromkeys(int(pages.chunk_page[row]) for row in rows if row is not None)  # best first
+    return list(ranked), words
 
 
 def fuse(scores: dict[int, float], ranked: list[int], weight: float, k: int) -> dict[int, float]:
