@@ -651,3 +651,47 @@ def test_a_ctrl_c_a_library_reports_as_another_failure_is_an_interruption(instal
     )
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr.splitlines()[-1:] == ["Error: interrupted"], proc.stderr
+
+
+# A Ctrl-C that lands once the command has returned: on the way out of the CLI (while its handler
+# is put back, or before the process exits). A profile hook sends it at a function's return or
+# call; it is raised at the next bytecode, as a real one landing there would be.
+_CTRL_C_AT = """
+import os, signal, sys
+
+event, function, entry = sys.argv[1:4]
+
+def hook(frame, what, arg):
+    if what == event and frame.f_code.co_name == function:
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGINT)
+
+import wikigr.cli
+sys.argv[1:] = sys.argv[4:]
+sys.setprofile(hook)
+if entry == "main":
+    wikigr.cli.main()
+sys.exit(wikigr.cli.run())
+"""
+
+
+@pytest.mark.parametrize(
+    ("event", "function", "entry", "code"),
+    [
+        ("return", "_run", "run", 130),  # before the command's end is recorded: an interruption
+        ("return", "_run", "main", 130),
+        ("call", "_exit_now", "main", 0),  # after: the command is done, it exits with its code
+    ],
+)
+def test_a_ctrl_c_after_the_command_returned_is_no_traceback(
+    event: str, function: str, entry: str, code: int
+) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_AT, event, function, entry, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == (["Error: interrupted"] if code else [])

@@ -67,11 +67,24 @@ def _check_text(args: list[str]) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code; every failure is one ``Error: ...`` line."""
+    return _run_watched(list(sys.argv[1:] if argv is None else argv), restore_handler=True)
+
+
+def _run_watched(args: list[str], restore_handler: bool) -> int:
+    """:func:`_run` with Ctrl-C watched. A Ctrl-C can land at any bytecode, also after the command
+    has returned (while the handler is being put back, before the process exits): from the
+    command's return on, it only records that it came; one that lands before that is the
+    interruption it is (exit 0 if the pack was already swapped in, 130 otherwise)."""
     restore = _watch_ctrl_c()
     try:
-        return _run(list(sys.argv[1:] if argv is None else argv))
-    finally:
-        restore()
+        try:
+            return _run(args)
+        finally:
+            _CtrlC.done = True
+            if restore_handler:
+                restore()
+    except KeyboardInterrupt:  # between the command's return and the line above
+        return _exit_code(INTERRUPTED)
 
 
 def _run(args: list[str]) -> int:
@@ -118,6 +131,8 @@ class _CtrlC:
     """Whether a Ctrl-C reached this command (see :func:`_watch_ctrl_c`)."""
 
     seen = False
+    #: The command has returned: a Ctrl-C from now on is recorded, not raised.
+    done = False
 
 
 def _watch_ctrl_c() -> Callable[[], None]:
@@ -128,11 +143,12 @@ def _watch_ctrl_c() -> Callable[[], None]:
     the command then reported that error with exit 1 instead of the interruption it is."""
     import signal
 
-    _CtrlC.seen = False
+    _CtrlC.seen = _CtrlC.done = False
 
     def on_sigint(signum: int, frame: object) -> None:
         _CtrlC.seen = True
-        signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+        if not _CtrlC.done:
+            signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
 
     def restore() -> None:
         with contextlib.suppress(ValueError):
@@ -193,7 +209,9 @@ def _run_app(args: list[str]) -> int:
 
 
 def main() -> None:
-    code = run()
+    # The handler stays (recording, no longer raising) until _exit_now puts "exit at once" in
+    # its place: restored to Python's, a Ctrl-C in between was a KeyboardInterrupt out of main.
+    code = _run_watched(sys.argv[1:], restore_handler=False)
     _exit_now(code, wait_for_threads=code != INTERRUPTED)
 
 
