@@ -21,8 +21,10 @@ Arms (default profile, no LLM): `default` (as shipped), `one_per_page` (`page_sc
 `first_page_passages` 1: one passage per page before any page's second, as before 2026-11-25),
 `two_per_page` (`passages_per_page` 2: two passages of every page), `no_api_first` (the
 synthesize stage's `api_first` off: a how-to answer is the best sentences, as before issue 40) and
-`api_embedded` (the best 3 candidate APIs of a how-to answer ranked again with their descriptions
-embedded: what that buys, and costs).
+`no_definitions` (the pack's definitions unused, `defined_top` and `defined_passages` 0: the
+how-to answer as before 2026-11-29, on the same packs).
+`bench/data/developer_questions_dev2.json`: 42 more questions (21 on each pack), a second dev set
+written on 2026-11-29 to choose rules that generalise; its answers are read while tuning.
 Prints, per arm, the share of questions whose short answer names an expected name (anywhere:
 ``names_in_answer``; in what it states, without its lists of other names, "Also: ..." and "Also
 possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), and the share whose
@@ -58,7 +60,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "one_per_page": {"page_score": {"first_page_passages": 1}},
     "two_per_page": {"page_score": {"passages_per_page": 2}},
     "no_api_first": {"synthesize": {"api_first": False}},
-    "api_embedded": {"synthesize": {"api_embedded": 3}},
+    "no_definitions": {"synthesize": {"defined_top": 0, "defined_passages": 0}},
 }
 PACKS = {"pydocs": ROOT / "packs" / "pydocs", "whole": ROOT / "bench" / "work" / "pydocs-whole"}
 _FIRST = re.compile(r".+?\s\[\d+\][.!?…]*")  # the first cited sentence

@@ -5,10 +5,9 @@ document pack never routes a count question to aggregate tools."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
@@ -256,7 +255,9 @@ def test_a_special_method_never_leads(agent: KnowledgeGraphAgent) -> None:
     assert rank_apis(asked)[0].name == "date.__format__"  # unless the question writes one
 
 
-def test_the_best_apis_are_ranked_again_with_their_descriptions_embedded(agent: KnowledgeGraphAgent) -> None:
+def test_an_api_whose_definition_is_nearer_the_question_by_meaning_ranks_first(
+    agent: KnowledgeGraphAgent,
+) -> None:
     question = "How do I parse a JSON string into a Python object?"
     texts = [
         (
@@ -267,24 +268,19 @@ def test_the_best_apis_are_ranked_again_with_their_descriptions_embedded(agent: 
         )
     ]
     scored = _made(agent, question, texts)
-    state = QueryState(question=question, ctx=agent.context)
-
-    def similarity(found: Sequence[str]) -> np.ndarray:
-        vectors: np.ndarray = agent.context.embedder.embed(list(found)) @ state.vector()
-        return vectors
-
-    cheap = rank_apis(scored, Closeness({1: 0.5}, similarity))  # api_embedded 0: nothing embedded
-    assert [a.name for a in cheap] == ["json.load", "json.loads"] and "dense" not in cheap[0].features
-    embedded = rank_apis(scored, Closeness({1: 0.5}, similarity), embedded=2)
-    assert [a.name for a in embedded] == ["json.loads", "json.load"]  # "a str": the string asked for
-    assert embedded[0].features["dense"] > embedded[1].features["dense"]
+    plain = rank_apis(scored, Closeness({1: 0.5}))  # a pack without definitions: none is near
+    assert [a.name for a in plain] == ["json.load", "json.loads"] and plain[0].features["dense"] == 0
+    near = Closeness({1: 0.5}, {"json.loads": 0.8, "json.load": 0.6})  # "a str": the string asked for
+    assert [a.name for a in rank_apis(scored, near)] == ["json.loads", "json.load"]
 
 
 def test_unknown_api_weights_are_refused() -> None:
     with pytest.raises(ValueError, match=r"unknown api_weights \['bogus'\]"):
         AnswerOptions(api_weights={"bogus": 1.0})
-    with pytest.raises(ValueError, match="api_embedded"):
-        AnswerOptions(api_embedded=-1)
+    with pytest.raises(ValueError, match="defined_top"):
+        AnswerOptions(defined_top=-1)
+    with pytest.raises(ValueError, match="defined_margin"):
+        AnswerOptions(defined_margin=3.0)
 
 
 def test_an_api_that_shares_no_word_with_the_question_is_listed_never_leads(

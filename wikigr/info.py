@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from wikigr import lang
 from wikigr.errors import InvalidPackError
 from wikigr.graph.extract import extractor_for
+from wikigr.pack.definitions import Definitions
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.lexicon import Lexicon
 from wikigr.pack.manifest import Manifest
@@ -55,6 +56,7 @@ def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> di
         "categories": covered.categories,
         **_languages(manifest),
         **_lexicon(pack),
+        **_definitions(pack),
     }
 
 
@@ -109,6 +111,17 @@ def _lexicon(pack: Pack) -> dict[str, Any]:
     except InvalidPackError as exc:
         return {"lexicon": exc.message}
     return {} if lexicon is None else {"lexicon": len(lexicon.words)}
+
+
+def _definitions(pack: Pack) -> dict[str, Any]:
+    """How many APIs the pack's definitions hold for how-to questions (a pack in shards: its
+    shards' together; nothing for a pack without them; their one-line damage for damaged ones)."""
+    try:
+        parts = [Definitions.load(shard.path, pack.manifest.embedder.dimension) for shard in pack.shards()]
+    except InvalidPackError as exc:
+        return {"definitions": exc.message}
+    found = [len(part.entries) for part in parts if part is not None]
+    return {"definitions": sum(found)} if found else {}
 
 
 def agent_pack_info(agent: KnowledgeGraphAgent, max_failed: int | None = None) -> dict[str, Any]:

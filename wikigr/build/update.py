@@ -61,6 +61,7 @@ from wikigr.documents_kind import SCHEMA_VERSION
 from wikigr.embed import pack_embedder
 from wikigr.errors import BuildError, UsageError
 from wikigr.pack import pack as layout
+from wikigr.pack.definitions import DEFINITIONS_DIR
 from wikigr.pack.keyword import KEYWORD_DIR
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.lexicon import LEXICON_DIR
@@ -291,10 +292,10 @@ def _same_store(
 
 
 def _copy_store(target: Path, partial: Path) -> None:
-    """Stage a copy of the pack's store, BM25 index and lexicon (a copy, not links: a process that
-    has the previous pack open keeps reading its own files)."""
+    """Stage a copy of the pack's store, BM25 index, lexicon and definitions (a copy, not links: a
+    process that has the previous pack open keeps reading its own files)."""
     partial.mkdir(parents=True, exist_ok=True)
-    staged = [partial / KEYWORD_DIR, partial / LEXICON_DIR, partial / SHARDS_DIR]
+    staged = [partial / KEYWORD_DIR, partial / LEXICON_DIR, partial / DEFINITIONS_DIR, partial / SHARDS_DIR]
     for stale in [*partial.glob(layout.STORE_FILE + "*"), *staged]:
         if stale.is_dir():
             shutil.rmtree(stale)
@@ -302,7 +303,7 @@ def _copy_store(target: Path, partial: Path) -> None:
             stale.unlink()
     for path in target.glob(layout.STORE_FILE + "*"):
         shutil.copy2(path, partial / path.name)
-    for folder in (KEYWORD_DIR, LEXICON_DIR):
+    for folder in (KEYWORD_DIR, LEXICON_DIR, DEFINITIONS_DIR):
         if (target / folder).is_dir():
             shutil.copytree(target / folder, partial / folder)
 

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
+from wikigr.build.definitions import build_definitions
 from wikigr.build.languages import language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import PreparedDocument
@@ -24,6 +25,7 @@ from wikigr.embed import Embedder
 from wikigr.graph.build import ChunkRecord, GraphReport, GraphTables, anchor_links, build_graph
 from wikigr.graph.pack import copy_graph
 from wikigr.pack import pack as layout
+from wikigr.pack.definitions import DEFINITIONS_DIR
 from wikigr.pack.keyword import KEYWORD_DIR, KeywordIndex, build_keyword_index
 from wikigr.pack.kind import pack_kind
 from wikigr.pack.lexicon import LEXICON_DIR, across_languages, build_lexicon
@@ -103,6 +105,10 @@ def write_store(
         build_lexicon(path.parent, rows.keyword_texts, index, embedder)
     else:
         shutil.rmtree(path.parent / LEXICON_DIR, ignore_errors=True)
+    if embedder is not None:  # the APIs its documents define, for how-to questions
+        build_definitions(path.parent, rows.chunks["id"], rows.chunks["text"], embedder)
+    else:
+        shutil.rmtree(path.parent / DEFINITIONS_DIR, ignore_errors=True)
     if graph is None and options.graph:
         graph, report = corpus_graph(docs, dim, options, embedder, rows=rows)
         if graph_report is not None:

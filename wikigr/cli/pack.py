@@ -410,6 +410,7 @@ def info(
         ("embedder digest", m.embedder.digest or "not recorded (built before wikigr recorded it)"),
         ("vector search", "HNSW index" if vector_path == "hnsw" else "exact cosine (no VECTOR extension)"),
         *_language_rows(data),
+        *_definition_rows(data),
         *kind.info_counts(stats),  # what the pack's kind counts: the document graph, the OpenML star
         ("sources", f"{sum(1 for s in m.sources if s.status == 'ok')} ok of {len(m.sources)}"),
         *kind.info_notes(m),
@@ -419,6 +420,14 @@ def info(
     for key, value in rows:
         table.add_row(styled("[bold]{}[/]", key), printable(value))
     out.print(table)
+
+
+def _definition_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """``pack info``'s row on the APIs the pack's documents define (none without definitions)."""
+    found = data.get("definitions")
+    if found is None:
+        return []
+    return [("definitions", f"{found} APIs, for how-to questions" if isinstance(found, int) else str(found))]
 
 
 def _language_rows(data: dict[str, Any]) -> list[tuple[str, str]]:

@@ -16,39 +16,34 @@ the question (in its name or its description) may be named after the lead, never
 - ``described``: the share of the question's words (by IDF) its description holds;
 - ``sentence``: its sentence's score among the answer's sentences, over the best's;
 - ``page``: 1 / the rank of its page among the passages' pages;
+- ``dense``: how near its definition is to the question, by meaning, among the pack's definitions
+  (:mod:`wikigr.pack.definitions`: "name: what it does", embedded at build time; no model call):
+  1 for the nearest, down to 0 at ``defined_spread`` less cosine (0 for the others, and in a pack
+  without definitions).
 
-then the best ``embedded`` by that sum (0 by default: see below) gain ``dense`` × how well
-"name: description" matches the question (the pack's embedder, in one batch, their first
-``EMBED_WORDS`` words) and are ranked again among themselves. The weights were chosen on the dev
-developer questions (bench/data/developer_questions.json) and the six rows of issue 40; there,
-embedding the best three's descriptions put the expected API in the first sentence for two more
-of the 46 questions but cost 35 ms more p50 a question on 2 cores (bench/developer_questions.py's
-arm ``api_embedded``), so none is embedded by default.
+The weights were chosen on the dev developer questions (bench/data/developer_questions.json and
+developer_questions_dev2.json) and the six rows of issue 40.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from wikigr.retrieval.api_lead import VERSION_NOTE, advised_against, api_of, discouraged, named_for
 from wikigr.retrieval.sentence_scores import DEFAULT_API_WEIGHTS, Scored, share
 
-SUMMED = ("passage", "named", "described", "sentence", "page")  # dense: the best ``embedded``'s
-EMBED_WORDS = 16  # of "name: description" embedded: a description's first sentence, about
+SUMMED = ("passage", "named", "described", "sentence", "page", "dense")
 _SPECIAL = re.compile(r"(?:^|\.)__\w+__$")
-Similarity = Callable[[Sequence[str]], np.ndarray]  # texts -> their cosines to the question
 
 
 @dataclass
 class Closeness:
-    """How close the passages (and, when asked, texts) are to the question."""
+    """How close the passages and the pack's nearest definitions are to the question."""
 
     passages: Mapping[int, float] = field(default_factory=dict)  # source number -> cosine
-    texts: Similarity | None = None  # the pack's embedder against the question
+    definitions: Mapping[str, float] = field(default_factory=dict)  # an API's name -> cosine
 
 
 @dataclass
@@ -97,14 +92,11 @@ def definitions(scored: list[Scored]) -> list[Scored]:
 
 
 def rank_apis(
-    scored: list[Scored],
-    near: Closeness | None = None,
-    weights: Mapping[str, float] | None = None,
-    embedded: int = 0,
+    scored: list[Scored], near: Closeness | None = None, weights: Mapping[str, float] | None = None
 ) -> list[Api]:
     """The APIs the ``scored`` sentences (best first) define, best first (see the module's
-    docstring); ``near``: how close the passages and texts are to the question (None: not
-    known, 0); the best ``embedded`` are ranked again with their descriptions embedded."""
+    docstring); ``near``: how close the passages and the definitions are to the question (None:
+    not known, 0)."""
     if not scored:
         return []
     near = near or Closeness()
@@ -121,14 +113,8 @@ def rank_apis(
             "described": share(asked.weights, set(asked.vocabulary.tokens(description(s)))),
             "sentence": s.score / best,
             "page": 1.0 / (pages.index(asked.articles[s.source][0]) + 1),
+            "dense": near.definitions.get(name, 0.0),
         }
         apis.append(Api(name, s, features, sum(w[f] * features[f] for f in SUMMED)))
     apis.sort(key=lambda a: (-a.score, a.scored.source, a.scored.unit.index))
-    if embedded > 0 and near.texts is not None and w["dense"] and len(apis) > 1:
-        head = apis[:embedded]
-        texts = [" ".join(f"{a.name}: {a.description}".split()[:EMBED_WORDS]) for a in head]
-        for a, cosine in zip(head, near.texts(texts), strict=True):
-            a.features["dense"] = float(cosine)
-            a.score += w["dense"] * a.features["dense"]
-        apis = sorted(head, key=lambda a: -a.score) + apis[embedded:]
     return apis

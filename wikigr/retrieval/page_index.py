@@ -155,6 +155,19 @@ def _find_definition_lines(text: str) -> tuple[tuple[str, str, str], ...]:
 _definition_lines = functools.lru_cache(maxsize=1024)(_find_definition_lines)
 
 
+DEFINITION_WORDS = 40  # of "name: sentence" embedded for a definition (wikigr.pack.definitions)
+
+
+def definition_texts(text: str) -> list[tuple[str, str]]:
+    """Each definition ``text`` shows, in order: the name its line shows, and what the pack's
+    definitions embed of it (:mod:`wikigr.pack.definitions`): "name: the first sentence after its
+    line", its first ``DEFINITION_WORDS`` words."""
+    return [
+        (shown, " ".join(f"{shown}: {_FIRST_SENTENCE.split(after, 1)[0]}".split()[:DEFINITION_WORDS]))
+        for _, after, shown in _find_definition_lines(text)
+    ]
+
+
 def _descriptions(lines: tuple[tuple[str, str, str], ...]) -> list[tuple[str, frozenset[str]]]:
     """Each definition of ``lines`` (:func:`_find_definition_lines`): the name its line shows, and
     the words that describe it (the name parts of its line and of the first sentence after it)."""

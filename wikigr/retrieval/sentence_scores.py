@@ -96,12 +96,12 @@ DEFAULT_OPEN_WEIGHTS = {  # an open question's ("how do I ...?"): fitted on the 
 }
 API_FEATURES = ("passage", "named", "described", "sentence", "page", "dense")
 DEFAULT_API_WEIGHTS = {  # a how-to answer's candidate APIs' (wikigr.retrieval.api_rank): chosen on
-    "passage": 2.0,  # the dev developer questions and issue 40's six rows
-    "named": 1.0,
+    "passage": 2.0,  # the dev developer questions (both sets) and issue 40's six rows
+    "named": 2.0,
     "described": 0.5,
     "sentence": 0.5,
-    "page": 0.5,
-    "dense": 2.0,  # for the best ``api_embedded`` only
+    "page": 1.5,
+    "dense": 0.5,  # how near its definition is, among the pack's nearest definitions (``defined_top``)
 }
 POOL = 40  # the best sentences the selection considers
 EMBED_WORDS = 24  # a sentence's words that are embedded: most sentences whole, and 3x cheaper than 40
@@ -142,7 +142,10 @@ class AnswerOptions:
     look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
     api_weights: dict[str, float] = field(default_factory=dict)  # ... its APIs' (DEFAULT_API_WEIGHTS)
     also_margin: float = 1.5  # ... those named after it ("Also: ..."): scoring within this of the best
-    api_embedded: int = 0  # ... the best of them ranked again with their descriptions embedded
+    defined_top: int = 50  # ... the pack's definitions nearest the question whose cosine counts
+    defined_passages: int = 3  # ... the passages of the nearest of them the answer may quote too
+    defined_margin: float = 0.08  # ... those within this cosine of the nearest
+    defined_spread: float = 0.1  # ... an API's ``dense``: 1 for the nearest, 0 at this much less
 
     def __post_init__(self) -> None:
         for name, given in (("weights", self.weights), ("open_weights", self.open_weights)):
@@ -153,8 +156,10 @@ class AnswerOptions:
         if unknown:
             raise ValueError(f"unknown api_weights {unknown} (the signals: {', '.join(API_FEATURES)})")
         self.api_weights = {**DEFAULT_API_WEIGHTS, **self.api_weights}
-        if self.api_embedded < 0:
-            raise ValueError("api_embedded must be at least 0")
+        if min(self.defined_top, self.defined_passages) < 0 or not 0 <= self.defined_margin <= 2:
+            raise ValueError("defined_top and defined_passages must be at least 0, defined_margin 0 to 2")
+        if not 0 < self.defined_spread <= 2:
+            raise ValueError("defined_spread must be above 0, at most 2")
         unknown = sorted(set(self.candidate_weights) - set(CANDIDATE_FEATURES))
         if unknown:
             raise ValueError(

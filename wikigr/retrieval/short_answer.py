@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Container, Sequence
-
-import numpy as np
+from collections.abc import Callable, Container
 
 from wikigr.graph.extract import normalize, title_name
 from wikigr.question import Question
@@ -396,7 +394,7 @@ def api_answer(
     budget ("Also: socket.setdefaulttimeout() [2]."); "" when no sentence recommends an API and the
     passages define none in the question's words."""
     pool = quotable(scored)
-    apis = rank_apis(scored, near, options.api_weights, options.api_embedded)
+    apis = rank_apis(scored, near, options.api_weights)
     best = next((a.scored for a in apis if a.on_task), None)
     first = recommendation(pool, scored, options.lead_margin) or best
     if first is None:
@@ -485,16 +483,16 @@ def short_answer(state: QueryState, passages: list[Candidate], options: AnswerOp
 
 def closeness(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> Closeness:
     """How close ``passages`` (numbered from 1) are to the question: the cosines of their stored
-    vectors (one lookup, no model call); and, when ``api_embedded`` asks for it, the pack's
-    embedder on texts."""
+    vectors (one lookup, no model call); and how near each API's definition is, among the pack's
+    ``defined_top`` definitions nearest the question (:mod:`wikigr.pack.definitions`): 1 for the
+    nearest, down to 0 at ``defined_spread`` (0.1) less cosine."""
     found = state.ctx.store.chunk_similarities([c.chunk_id for c in passages], state.vector().tolist())
     by_source = {n: found[c.chunk_id] for n, c in enumerate(passages, 1) if c.chunk_id in found}
-
-    def texts(texts: Sequence[str]) -> np.ndarray:
-        vectors: np.ndarray = state.ctx.embedder.embed(list(texts)) @ state.vector()
-        return vectors
-
-    return Closeness(by_source, texts if options.api_embedded else None)
+    defined: dict[str, float] = {}
+    near = state.defined_near(options.defined_top)
+    for _, name, cosine in near:  # best first: 1 for the nearest, 0 at ``defined_spread`` less
+        defined.setdefault(name, max(0.0, 1.0 - (near[0][2] - cosine) / options.defined_spread))
+    return Closeness(by_source, defined)
 
 
 RELATED_ORIGIN = "multidoc"  # a passage listed after the top k, marked related (wikigr.agent)
@@ -519,6 +517,9 @@ def page_passages(state: QueryState, passages: list[Candidate], options: AnswerO
     pages = list(dict.fromkeys(c.article_id for c in top))
     best = index.best_chunks(pages[: options.look_pages], state.vector())
     best.update({after: 0.0 for c in top if (after := described_after(c))})
+    if how_to(question):  # the passages of the pack's definitions nearest the question
+        near = state.defined_near(options.defined_passages)
+        best.update({c: s for c, _, s in near if s >= near[0][2] - options.defined_margin and c not in best})
     held = {c.chunk_id for c in passages}
     missing = {chunk: score for chunk, score in best.items() if chunk not in held}
     if not missing:

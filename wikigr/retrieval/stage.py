@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from wikigr.embed import Embedder
     from wikigr.llm import LLM, Usage
+    from wikigr.pack.definitions import Definitions
     from wikigr.pack.keyword import KeywordIndex
     from wikigr.pack.lexicon import Lexicon
     from wikigr.pack.pack import Pack
@@ -154,6 +155,20 @@ class Context:
         found: Lexicon | None = self.cache["lexicon"]
         return found
 
+    def definitions(self) -> Definitions | None:
+        """The pack's definitions (:mod:`wikigr.pack.definitions`: the APIs its documents define,
+        by meaning, for how-to questions; a pack in shards: all its shards'), loaded on first use;
+        None when it has none. Damaged files raise the :class:`InvalidPackError` that names them."""
+        if "definitions" not in self.cache:
+            from wikigr.pack.definitions import Definitions
+
+            dimension = self.pack.manifest.embedder.dimension
+            parts = [Definitions.load(shard.path, dimension) for shard in self.pack.shards()]
+            found = [part for part in parts if part is not None]
+            self.cache["definitions"] = Definitions.joined(found) if found else None
+        loaded: Definitions | None = self.cache["definitions"]
+        return loaded
+
     def keyword_index(self) -> KeywordIndex:
         """The pack's BM25 index, loaded on first use; raises Skip when the pack has none, and the
         :class:`InvalidPackError` when its files are damaged (a wrong answer is worse than none)."""
@@ -203,6 +218,7 @@ class QueryState:
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
     _language: str | None = None  # see language
+    _defined: list[tuple[str, str, float]] | None = None  # see defined_near
     move_across: bool = True  # move the vector of a question asked across languages (see vector)
     moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 
@@ -259,6 +275,15 @@ class QueryState:
                 vector = moved
             self._vectors[key] = vector[0]
         return self._vectors[key]
+
+    def defined_near(self, k: int) -> list[tuple[str, str, float]]:
+        """The pack's ``k`` definitions nearest the question (:meth:`Context.definitions`): (chunk
+        id, name, cosine), best first; computed once (a later ask for as many or fewer reuses
+        them); [] when the pack has none."""
+        if self._defined is None or len(self._defined) < k:
+            definitions = self.ctx.definitions()
+            self._defined = definitions.nearest(self.vector(), k) if definitions is not None else []
+        return self._defined[:k]
 
     def nearest(self, k: int, text: str | None = None) -> dict[str, float]:
         """The ``k`` chunks nearest ``text`` (default: the question) by embedding, chunk id ->

@@ -27,6 +27,7 @@ from wikigr import schema
 from wikigr.embed import embedder_info
 from wikigr.errors import InvalidPackError, WikigrError, one_line, seconds_setting
 from wikigr.pack import pack as layout
+from wikigr.pack.definitions import Definitions
 from wikigr.pack.keyword import CHUNK_IDS_FILE, KEYWORD_DIR, KeywordIndex
 from wikigr.pack.lexicon import Lexicon
 from wikigr.pack.manifest import Manifest, load_manifest
@@ -130,6 +131,7 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
         _check_keyword(path, store, report)
         if manifest is not None:
             _check_lexicon(path, manifest, report)
+            _check_definitions(path, manifest, report)
     except WikigrError as exc:
         report.add("store", False, exc.message)
     finally:
@@ -174,6 +176,17 @@ def _check_lexicon(path: Path, manifest: Manifest, report: ValidationReport) -> 
         return
     if lexicon is not None:
         report.add("lexicon", True, f"{len(lexicon.words)} words for questions in other languages")
+
+
+def _check_definitions(path: Path, manifest: Manifest, report: ValidationReport) -> None:
+    """The definitions (how-to questions), when the pack has them, loaded as queries load them."""
+    try:
+        definitions = Definitions.load(path, manifest.embedder.dimension)
+    except InvalidPackError as exc:
+        report.add("definitions", False, exc.message)
+        return
+    if definitions is not None:
+        report.add("definitions", True, f"{len(definitions.entries)} APIs defined, for how-to questions")
 
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:
