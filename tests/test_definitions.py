@@ -161,6 +161,9 @@ def test_an_update_keeps_the_definitions_or_makes_them_again(tmp_path: Path) -> 
     before = (pack / DEFINITIONS_DIR / ENTRIES_FILE).read_bytes()
     update_pack(pack)  # nothing changed: copied
     assert (pack / DEFINITIONS_DIR / ENTRIES_FILE).read_bytes() == before
+    shutil.rmtree(pack / DEFINITIONS_DIR)  # a pack built before they were kept: made, the store kept
+    assert update_pack(pack).store_kept
+    assert (pack / DEFINITIONS_DIR / ENTRIES_FILE).read_bytes() == before
     more = "\ntime.perf_counter()\n\nReturn the value (in fractional seconds) of a performance counter.\n"
     (docs / "time.md").write_text(TIMING + more, encoding="utf-8")
     update_pack(pack)

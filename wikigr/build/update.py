@@ -40,6 +40,7 @@ import numpy as np
 
 from wikigr import __version__
 from wikigr.build.cache import BuildCache
+from wikigr.build.definitions import build_definitions
 from wikigr.build.languages import choose_embedder, document_language, language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import (
@@ -426,6 +427,10 @@ def update_pack(
         if same:
             _copy_store(target, partial)
             report.store_kept = True
+            if not (partial / DEFINITIONS_DIR).is_dir():  # a pack built before they were kept
+                with Store.open(partial / layout.STORE_FILE) as copied:
+                    chunks = copied.rows("MATCH (c:Chunk) RETURN c.id, c.text ORDER BY c.id")
+                build_definitions(partial, [c[0] for c in chunks], [c[1] for c in chunks], embedder)
             manifest = replace(
                 old,
                 created_at=now_iso(),
