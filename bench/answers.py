@@ -17,8 +17,10 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
-Three arms, and up to two more: the default short answer; the same without its cap of 10% of the
-passages' length (`no_share_cap`: up to 60 words), which shows what the cap costs; the open
+Five arms, and up to two more: the default short answer; the same without the pack's
+definitions (`no_definitions`: a how-to answer as before 2026-11-29's definitions) and also with
+the API weights of before them (`no_definitions_weights_before`: named 1, page 0.5); the same
+without its cap of 10% of the passages' length (`no_share_cap`: up to 60 words), which shows what the cap costs; the open
 questions' sentences ranked with the factoid questions' weights and the selection options of
 before (`one_weighting`), which shows what their own weights (`open_weights`) bring; when the last
 --tune chose an answer shape (candidates quoted and listed, their parts' words) other than the
@@ -101,6 +103,13 @@ ARMS: list[tuple[str, dict[str, Any] | None]] = [
     ("default", None),
     ("no_share_cap", {"synthesize": {"max_share": 1.0}}),
     ("one_weighting", {"synthesize": {"open_weights": ss.DEFAULT_WEIGHTS, "same_source": 2, "follow": 2}}),
+    # a how-to answer without the pack's definitions (defined_top/defined_passages 0), and also with
+    # the API weights of before them (named 1, page 0.5): what each part of that change moved
+    ("no_definitions", {"synthesize": {"defined_top": 0, "defined_passages": 0}}),
+    (
+        "no_definitions_weights_before",
+        {"synthesize": {"defined_top": 0, "defined_passages": 0, "api_weights": {"named": 1.0, "page": 0.5}}},
+    ),
 ]
 DENSE_TUNING = ROOT / "bench" / "results" / "answers_tuning_dense.json"  # --tune --fit open --dense
 

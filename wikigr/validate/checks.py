@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -130,8 +131,7 @@ def _check_store(path: Path, manifest: Manifest | None, report: ValidationReport
                 report.add("embeddings", ok, "" if ok else "dimension differs from the manifest")
         _check_keyword(path, store, report)
         if manifest is not None:
-            _check_lexicon(path, manifest, report)
-            _check_definitions(path, manifest, report)
+            _check_vector_files(path, manifest, report)
     except WikigrError as exc:
         report.add("store", False, exc.message)
     finally:
@@ -167,26 +167,21 @@ def _check_keyword(path: Path, store: Store, report: ValidationReport) -> None:
         report.add("keyword_index", True, f"{len(index)} chunks indexed, all in the store")
 
 
-def _check_lexicon(path: Path, manifest: Manifest, report: ValidationReport) -> None:
-    """The lexicon (questions in other languages), when the pack has one, loaded as queries load it."""
-    try:
-        lexicon = Lexicon.load(path, manifest.embedder.dimension)
-    except InvalidPackError as exc:
-        report.add("lexicon", False, exc.message)
-        return
-    if lexicon is not None:
-        report.add("lexicon", True, f"{len(lexicon.words)} words for questions in other languages")
-
-
-def _check_definitions(path: Path, manifest: Manifest, report: ValidationReport) -> None:
-    """The definitions (how-to questions), when the pack has them, loaded as queries load them."""
-    try:
-        definitions = Definitions.load(path, manifest.embedder.dimension)
-    except InvalidPackError as exc:
-        report.add("definitions", False, exc.message)
-        return
-    if definitions is not None:
-        report.add("definitions", True, f"{len(definitions.entries)} APIs defined, for how-to questions")
+def _check_vector_files(path: Path, manifest: Manifest, report: ValidationReport) -> None:
+    """The pack's folders of vectors, when it has them, loaded as queries load them: the lexicon
+    (questions in other languages) and the definitions (how-to questions)."""
+    loaders: list[tuple[str, Callable[[Path, int], Lexicon | Definitions | None], str]] = [
+        ("lexicon", Lexicon.load, "{} words for questions in other languages"),
+        ("definitions", Definitions.load, "{} APIs defined, for how-to questions"),
+    ]
+    for name, load, says in loaders:
+        try:
+            found = load(path, manifest.embedder.dimension)
+        except InvalidPackError as exc:
+            report.add(name, False, exc.message)
+            continue
+        if found is not None:
+            report.add(name, True, says.format(len(found.vectors)))
 
 
 def _check_query(path: Path, manifest: Manifest, report: ValidationReport) -> None:
