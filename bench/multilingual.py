@@ -19,8 +19,10 @@ Parts (`--part`, default all):
   The arm ``before`` (keys ``PACK/PROFILE+before/ru``) answers the Russian questions as wikigr did
   before a question asked across languages was moved to the documents' language and pages were
   weighed as a whole and its words read through the pack's lexicon (:data:`ARMS`: the router's
-  ``move_across``, page_score's ``page_vector_across`` and ``keyword_across`` off); the arm
-  ``vectors`` has only ``keyword_across`` off (the lexicon unused: wikigr before the lexicon).
+  ``move_across``, page_score's ``page_vector_across``, ``keyword_across`` and ``reading_across``
+  off); the arm ``vectors`` has ``keyword_across`` and ``reading_across`` off (the lexicon unused:
+  wikigr before the lexicon); the arm ``unread`` has only ``reading_across`` off (the question's
+  reading searched by keyword but not added to its vector: wikigr before that).
   English questions on these English packs are not across languages, and the arms change nothing
   for them.
 - ``startup``: a fresh `wikigr query PACK QUESTION --json` (a Russian question) on each pack,
@@ -29,7 +31,7 @@ Parts (`--part`, default all):
   target: multilingual within 0.2 s of the built-in model.
 
     uv run python bench/multilingual.py [--part build|recall|startup] [--work DIR] [--runs 9]
-                                        [--profiles auto,baseline] [--arms ,vectors,before]
+                                        [--profiles auto,baseline] [--arms ,vectors,before,unread]
 """
 
 from __future__ import annotations
@@ -65,9 +67,10 @@ ARMS: dict[str, dict[str, dict[str, Any]]] = {
     "": {},
     "before": {
         "router": {"move_across": False},
-        "page_score": {"page_vector_across": 0.0, "keyword_across": 0.0},
+        "page_score": {"page_vector_across": 0.0, "keyword_across": 0.0, "reading_across": 0.0},
     },
-    "vectors": {"page_score": {"keyword_across": 0.0}},
+    "vectors": {"page_score": {"keyword_across": 0.0, "reading_across": 0.0}},
+    "unread": {"page_score": {"reading_across": 0.0}},
 }
 
 

@@ -67,7 +67,8 @@ def test_a_russian_question_is_also_searched_in_the_documents_words(man_pages: P
     read_as = _page_score(result)["read_as"]
     assert isinstance(read_as, list) and "process" in read_as
     assert "read_as" not in _page_score(english)  # the documents' language: its own words
-    with KnowledgeGraphAgent(man_pages, llm=None, options={"page_score": {"keyword_across": 0.0}}) as agent:
+    unread = {"page_score": {"keyword_across": 0.0, "reading_across": 0.0}}
+    with KnowledgeGraphAgent(man_pages, llm=None, options=unread) as agent:
         assert "read_as" not in _page_score(agent.query(question))
 
 

@@ -142,6 +142,10 @@ class Lexicon:
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """For each of ``vectors`` (unit rows), its ``k`` nearest words and their cosines, best first."""
+        return [[(self.words[i], cosine) for i, cosine in near] for near in self.nearest_rows(vectors, k)]
+
+    def nearest_rows(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`nearest` by the words' rows (of ``words`` and ``vectors``)."""
         if not self.words or not len(vectors):
             return [[] for _ in range(len(vectors))]
         k = min(k, len(self.words))
@@ -150,5 +154,5 @@ class Lexicon:
         for row in similarity:
             top = np.argpartition(-row, k - 1)[:k]
             top = top[np.argsort(-row[top], kind="stable")]
-            found.append([(self.words[i], float(row[i])) for i in top.tolist()])
+            found.append([(i, float(row[i])) for i in top.tolist()])
         return found

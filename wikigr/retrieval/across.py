@@ -8,7 +8,12 @@ say one thing ("имя хоста": *hostname*) — is looked up among the docum
 the nearest word takes most of the weight unless others are as near). "Получить имя хоста
 компьютера" is searched as *computers*, *name*, *host*, *hostname*... over the English man pages.
 ``page_score`` then fuses the pages this search ranks with its own ranking (``keyword_across``).
-Chosen on the dev half of bench/multilingual.py (Russian questions on English man pages).
+
+The same words also make a vector: the sum of their lexicon vectors, each by its weight — the
+question as the documents' words say it, with no more embedding. ``page_score`` adds it to the
+question's vector (``reading_across``): the single words pull the question toward the English
+passages that use them. Chosen on the dev half of bench/multilingual.py (Russian questions on
+English man pages).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,32 +57,43 @@ def question_words(question: str, language: str, stopwords: Collection[str] = ()
     return list(dict.fromkeys(words + pairs))
 
 
-def translated_tokens(
-    state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int = NEAREST
-) -> tuple[dict[str, float], list[str]]:
-    """The keyword tokens of the question read in the documents' words: ``(token -> weight, the
-    words found, best first)``. Latin names in the question ("tar", "ssh-keygen") are kept as they
-    are, at weight 1."""
+@dataclass(frozen=True)
+class Reading:
+    """A question asked in another language read in the documents' words (:func:`read`)."""
+
+    tokens: dict[str, float]  # keyword token -> weight
+    words: list[str]  # the documents' words found, best first
+    vector: np.ndarray | None  # the unit sum of their lexicon vectors by weight (None: no word looked up)
+
+
+def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int = NEAREST) -> Reading:
+    """The question read in the documents' words: each word's ``nearest`` lexicon words, weighted
+    by a softmax of their cosines. Latin names in the question ("tar", "ssh-keygen") are kept as
+    they are, as tokens at weight 1."""
     tokens: dict[str, float] = dict.fromkeys(index.tokens(" ".join(_LATIN.findall(state.question))), 1.0)
     words = question_words(state.question, state.language, index.analysis.stopwords)
     found: dict[str, float] = {}
+    total = np.zeros(lexicon.vectors.shape[1], np.float32)
     if words:
         vectors = embed_queries(state.ctx.embedder, words)
-        for near in lexicon.nearest(vectors, nearest):
+        for near in lexicon.nearest_rows(vectors, nearest):
             cosines = np.array([cosine for _, cosine in near])
             weights = np.exp((cosines - cosines.max()) / TEMPERATURE)
             weights /= weights.sum()
-            for (word, _), weight in zip(near, weights.tolist(), strict=True):
+            for (row, _), weight in zip(near, weights.tolist(), strict=True):
+                total += weight * lexicon.vectors[row]
+                word = lexicon.words[row]
                 found[word] = max(found.get(word, 0.0), weight)
                 for token in index.tokens(word):
                     tokens[token] = max(tokens.get(token, 0.0), weight)
-    return tokens, sorted(found, key=lambda w: -found[w])
+    norm = float(np.linalg.norm(total))
+    vector = total / norm if norm > 0 else None
+    return Reading(tokens, sorted(found, key=lambda w: -found[w]), vector)
 
 
-def keyword_pages(state: QueryState, pages: PageIndex, pool: int = 200) -> tuple[list[int], list[str]] | None:
-    """The pages (rows of ``pages``) that keyword search ranks for the question read in the
-    documents' words, each by its best chunk, best first, and the words it was read as; None when
-    the pack has no lexicon or no keyword index."""
+def reading(state: QueryState) -> Reading | None:
+    """The question read in the documents' words (:func:`read`); None when the pack has no lexicon
+    or no keyword index."""
     lexicon = state.ctx.lexicon()
     if lexicon is None:
         return None
@@ -84,10 +101,26 @@ def keyword_pages(state: QueryState, pages: PageIndex, pool: int = 200) -> tuple
         index = state.ctx.keyword_index()
     except Skip:
         return None
-    tokens, words = translated_tokens(state, index, lexicon)
-    rows = (pages.chunk_rows.get(chunk) for chunk, _ in index.search_tokens(tokens, pool))
-    ranked = dict.fromkeys(int(pages.chunk_page[row]) for row in rows if row is not None)  # best first
-    return list(ranked), words
+    return read(state, index, lexicon)
+
+
+def keyword_pages(state: QueryState, pages: PageIndex, found: Reading, pool: int = 200) -> list[int]:
+    """The pages (rows of ``pages``) that keyword search ranks for the question ``found`` in the
+    documents' words, each by its best chunk, best first."""
+    index = state.ctx.keyword_index()
+    rows = (pages.chunk_rows.get(chunk) for chunk, _ in index.search_tokens(found.tokens, pool))
+    return list(dict.fromkeys(int(pages.chunk_page[row]) for row in rows if row is not None))  # best first
+
+
+def with_reading(vector: np.ndarray, found: Reading, weight: float) -> np.ndarray:
+    """The question's unit ``vector`` plus ``weight`` × its reading's, at unit length (``vector``
+    itself when the reading has none)."""
+    if found.vector is None or not weight:
+        return vector
+    vector = np.asarray(vector, np.float32)
+    total = vector / (float(np.linalg.norm(vector)) or 1.0) + weight * found.vector
+    out: np.ndarray = total / (float(np.linalg.norm(total)) or 1.0)
+    return out
 
 
 def fuse(scores: dict[int, float], ranked: list[int], weight: float, k: int) -> dict[int, float]:

@@ -19,7 +19,10 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   the question's words are read as the documents' nearest words (wikigr/retrieval/across.py), and
   the pages keyword search ranks for them, each by its best chunk, are fused with the ranking by
   the other signals by reciprocal rank (weight 0.7, k ``keyword_rrf`` 10; the trace's ``read_as``
-  shows the words). Chosen on the dev half of bench/multilingual.py.
+  shows the words). The same words' lexicon vectors, summed by their weights, are added to the
+  question's vector before the chunks are scored (weight ``reading_across`` 0.6, the trace's
+  ``read_vector``): the question as the documents' words say it. Chosen on the dev half of
+  bench/multilingual.py.
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
@@ -73,7 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from wikigr.graph.extract import STOP_NAMES
-from wikigr.retrieval.across import fuse, keyword_pages
+from wikigr.retrieval.across import fuse, keyword_pages, reading, with_reading
 from wikigr.retrieval.page_index import PageIndex, described_by, name_parts
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 
@@ -93,6 +96,8 @@ class PageScoreOptions:
     keyword_across: float = 0.7  # such a question read in the documents' words (its lexicon): the
     # weight of the pages keyword search ranks, fused by reciprocal rank (0: off)
     keyword_rrf: int = 10  # the k of that fusion
+    reading_across: float = 0.6  # the weight of its reading's vector (the lexicon's vectors of the
+    # words it is read as) added to the question's vector (0: off)
     pages: int = 10  # the top pages each get their best chunk as a candidate
     passages_per_page: int = 1  # passages of a page before the next page's
     first_page_passages: int = 2  # ... of the best page
@@ -120,6 +125,7 @@ class PageScoreOptions:
             "page_vector",
             "page_vector_across",
             "keyword_across",
+            "reading_across",
         ):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -178,10 +184,15 @@ class PageScoreStage(Stage):
             )
         query = (state.queries or [state.question])[0]
         whole = o.page_vector_across if state.across else o.page_vector
-        scores, similarity = self.page_scores(index, query, state.vector(query), whole)
-        translated = keyword_pages(state, index) if state.across and o.keyword_across else None
-        if translated is not None:  # the pages keyword search finds for the question's meaning
-            scores = fuse(scores, translated[0], o.keyword_across, o.keyword_rrf)
+        # A question in another language read in the documents' words (the pack's lexicon).
+        read = reading(state) if state.across and (o.keyword_across or o.reading_across) else None
+        vector = state.vector(query)
+        read_vector = o.reading_across if read is not None and read.vector is not None else 0.0
+        if read is not None:
+            vector = with_reading(vector, read, read_vector)
+        scores, similarity = self.page_scores(index, query, vector, whole)
+        if read is not None and o.keyword_across:  # the pages keyword search finds for those words
+            scores = fuse(scores, keyword_pages(state, index, read), o.keyword_across, o.keyword_rrf)
         page_of = {p: i for i, p in enumerate(index.pages)}
         by_id = {c.chunk_id: c for c in state.candidates}
         for candidate in state.candidates:  # a candidate's page without a chunk in the pool
@@ -300,5 +311,6 @@ class PageScoreStage(Stage):
             or "no link texts in this pack (a store written before they were kept has none)",
             index_load_ms=round(load_ms, 1),
             **({"page_vector": whole} if whole else {}),
-            **({"read_as": translated[1][:8]} if translated is not None else {}),
+            **({"read_as": read.words[:8]} if read is not None else {}),
+            **({"read_vector": read_vector} if read_vector else {}),
         )
