@@ -20,7 +20,8 @@ LLM, per question:
 Five arms, and up to two more: the default short answer; the same without the pack's
 definitions (`no_definitions`: a how-to answer as before 2026-11-29's definitions) and also with
 the API weights of before them (`no_definitions_weights_before`: named 1, page 0.5); the same
-without its cap of 10% of the passages' length (`no_share_cap`: up to 60 words), which shows what the cap costs; the open
+without its cap of 10% of the passages' length (`no_share_cap`: up to 60 words), which shows what
+the cap costs; the open
 questions' sentences ranked with the factoid questions' weights and the selection options of
 before (`one_weighting`), which shows what their own weights (`open_weights`) bring; when the last
 --tune chose an answer shape (candidates quoted and listed, their parts' words) other than the

@@ -117,7 +117,7 @@ def _an_entry_that_is_no_pair(folder: Path) -> None:
     ("damage", "says"),
     [
         (lambda d: (d / ENTRIES_FILE).write_text("{", encoding="utf-8"), "entries.json"),
-        (_an_entry_that_is_no_pair, "not [chunk id, name]"),
+        (_an_entry_that_is_no_pair, "[chunk id, name] entries"),
         (lambda d: np.save(d / VECTORS_FILE, np.zeros((2, 3), np.float32)), "not float32"),
         (lambda d: (d / VECTORS_FILE).write_bytes(b"\x93NUMPY garbage"), VECTORS_FILE),
         (lambda d: (d / VECTORS_FILE).unlink(), "missing"),

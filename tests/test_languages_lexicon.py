@@ -19,7 +19,8 @@ from wikigr.build import build_pack
 from wikigr.errors import InvalidPackError
 from wikigr.models import e5
 from wikigr.pack.keyword import KeywordIndex
-from wikigr.pack.lexicon import LEXICON_DIR, VECTORS_FILE, WORDS_FILE, Lexicon, lexicon_words
+from wikigr.pack.lexicon import LEXICON_DIR, WORDS_FILE, Lexicon, lexicon_words
+from wikigr.pack.vectors import VECTORS_FILE
 from wikigr.validate import Check, validate_pack
 
 

@@ -32,7 +32,8 @@ def test_the_child_reports_the_store_checks_validate_reports(built_pack: Path) -
     assert done.returncode == 0, done.stderr
     [line] = [line for line in done.stdout.splitlines() if line.startswith(REPORT_PREFIX)]
     rows = json.loads(line[len(REPORT_PREFIX) :])
-    assert [row["name"] for row in rows] == ["store", "stats", "embeddings", "keyword_index", "definitions", "query"]
+    names = ["store", "stats", "embeddings", "keyword_index", "definitions", "query"]
+    assert [row["name"] for row in rows] == names
     assert all(row["ok"] for row in rows), rows
     # validate_pack runs this very child: its last checks are the child's report
     report = validate_pack(built_pack)

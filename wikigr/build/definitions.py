@@ -1,9 +1,14 @@
 """Write a pack's definitions (:mod:`wikigr.pack.definitions`): every API its chunks define,
-embedded as "name: what it does" with the pack's embedder, at build time."""
+embedded as "name: what it does" with the pack's embedder, at build time.
+
+A build embeds them while it writes the rest of the pack (:func:`definitions_meanwhile`): the
+entity graph's spaCy and LadybugDB's bulk copy run on one core, and the embedder has the other."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -11,23 +16,60 @@ import numpy as np
 from wikigr.embed import Embedder
 from wikigr.pack.definitions import DEFINITIONS_DIR, MAX_DEFINITIONS, MAX_FIELD, write_definitions
 from wikigr.retrieval.page_index import definition_texts
+from wikigr.threads import completed
+
+Defined = tuple[list[tuple[str, str]], np.ndarray]  # (chunk id, name) of each, and its vector
 
 
-def build_definitions(pack: Path, chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder) -> int:
-    """Write ``pack``'s definitions from its chunks (``chunk_ids`` and their ``texts``), at most
-    :data:`MAX_DEFINITIONS`; the number written (0: an empty table, which says none was found)."""
+def embedded_definitions(chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder) -> Defined:
+    """The definitions of the chunks (``chunk_ids`` and their ``texts``), at most
+    :data:`MAX_DEFINITIONS`, and their vectors (each distinct text embedded once)."""
     entries: list[tuple[str, str]] = []
-    embedded: list[str] = []
+    shown: list[str] = []
     for chunk_id, text in zip(chunk_ids, texts, strict=True):
         if len(chunk_id) > MAX_FIELD:
             continue
-        for name, shown in definition_texts(text):
+        for name, embedded in definition_texts(text):
             if 0 < len(name) <= MAX_FIELD and len(entries) < MAX_DEFINITIONS:
                 entries.append((chunk_id, name))
-                embedded.append(shown)
-    unique = list(dict.fromkeys(embedded))  # "keys(): Return a new view of the dictionary's keys." once
+                shown.append(embedded)
+    unique = list(dict.fromkeys(shown))  # "keys(): Return a new view of the dictionary's keys." once
     found = embedder.embed(unique) if unique else np.zeros((0, embedder.dimension), np.float32)
     row = {text: n for n, text in enumerate(unique)}
-    vectors = found[[row[text] for text in embedded]] if embedded else found
+    return entries, found[[row[text] for text in shown]] if shown else found
+
+
+def build_definitions(pack: Path, chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder) -> int:
+    """Write ``pack``'s definitions from its chunks; the number written (0: an empty table, which
+    says none was found)."""
+    entries, vectors = embedded_definitions(chunk_ids, texts, embedder)
+    write_definitions(pack / DEFINITIONS_DIR, entries, vectors)
+    return len(entries)
+
+
+def definitions_meanwhile(
+    chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder
+) -> Future[Defined]:
+    """:func:`embedded_definitions` in a thread of its own, started now (a daemon: an interrupted
+    build does not wait for it); :func:`write_when_done` writes them."""
+    future: Future[Defined] = Future()
+
+    def work() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(embedded_definitions(chunk_ids, texts, embedder))
+            except BaseException as exc:  # noqa: BLE001 - raised again where they are written
+                future.set_exception(exc)
+
+    threading.Thread(target=work, name="wikigr-definitions", daemon=True).start()
+    return future
+
+
+def write_when_done(pack: Path, future: Future[Defined]) -> int:
+    """Wait for the definitions :func:`definitions_meanwhile` embeds (a Ctrl-C seen at once), write
+    them into ``pack``; the number written."""
+    for _ in completed([future]):
+        pass
+    entries, vectors = future.result()
     write_definitions(pack / DEFINITIONS_DIR, entries, vectors)
     return len(entries)

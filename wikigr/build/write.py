@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from wikigr import __version__
-from wikigr.build.definitions import build_definitions
+from wikigr.build.definitions import definitions_meanwhile, write_when_done
 from wikigr.build.languages import language_counts
 from wikigr.build.options import BuildOptions
 from wikigr.build.prepare import PreparedDocument
@@ -93,6 +93,10 @@ def write_store(
     gives it (a shard's part of its pack's graph); its report is appended to ``graph_report``.
     ``aliases``: other URLs of an article (duplicates), so that links to them land on it."""
     rows = store_rows(docs, options, aliases)
+    # The APIs its documents define, for how-to questions: embedded while the rest is written (the
+    # entity graph's spaCy and LadybugDB's bulk copy run on one core).
+    chunk_ids, texts = rows.chunks["id"], rows.chunks["text"]
+    defined = None if embedder is None else definitions_meanwhile(chunk_ids, texts, embedder)
 
     def vectors(found: list[np.ndarray]) -> pa.Array:
         return vectors_to_arrow(np.vstack(found) if found else np.zeros((0, dim), np.float32))
@@ -105,10 +109,7 @@ def write_store(
         build_lexicon(path.parent, rows.keyword_texts, index, embedder)
     else:
         shutil.rmtree(path.parent / LEXICON_DIR, ignore_errors=True)
-    if embedder is not None:  # the APIs its documents define, for how-to questions
-        build_definitions(path.parent, rows.chunks["id"], rows.chunks["text"], embedder)
-    else:
-        shutil.rmtree(path.parent / DEFINITIONS_DIR, ignore_errors=True)
+    shutil.rmtree(path.parent / DEFINITIONS_DIR, ignore_errors=True)
     if graph is None and options.graph:
         graph, report = corpus_graph(docs, dim, options, embedder, rows=rows)
         if graph_report is not None:
@@ -144,6 +145,8 @@ def write_store(
         stats["vector_index"] = 1 if store.vector_path == "hnsw" else 0
     finally:
         store.close()
+    if defined is not None:
+        write_when_done(path.parent, defined)
     return stats
 
 

@@ -20,14 +20,27 @@ from pathlib import Path
 
 import numpy as np
 
-from wikigr.pack.vectors import damaged, read_vectors_folder, write_vectors_folder
+from wikigr.pack.vectors import Items, read_vectors_folder, write_vectors_folder
 
 DEFINITIONS_DIR = "definitions"
 ENTRIES_FILE = "entries.json"
 MAX_DEFINITIONS = 200_000  # 300 MB of 384-d vectors at most; the whole Python docs define ~25,000
 MAX_ENTRIES_BYTES = 64 * 1024 * 1024
 MAX_FIELD = 1000  # characters of a chunk id or a name
-_WHAT = "definitions"
+
+
+def _entry(item: object) -> bool:
+    """Whether ``item`` is [chunk id, name]."""
+    return (
+        isinstance(item, list)
+        and len(item) == 2
+        and all(isinstance(f, str) and 0 < len(f) <= MAX_FIELD for f in item)
+    )
+
+
+ITEMS = Items(
+    "definitions", ENTRIES_FILE, "[chunk id, name] entries", MAX_DEFINITIONS, MAX_ENTRIES_BYTES, _entry
+)
 
 
 def write_definitions(folder: Path, entries: list[tuple[str, str]], vectors: np.ndarray) -> None:
@@ -46,23 +59,11 @@ class Definitions:
     def load(cls, pack: Path, dimension: int) -> Definitions | None:
         """``pack``'s definitions (None if it has none), checked: an :class:`InvalidPackError` names
         what is wrong with ones that are damaged, too large, or not of the embedder's ``dimension``."""
-        folder = pack / DEFINITIONS_DIR
-        found = read_vectors_folder(
-            folder, ENTRIES_FILE, dimension, MAX_DEFINITIONS, MAX_ENTRIES_BYTES, _WHAT
-        )
+        found = read_vectors_folder(pack / DEFINITIONS_DIR, ITEMS, dimension)
         if found is None:
             return None
         items, vectors = found
-        entries: list[tuple[str, str]] = []
-        for item in items:
-            if not (
-                isinstance(item, list)
-                and len(item) == 2
-                and all(isinstance(f, str) and 0 < len(f) <= MAX_FIELD for f in item)
-            ):
-                raise damaged(folder, _WHAT, f"{ENTRIES_FILE} holds an entry that is not [chunk id, name]")
-            entries.append((item[0], item[1]))
-        return cls(entries, vectors)
+        return cls([(chunk, name) for chunk, name in items], vectors)
 
     @classmethod
     def joined(cls, parts: list[Definitions]) -> Definitions:

@@ -13,10 +13,7 @@ size capped, its shape and values checked (:meth:`Lexicon.load`, which ``pack va
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,17 +22,24 @@ from pathlib import Path
 import numpy as np
 
 from wikigr.embed import Embedder, embed_queries
-from wikigr.errors import InvalidPackError
 from wikigr.pack.keyword import KeywordIndex
+from wikigr.pack.vectors import Items, read_vectors_folder, write_vectors_folder
 
 LEXICON_DIR = "lexicon"
 WORDS_FILE = "words.json"
-VECTORS_FILE = "vectors.npy"
 MAX_WORDS = 20_000  # 30 MB of 384-d vectors
 MIN_CHUNKS = 3  # a rarer word seldom names what a question asks for (3 chose best on the dev half)
 MAX_WORD_LENGTH = 40
 MAX_WORDS_BYTES = 4 * 1024 * 1024
 WORD = re.compile(r"[^\W\d_]{3,40}")  # letters only: no numbers, no identifiers with underscores
+ITEMS = Items(
+    "lexicon",
+    WORDS_FILE,
+    "words",
+    MAX_WORDS,
+    MAX_WORDS_BYTES,
+    lambda word: isinstance(word, str) and 0 < len(word) <= MAX_WORD_LENGTH,
+)
 
 
 def across_languages(embedder: Embedder) -> bool:
@@ -63,20 +67,8 @@ def lexicon_words(texts: Sequence[str], index: KeywordIndex, max_words: int = MA
 
 
 def write_lexicon(folder: Path, words: list[str], vectors: np.ndarray) -> None:
-    """Save ``words`` and their unit ``vectors`` as ``folder`` (created, or replaced as a whole: a
-    sibling temporary folder first, so a failed write leaves no half lexicon)."""
-    if len(words) != len(vectors):
-        raise ValueError(f"{len(words)} words but {len(vectors)} vectors")
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
-        (tmp / WORDS_FILE).write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
-        np.save(tmp / VECTORS_FILE, np.ascontiguousarray(vectors, dtype=np.float32), allow_pickle=False)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    """Save ``words`` and their unit ``vectors`` as ``folder``, as a whole."""
+    write_vectors_folder(folder, WORDS_FILE, words, vectors)
 
 
 def build_lexicon(pack: Path, texts: Sequence[str], index: KeywordIndex, embedder: Embedder) -> int:
@@ -103,42 +95,8 @@ class Lexicon:
     def load(cls, pack: Path, dimension: int) -> Lexicon | None:
         """``pack``'s lexicon (None if it has none), checked: an :class:`InvalidPackError` names what
         is wrong with one that is damaged, too large, or not of the pack's embedder's ``dimension``."""
-        folder = pack / LEXICON_DIR
-        if not folder.exists() and not folder.is_symlink():
-            return None
-        where = f"corrupt lexicon {folder}"
-        if folder.is_symlink() or not folder.is_dir():
-            raise InvalidPackError(f"{where}: not a folder")
-        words_file, vectors_file = folder / WORDS_FILE, folder / VECTORS_FILE
-        for file in (words_file, vectors_file):
-            if file.is_symlink() or not file.is_file():
-                raise InvalidPackError(f"{where}: {file.name} is missing or not a file")
-        if words_file.stat().st_size > MAX_WORDS_BYTES:
-            raise InvalidPackError(f"{where}: {WORDS_FILE} is larger than {MAX_WORDS_BYTES} bytes")
-        try:
-            words = json.loads(words_file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise InvalidPackError(f"{where}: {WORDS_FILE}: {exc}") from None
-        if (
-            not isinstance(words, list)
-            or len(words) > MAX_WORDS
-            or not all(isinstance(w, str) and 0 < len(w) <= MAX_WORD_LENGTH for w in words)
-        ):
-            raise InvalidPackError(f"{where}: {WORDS_FILE} is not a list of at most {MAX_WORDS} words")
-        if vectors_file.stat().st_size > 4 * dimension * MAX_WORDS + 4096:
-            raise InvalidPackError(f"{where}: {VECTORS_FILE} is larger than {MAX_WORDS} vectors")
-        try:
-            vectors = np.load(vectors_file, allow_pickle=False)
-        except (OSError, ValueError, SyntaxError, EOFError) as exc:
-            raise InvalidPackError(f"{where}: {VECTORS_FILE}: {exc}") from None
-        if vectors.dtype != np.float32 or vectors.shape != (len(words), dimension):
-            raise InvalidPackError(
-                f"{where}: {VECTORS_FILE} holds {vectors.dtype} {vectors.shape}, "
-                f"not float32 ({len(words)}, {dimension})"
-            )
-        if not bool(np.isfinite(vectors).all()):
-            raise InvalidPackError(f"{where}: {VECTORS_FILE} holds non-finite values")
-        return cls(words, vectors)
+        found = read_vectors_folder(pack / LEXICON_DIR, ITEMS, dimension)
+        return None if found is None else cls(*found)
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """For each of ``vectors`` (unit rows), its ``k`` nearest words and their cosines, best first."""
