@@ -506,7 +506,9 @@ def page_passages(state: QueryState, passages: list[Candidate], options: AnswerO
     and the next passage of one that ends with a definition's line (:func:`described_after`), when
     the passages do not hold them: the definition of the API that does the job is often another
     passage of a page the passages come from (``hashlib.file_digest`` beside the hash
-    constructors)."""
+    constructors); and, for a how-to question, the passages of the pack's ``defined_passages``
+    definitions nearest it, within ``defined_margin`` of the nearest (``time.sleep`` for "pause my
+    program for two seconds")."""
     question = state.question
     index = state.ctx.cache.get("page_index")
     if not options.look_pages or not passages or not (how_to(question) or differed(question)):
@@ -518,7 +520,7 @@ def page_passages(state: QueryState, passages: list[Candidate], options: AnswerO
     best = index.best_chunks(pages[: options.look_pages], state.vector())
     best.update({after: 0.0 for c in top if (after := described_after(c))})
     if how_to(question):  # the passages of the pack's definitions nearest the question
-        near = state.defined_near(options.defined_passages)
+        near = state.defined_near(options.defined_top)[: options.defined_passages]  # closeness's too
         best.update({c: s for c, _, s in near if s >= near[0][2] - options.defined_margin and c not in best})
     held = {c.chunk_id for c in passages}
     missing = {chunk: score for chunk, score in best.items() if chunk not in held}
