@@ -55,8 +55,7 @@ def pack_info(pack: Pack, store: PackStore, max_failed: int | None = None) -> di
         "titles": covered.titles,
         "categories": covered.categories,
         **_languages(manifest),
-        **_lexicon(pack),
-        **_definitions(pack),
+        **_vector_folders(pack),
     }
 
 
@@ -103,25 +102,24 @@ def _languages(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def _lexicon(pack: Pack) -> dict[str, Any]:
-    """How many words the pack's lexicon holds for questions in other languages (nothing for a
-    pack without one; its one-line damage for a damaged one)."""
-    try:
-        lexicon = Lexicon.load(pack.path, pack.manifest.embedder.dimension)
-    except InvalidPackError as exc:
-        return {"lexicon": exc.message}
-    return {} if lexicon is None else {"lexicon": len(lexicon.words)}
-
-
-def _definitions(pack: Pack) -> dict[str, Any]:
-    """How many APIs the pack's definitions hold for how-to questions (a pack in shards: its
-    shards' together; nothing for a pack without them; their one-line damage for damaged ones)."""
-    try:
-        parts = [Definitions.load(shard.path, pack.manifest.embedder.dimension) for shard in pack.shards()]
-    except InvalidPackError as exc:
-        return {"definitions": exc.message}
-    found = [len(part.entries) for part in parts if part is not None]
-    return {"definitions": sum(found)} if found else {}
+def _vector_folders(pack: Pack) -> dict[str, Any]:
+    """How many words the pack's lexicon holds for questions in other languages, and how many APIs
+    its definitions hold for how-to questions (a pack in shards: its shards' together); nothing for
+    a folder the pack does not have, its one-line damage for a damaged one."""
+    dimension = pack.manifest.embedder.dimension
+    found: dict[str, Any] = {}
+    for key, load, folders in (
+        ("lexicon", Lexicon.load, [pack.path]),  # a pack in shards has none: its questions do not read one
+        ("definitions", Definitions.load, [shard.path for shard in pack.shards()]),
+    ):
+        try:
+            parts = [load(folder, dimension) for folder in folders]
+        except InvalidPackError as exc:
+            found[key] = exc.message
+            continue
+        if any(part is not None for part in parts):
+            found[key] = sum(len(part.vectors) for part in parts if part is not None)
+    return found
 
 
 def agent_pack_info(agent: KnowledgeGraphAgent, max_failed: int | None = None) -> dict[str, Any]:

@@ -112,10 +112,10 @@ def keyword_pages(state: QueryState, pages: PageIndex, found: Reading, pool: int
     return list(dict.fromkeys(int(pages.chunk_page[row]) for row in rows if row is not None))  # best first
 
 
-def with_reading(vector: np.ndarray, found: Reading, weight: float) -> np.ndarray:
+def with_reading(vector: np.ndarray, found: Reading | None, weight: float) -> np.ndarray:
     """The question's unit ``vector`` plus ``weight`` × its reading's, at unit length (``vector``
-    itself when the reading has none)."""
-    if found.vector is None or not weight:
+    itself without a reading, or when the reading has no vector)."""
+    if found is None or found.vector is None or not weight:
         return vector
     vector = np.asarray(vector, np.float32)
     total = vector / (float(np.linalg.norm(vector)) or 1.0) + weight * found.vector

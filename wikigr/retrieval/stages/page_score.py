@@ -186,10 +186,8 @@ class PageScoreStage(Stage):
         whole = o.page_vector_across if state.across else o.page_vector
         # A question in another language read in the documents' words (the pack's lexicon).
         read = reading(state) if state.across and (o.keyword_across or o.reading_across) else None
-        vector = state.vector(query)
         read_vector = o.reading_across if read is not None and read.vector is not None else 0.0
-        if read is not None:
-            vector = with_reading(vector, read, read_vector)
+        vector = with_reading(state.vector(query), read, read_vector)
         scores, similarity = self.page_scores(index, query, vector, whole)
         if read is not None and o.keyword_across:  # the pages keyword search finds for those words
             scores = fuse(scores, keyword_pages(state, index, read), o.keyword_across, o.keyword_rrf)

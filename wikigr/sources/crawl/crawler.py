@@ -82,7 +82,7 @@ BUSY_RETRIES = 5
 #: The longest a busy site's delay grows to, seconds.
 MAX_DELAY = 60.0
 #: How long an interrupted crawl waits for its requests in flight (their answers are kept).
-GRACE = 15.0  # on a busy machine 5 s lost answers in flight (a rerun asked them again)
+GRACE = 15.0  # 5 s was not always enough on a busy machine: a rerun asked a page in flight again
 #: Text types no format reads, skipped by their extension like the binary ones (``.css``, ``.js``).
 _NOT_DOCUMENTS = frozenset({"text/css", "text/javascript", "application/javascript"})
 
