@@ -16,10 +16,11 @@ from wikigr.build.prepare import embedding_text
 from wikigr.pack.keyword import KEYWORD_DIR, build_keyword_index
 from wikigr.pack.pack import open_pack
 from wikigr.pack.union import open_pack_store
+from wikigr.question import classify
 from wikigr.retrieval.sentence_scores import Vocabulary
 from wikigr.retrieval.sentences import split_sentences, split_units
 from wikigr.retrieval.short_answer import cite
-from wikigr.retrieval.stages.router import STRATEGIES
+from wikigr.retrieval.stages.router import STRATEGIES, PackShape, auto_plan
 
 ENGLISH = {
     "sockets.md": "# Sockets\n\nA socket connects two programs over a network. Create one with "
@@ -130,6 +131,19 @@ def test_the_router_leans_on_the_vectors_across_languages(english: Path) -> None
     assert not {"keyword", "title_match", "pair"} & _ran(ladder)
     for attempt in ladder["attempts"]:
         assert attempt["score"] < 1.0  # scored by similarity: no shared words to count
+
+
+def test_a_global_question_across_languages_ranks_pages() -> None:
+    # A "list ..." question in English widens through the pages' entities; asked in Russian its
+    # words match no entity, and the pages are ranked as for any question (page_score reads them).
+    russian, english = classify("Вывести список параметров сокета"), classify("List the socket options")
+    assert russian[0] == english[0] == "global"
+    pages = PackShape(passages=False, has_graph=True, chunks_per_article=20.0)
+    assert auto_plan("global", pages)[0] == "wide"
+    assert auto_plan("global", pages, across=True)[0] == "pages"
+    assert auto_plan("simple", pages, across=True)[0] == "pages"
+    corpus = PackShape(passages=True, has_graph=True, chunks_per_article=1.0)
+    assert auto_plan("global", corpus, across=True)[0] == "entity"
 
 
 def test_the_question_language_reaches_keyword_search(russian: Path) -> None:

@@ -146,8 +146,9 @@ def pack_shape(state: QueryState, passage_chunks: float) -> PackShape:
     return shape
 
 
-def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
-    """The auto policy: the strategy for a question of ``kind`` on a pack of ``shape``, and why."""
+def auto_plan(kind: str, shape: PackShape, across: bool = False) -> tuple[str, str]:
+    """The auto policy: the strategy for a question of ``kind`` on a pack of ``shape``, and why
+    (``across``: the question is in another language than the pack's documents)."""
     strategy = pack_kind(shape.kind).strategy
     if strategy is not None:
         return strategy.name, strategy.why
@@ -158,8 +159,10 @@ def auto_plan(kind: str, shape: PackShape) -> tuple[str, str]:
             "a passage corpus without an entity graph: the next hop through title links only "
             "(add a graph: wikigr pack graph PACK)"
         )
-    if kind == "global":
+    if kind == "global" and not across:
         return "wide", "a global question on documentation pages: more passages, through their entities"
+    if kind == "global":  # its words match no entity; page_score reads them through the lexicon
+        return "pages", "a global question across languages on documentation pages: pages ranked as for any"
     why = "documentation pages: vector and keyword search fused, pages ranked by their passages and links"
     return "pages", why
 
@@ -332,7 +335,7 @@ class RouterStage(Stage):
         detail: dict[str, Any] = {}
         if o.policy == "auto":
             shape = pack_shape(state, o.passage_chunks)
-            strategy, strategy_why = auto_plan(kind, shape)
+            strategy, strategy_why = auto_plan(kind, shape, state.across)
             ladder = [strategy]
             detail = {"pack": shape.describe(), "strategy": strategy, "strategy_why": strategy_why}
         else:
