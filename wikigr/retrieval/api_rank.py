@@ -25,9 +25,9 @@ The weights were chosen on the dev developer questions (bench/data/developer_que
 developer_questions_dev2.json), the six rows of issue 40 and the dev half of CoNaLa (bench/answers.py).
 
 The page's rank is what makes ``collections.Counter`` (the first page's) lead over ``list.count``
-(a page the retrieval ranked fifth, whose definition is nearer the question) for "count how many
-times each item occurs". It says where the documents answer, not how well an API does the task: every
-API a page defines gets it alike. So the runners-up named after the lead ("Also: ...": another
+(whose definition is nearer the question, on the fifth of the passages' pages) for "count how many
+times each item occurs". It says where the documents answer, not how well an API does the task:
+every API a page defines gets it alike. So the runners-up named after the lead ("Also: ...": another
 page's way to do it) are those within ``also_margin`` of the best by :attr:`Api.merit`, the score
 without the page's rank: an API is not left out of them for being on another page than the lead.
 """
