@@ -17,9 +17,12 @@ LLM, per question:
 - ``length``: the short answer's words over the top 5 passages' words (target <= 10%), as the mean
   of the questions' ratios and as the ratio of the sums.
 
-Five arms, and up to two more: the default short answer; the same without the pack's
+Seven arms, and up to two more: the default short answer; the same without the pack's
 definitions (`no_definitions`: a how-to answer as before 2026-11-29's definitions) and also with
-the API weights of before them (`no_definitions_weights_before`: named 1, page 0.5); the same
+the API weights of before them (`no_definitions_weights_before`: named 1, page 0.5); the how-to
+answer of before the runners-up by merit (`before_merit`: named 2, the runners-up "Also: ..." within
+``also_margin`` of the best by their score, their page's rank counted) and with only the
+runners-up by merit, their score without their page's rank (`named_2`: named 2); the same
 without its cap of 10% of the passages' length (`no_share_cap`: up to 60 words), which shows what
 the cap costs; the open
 questions' sentences ranked with the factoid questions' weights and the selection options of
@@ -111,6 +114,10 @@ ARMS: list[tuple[str, dict[str, Any] | None]] = [
         "no_definitions_weights_before",
         {"synthesize": {"defined_top": 0, "defined_passages": 0, "api_weights": {"named": 1.0, "page": 0.5}}},
     ),
+    # a how-to answer as before the runners-up by merit (named 2; "Also:" by score, the page's rank
+    # counted), and with only the runners-up by merit (named 2): what each part of that change moved
+    ("before_merit", {"synthesize": {"api_weights": {"named": 2.0}, "also_with_page": True}}),
+    ("named_2", {"synthesize": {"api_weights": {"named": 2.0}}}),
 ]
 DENSE_TUNING = ROOT / "bench" / "results" / "answers_tuning_dense.json"  # --tune --fit open --dense
 

@@ -84,7 +84,7 @@ def test_a_temporary_directory_deleted_automatically_is_a_temporary_directory(
     lead = first_sentence(answer)
     assert lead.startswith("class tempfile.TemporaryDirectory(") and lead.endswith("[3]."), answer
     assert "This class securely creates a temporary directory" in passages[2].text  # quoted from it
-    assert "os.mkdir()" in answer.partition(f" {ALSO_API} ")[2]  # a runner-up, by name
+    assert "os.mkdir" not in answer  # no runner-up for its page's rank: it deletes nothing
 
 
 def test_a_csv_file_read_as_dictionaries_is_csv_dictreader(agent: KnowledgeGraphAgent) -> None:
@@ -297,3 +297,27 @@ def test_an_api_that_shares_no_word_with_the_question_is_listed_never_leads(
     assert "os.system() [4]" in listed and "textwrap.shorten() [2]" in listed
     narrow = answer_from(WRAP, scored, AnswerOptions(also_margin=0.0), 600, near)  # the best only
     assert narrow.partition(f" {ALSO_API} ")[2] == "os.system() [4]."
+
+
+def test_a_runner_up_is_not_left_out_for_its_page_rank(agent: KnowledgeGraphAgent) -> None:
+    # pprint.pformat, on the page ranked last, does the task about as well by its own signals as
+    # the lead: only its page's rank puts it behind; "Also:" is another page's way, so it is listed
+    texts = [
+        WRAP_PASSAGES[2],
+        WRAP_PASSAGES[0],
+        WRAP_PASSAGES[1],
+        (
+            "pprint",
+            "pprint.pformat(object, width=80)\n\nReturn the formatted representation of object as a"
+            " string, its lines wrapped to fit the given width.",
+        ),
+    ]
+    scored = _made(agent, WRAP, texts)
+    near = Closeness({1: 0.5, 2: 0.5, 3: 0.5, 4: 0.6})
+    options = AnswerOptions(also_margin=0.5)
+    apis = {a.name: a for a in rank_apis(scored, near)}
+    lead, other = apis["textwrap.fill"], apis["pprint.pformat"]
+    assert lead.score - other.score > options.also_margin >= lead.merit - other.merit  # its page only
+    answer = answer_from(WRAP, scored, options, 600, near)
+    assert "textwrap.fill(text, width=70, **kwargs): Wraps the single" in first_sentence(answer), answer
+    assert "pprint.pformat() [4]" in answer.partition(f" {ALSO_API} ")[2], answer

@@ -22,7 +22,14 @@ the question (in its name or its description) may be named after the lead, never
   without definitions).
 
 The weights were chosen on the dev developer questions (bench/data/developer_questions.json and
-developer_questions_dev2.json) and the six rows of issue 40.
+developer_questions_dev2.json), the six rows of issue 40 and the dev half of CoNaLa (bench/answers.py).
+
+The page's rank is what makes ``collections.Counter`` (the first page's) lead over ``list.count``
+(whose definition is nearer the question, on the fifth of the passages' pages) for "count how many
+times each item occurs". It says where the documents answer, not how well an API does the task:
+every API a page defines gets it alike. So the runners-up named after the lead ("Also: ...": another
+page's way to do it) are those within ``also_margin`` of the best by :attr:`Api.merit`, the score
+without the page's rank: an API is not left out of them for being on another page than the lead.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class Api:
     scored: Scored  # the sentence that defines it
     features: dict[str, float]
     score: float = 0.0
+    merit: float = 0.0  # its score without its page's rank: how well it does the task itself
 
     @property
     def on_task(self) -> bool:
@@ -115,6 +123,7 @@ def rank_apis(
             "page": 1.0 / (pages.index(asked.articles[s.source][0]) + 1),
             "dense": near.definitions.get(name, 0.0),
         }
-        apis.append(Api(name, s, features, sum(w[f] * features[f] for f in SUMMED)))
+        score = sum(w[f] * features[f] for f in SUMMED)
+        apis.append(Api(name, s, features, score, score - w["page"] * features["page"]))
     apis.sort(key=lambda a: (-a.score, a.scored.source, a.scored.unit.index))
     return apis

@@ -96,8 +96,8 @@ DEFAULT_OPEN_WEIGHTS = {  # an open question's ("how do I ...?"): fitted on the 
 }
 API_FEATURES = ("passage", "named", "described", "sentence", "page", "dense")
 DEFAULT_API_WEIGHTS = {  # a how-to answer's candidate APIs' (wikigr.retrieval.api_rank): chosen on
-    "passage": 2.0,  # the dev developer questions (both sets) and issue 40's six rows
-    "named": 2.0,
+    "passage": 2.0,  # the dev developer questions (both sets), issue 40's six rows and CoNaLa's dev half
+    "named": 1.5,
     "described": 0.5,
     "sentence": 0.5,
     "page": 1.5,
@@ -141,7 +141,8 @@ class AnswerOptions:
     lead_margin: float = 1.0  # ... among the sentences scoring within this of the best
     look_pages: int = 3  # ... the top pages whose passage most like the question the answer may quote too
     api_weights: dict[str, float] = field(default_factory=dict)  # ... its APIs' (DEFAULT_API_WEIGHTS)
-    also_margin: float = 1.5  # ... those named after it ("Also: ..."): scoring within this of the best
+    also_margin: float = 1.5  # ... those named after it ("Also: ..."): within this of the best by merit
+    also_with_page: bool = False  # ... by their score, their page's rank counted (as before 2026-11-29)
     defined_top: int = 50  # ... the pack's definitions nearest the question whose cosine counts
     defined_passages: int = 3  # ... the passages of the nearest of them the answer may quote too
     defined_margin: float = 0.08  # ... those within this cosine of the nearest

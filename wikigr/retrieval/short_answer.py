@@ -390,9 +390,9 @@ def api_answer(
     the definition of the best API the passages define (:func:`wikigr.retrieval.api_rank.rank_apis`;
     ``near``: how close the passages are to the question) — then at most ``WHAT_MATTERS``
     sentences within the budget, of its own description first, then on no API; then the next APIs
-    of the ranking that score within ``also_margin`` of the best, by name, in what is left of the
-    budget ("Also: socket.setdefaulttimeout() [2]."); "" when no sentence recommends an API and the
-    passages define none in the question's words."""
+    of the ranking whose merit (their score without their page's rank) is within ``also_margin`` of
+    the best's, by name, in what is left of the budget ("Also: socket.setdefaulttimeout() [2].");
+    "" when no sentence recommends an API and the passages define none in the question's words."""
     pool = quotable(scored)
     apis = rank_apis(scored, near, options.api_weights)
     best = next((a.scored for a in apis if a.on_task), None)
@@ -412,7 +412,9 @@ def api_answer(
             chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
-    ranked = [(a.name, a.scored) for a in apis if a.score >= apis[0].score - options.also_margin]
+    merit = {id(a): a.score if options.also_with_page else a.merit for a in apis}
+    best_merit = max(merit.values())  # not cut by the page's rank: another page's way too
+    ranked = [(a.name, a.scored) for a in apis if merit[id(a)] >= best_merit - options.also_margin]
     others = runners_up(ranked, chosen)[: max(0, left // 2)]
     if others:
         answer += f" {ALSO_API} {', '.join(f'{name} [{source}]' for name, source in others)}."
