@@ -197,7 +197,7 @@ time.time()"""
 def test_only_a_definition_with_a_description_is_embedded() -> None:
     """A table row (2to3's "From | To") shows a name but describes nothing, and a definition on
     the last line of a chunk has its description in the next chunk, which defines it too: neither
-    is embedded (on the dev questions, as many answers named the API without them)."""
+    is embedded (on the dev questions, the answers named the API as often or more without them)."""
     assert definition_texts(TABLE) == [
         ("asserts", "asserts: Replaces deprecated unittest method names with the correct ones."),
         (
