@@ -197,13 +197,14 @@ class OnnxEmbedder:
         padding = tokenizer.padding or {}
         self._pad_id = int(padding.get("pad_id", 0))
         self._pad_left = padding.get("direction", "right") == "left"
-        tokenizer.no_padding()  # each batch is padded to its longest (_encoded)
+        tokenizer.no_padding()  # each batch is padded to its longest (_pooled)
         self._tokenizer = tokenizer
         self.batch_size = batch_size
         self.digest = file_digest(model_file)  # remembered per file: a stat, not a read
         shape = self._session.get_outputs()[0].shape
         width = shape[-1] if shape else None
-        self.dimension = width if isinstance(width, int) else int(self._embed_batch(["dimension"]).shape[1])
+        probe = [tokenizer.encode("dimension").ids]
+        self.dimension = width if isinstance(width, int) else int(self._pooled(probe).shape[1])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -227,9 +228,6 @@ class OnnxEmbedder:
         single = copy.copy(self)
         single._session = open_onnx_session(ort, self._model_file, threads=1)
         return single
-
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        return self._pooled([e.ids for e in self._tokenizer.encode_batch(texts)])
 
     def _pooled(self, pieces: list[list[int]]) -> np.ndarray:
         """The unit vectors of texts given as their word pieces, padded to the longest."""
