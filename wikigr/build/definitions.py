@@ -2,7 +2,8 @@
 embedded as "name: what it does" with the pack's embedder, at build time.
 
 A build embeds them while it writes the rest of the pack (:func:`definitions_meanwhile`): the
-entity graph's spaCy and LadybugDB's bulk copy run on one core, and the embedder has the other."""
+entity graph's spaCy and LadybugDB's bulk copy run on one core, and the embedder, on a session of
+one thread (:func:`wikigr.embed.one_thread`), has the other."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wikigr.embed import Embedder
+from wikigr.embed import Embedder, one_thread
 from wikigr.pack.definitions import DEFINITIONS_DIR, MAX_DEFINITIONS, MAX_FIELD, write_definitions
 from wikigr.retrieval.page_index import definition_texts
 from wikigr.threads import completed
@@ -51,13 +52,14 @@ def definitions_meanwhile(
     chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder
 ) -> Future[Defined]:
     """:func:`embedded_definitions` in a thread of its own, started now (a daemon: an interrupted
-    build does not wait for it); :func:`write_when_done` writes them."""
+    build does not wait for it), with ``embedder`` on a session of one thread: the work beside it
+    has the other core; :func:`write_when_done` writes them."""
     future: Future[Defined] = Future()
 
     def work() -> None:
         if future.set_running_or_notify_cancel():
             try:
-                future.set_result(embedded_definitions(chunk_ids, texts, embedder))
+                future.set_result(embedded_definitions(chunk_ids, texts, one_thread(embedder)))
             except BaseException as exc:  # noqa: BLE001 - raised again where they are written
                 future.set_exception(exc)
 

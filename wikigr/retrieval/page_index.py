@@ -159,13 +159,17 @@ DEFINITION_WORDS = 40  # of "name: sentence" embedded for a definition (wikigr.p
 
 
 def definition_texts(text: str) -> list[tuple[str, str]]:
-    """Each definition ``text`` shows, in order: the name its line shows, and what the pack's
-    definitions embed of it (:mod:`wikigr.pack.definitions`): "name: the first sentence after its
-    line", its first ``DEFINITION_WORDS`` words."""
-    return [
-        (shown, " ".join(f"{shown}: {_FIRST_SENTENCE.split(after, 1)[0]}".split()[:DEFINITION_WORDS]))
-        for _, after, shown in _find_definition_lines(text)
-    ]
+    """Each definition ``text`` shows and describes, in order: the name its line shows, and what
+    the pack's definitions embed of it (:mod:`wikigr.pack.definitions`): "name: the first sentence
+    after its line", its first ``DEFINITION_WORDS`` words. A line with no sentence after it (the
+    chunk's last: the next chunk, which begins before it, describes it) and a table's row ("From |
+    To" in 2to3's fixers, where a row shows a name) describe nothing, and are left out."""
+    found = []
+    for line, after, shown in _find_definition_lines(text):
+        sentence = _FIRST_SENTENCE.split(after, 1)[0]
+        if sentence and "|" not in line + sentence:
+            found.append((shown, " ".join(f"{shown}: {sentence}".split()[:DEFINITION_WORDS])))
+    return found
 
 
 def _descriptions(lines: tuple[tuple[str, str, str], ...]) -> list[tuple[str, frozenset[str]]]:
