@@ -23,6 +23,18 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   question's vector before the chunks are scored (weight ``reading_across`` 0.6, the trace's
   ``read_vector``): the question as the documents' words say it. Chosen on the dev half of
   bench/multilingual.py.
+- **the APIs it defines, for a how-to question** (``defined_near``): with the pack's definitions
+  (:mod:`wikigr.pack.definitions`: every API its chunks define, embedded as "name: first
+  sentence"), the ``defined_top`` (200) nearest the query; a page defining one of them gains
+  ``defined_near`` (0.3) times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
+  less cosine (a page counts its nearest). "How do I pause my program for two seconds?" is answered
+  by ``time.sleep``, one definition among many in a page whose chunks, to vector search, read less
+  like the question than os.html's. Only for a question that asks how to do something (an
+  instruction too: "sort a list by key") or for a code name ("which function ..."); not for one in
+  another language than the documents; a pack without definitions ranks as before. Chosen on the
+  dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or
+  200 definitions); the definitions are compared once per question (``QueryState.defined_near``,
+  which the short answer reads too).
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
