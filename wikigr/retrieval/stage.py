@@ -218,9 +218,8 @@ class QueryState:
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
     _language: str | None = None  # see language
-    _defined: dict[str, tuple[int, list[tuple[str, str, float]]]] = field(
-        default_factory=dict
-    )  # see defined_near
+    # defined_near's, by text: how many were asked for, and those
+    _defined: dict[str, tuple[int, list[tuple[str, str, float]]]] = field(default_factory=dict)
     move_across: bool = True  # move the vector of a question asked across languages (see vector)
     moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 

@@ -121,7 +121,7 @@ class PageScoreOptions:
     # sentence hold this many of the question's words, most first, comes first (0: off)
     described_pages: int = 3  # the top pages whose every chunk is looked at for such a definition
     defined_near: float = 0.3  # weight of a page defining one of the APIs nearest a how-to question
-    # (the pack's definitions; see docs), 0: off
+    # (the pack's definitions; see above), 0: off
     defined_top: int = 200  # ... the pack's definitions nearest the question looked at
     defined_spread: float = 1.0  # ... a page's share: 1 for the nearest, 0 at this much less cosine
 
