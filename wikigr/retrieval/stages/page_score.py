@@ -26,12 +26,15 @@ On documentation a question is answered by a page (the reference of ``str.lower`
 - **the APIs it defines, for a how-to question** (``defined_near``): with the pack's definitions
   (:mod:`wikigr.pack.definitions`: every API its chunks define, embedded as "name: first
   sentence"), the ``defined_top`` (200) nearest the query; a page defining one of them gains
-  ``defined_near`` (0.3) times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
-  less cosine (a page counts its nearest). "How do I pause my program for two seconds?" is answered
-  by ``time.sleep``, one definition among many in a page whose chunks, to vector search, read less
-  like the question than os.html's. Only for a question that asks how to do something (an
+  ``defined_near`` times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
+  less cosine (a page counts its nearest); off by default (0): on the dev half of bench/docqa.py
+  --whole 0.3 was best, but it moves the short answers of issue 40's questions (on packs/pydocs
+  "How do I compute the SHA-256 of a file?" then leads with ``array.tofile``, not
+  ``hashlib.file_digest``: array.html defines a near API and joins the sources). With it, "How do
+  I pause my program for two seconds?" finds ``time.sleep``'s page first, whose chunks, to vector
+  search, read less like the question than os.html's. Only for a question that asks how to do something (an
   instruction too: "sort a list by key") or for a code name ("which function ..."); not for one in
-  another language than the documents; a pack without definitions ranks as before. Chosen on the
+  another language than the documents; a pack without definitions ranks as before. Tried on the
   dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or
   200 definitions); the definitions are compared once per question (``QueryState.defined_near``,
   which the short answer reads too).
@@ -120,8 +123,8 @@ class PageScoreOptions:
     definition_words: int = 2  # within a page, a chunk showing a definition whose line and first
     # sentence hold this many of the question's words, most first, comes first (0: off)
     described_pages: int = 3  # the top pages whose every chunk is looked at for such a definition
-    defined_near: float = 0.3  # weight of a page defining one of the APIs nearest a how-to question
-    # (the pack's definitions; see above), 0: off
+    defined_near: float = 0.0  # weight of a page defining one of the APIs nearest a how-to question
+    # (the pack's definitions; see above), 0: off (0.3 chosen on dev, off by default: see above)
     defined_top: int = 200  # ... the pack's definitions nearest the question looked at
     defined_spread: float = 1.0  # ... a page's share: 1 for the nearest, 0 at this much less cosine
 
