@@ -8,12 +8,14 @@ order (dev: where the documentation stages' rules and weights were chosen), the 
 
 Arms, in one run with the same embedder: bm25 alone, dense alone, fusion (the vector and keyword
 stages), each profile of KnowledgeGraphAgent, and the documentation stages `literals` and
-`page_score` on top of fusion and of the balanced profile, with ablations (retrieval only, no LLM).
+`page_score` on top of fusion and of the balanced profile, with ablations (and `page_score` with
+the pack's definitions: `defined_near` 0.3; retrieval only, no LLM).
 Prints a table, writes bench/results/docqa.json (docqa_whole.json with --whole).
 
     uv run python bench/docqa.py [--pack packs/pydocs] [--profiles auto,baseline,balanced,max,graph,routed]
     uv run python bench/docqa.py --whole [--build-only]   # builds bench/work/pydocs-whole once (~15 min)
     uv run python bench/docqa.py --whole --tune           # the dev-half grid of page_score's weights
+    uv run python bench/docqa.py --whole --tune defined   # ... of its use of the pack's definitions
     uv run python bench/docqa.py --whole --timing 10000   # the stages' milliseconds at 10,000 chunks
 
 --whole: every page of library/, reference/, tutorial/ and howto/ of Debian's python3.11-doc
@@ -77,8 +79,17 @@ SPOT_CHECKS = [
     ("what does the with statement do", "reference/compound_stmts.html"),
     ("send an email over SMTP", "library/smtplib.html"),
 ]
-SPOT_ARMS = ("fusion", "auto", "fusion+lit+pages", "  -authority", "auto, authority 0.3")
+SPOT_ARMS = (
+    "fusion",
+    "auto",
+    "auto, defined_near 0.3",
+    "fusion+lit+pages",
+    "  -authority",
+    "auto, authority 0.3",
+)
+_DEFINED = {"page_score": {"defined_near": 0.3}}  # page_score with the pack's definitions (dev's best)
 NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
+    ("auto, defined_near 0.3", {"profile": "auto", "options": _DEFINED}),
     ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
     ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
     ("fusion+lit+pages", {"profile": "baseline", "enable": [*_FUSION, "literals", "page_score"]}),
@@ -108,6 +119,10 @@ NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("balanced+lit+pages", {"profile": "balanced", "enable": ["literals", "page_score"]}),
+    (
+        "fusion+lit+pages, defined_near 0.3",
+        {"profile": "baseline", "enable": [*_FUSION, "literals", "page_score"], "options": _DEFINED},
+    ),
 ]
 
 
@@ -263,6 +278,29 @@ TUNE_GRID = {
 }
 
 
+# page_score's definitions (defined_near: the weight; defined_spread; defined_top), in the auto profile.
+DEFINED_GRID = {
+    "defined_near": [0.0, 0.1, 0.2, 0.3, 0.4],
+    "defined_spread": [0.3, 1.0],
+    "defined_top": [50, 200],
+}
+
+
+def tune_defined(pack: Path, dev: list[dict[str, Any]]) -> dict[str, Any]:
+    """R@k on the dev half for each setting of DEFINED_GRID (the auto profile): how page_score's
+    use of the pack's definitions was chosen. The held-out half is not looked at."""
+    rows = []
+    for values in itertools.product(*DEFINED_GRID.values()):
+        options = dict(zip(DEFINED_GRID, values, strict=True))
+        if not options["defined_near"] and rows and not rows[-1]["defined_near"]:
+            continue  # off: one row
+        with KnowledgeGraphAgent(pack, llm=None, top_k=10, options={"page_score": options}) as agent:
+            arm = run_arm("dev", dev, lambda text, a=agent: [page(s.url) for s in a.query(text).sources])
+        rows.append({**options, **arm["all"]})
+        print(json.dumps(rows[-1]), flush=True)
+    return {"questions": f"the dev half ({len(dev)})", "arm": "auto", "grid": rows}
+
+
 def tune(pack: Path, dev: list[dict[str, Any]]) -> dict[str, Any]:
     """R@k on the dev half for each `page_score` setting of TUNE_GRID (fusion + literals +
     page_score): how its weights were chosen. The held-out half is not looked at."""
@@ -302,7 +340,12 @@ def main() -> int:
     )
     parser.add_argument("--build-only", action="store_true", help="with --whole: build the pack and stop")
     parser.add_argument(
-        "--tune", action="store_true", help="the dev-half grid of page_score's weights (TUNE_GRID)"
+        "--tune",
+        nargs="?",
+        const="weights",
+        choices=["weights", "defined"],
+        help="the dev-half grid of page_score's weights (TUNE_GRID), or of its use of the pack's "
+        "definitions (--tune defined: DEFINED_GRID)",
     )
     parser.add_argument(
         "--timing",
@@ -356,6 +399,10 @@ def main() -> int:
         timing = time_stages(copy, questions)
         print(json.dumps(timing, indent=2))
         write_results(out, {f"timing_{args.timing}_chunks": timing})
+        return 0
+    if args.tune == "defined":
+        grid = tune_defined(args.pack, questions[: len(questions) // 2])
+        write_results(out, {"dev_grid_defined": {"loadavg": [round(x, 2) for x in os.getloadavg()], **grid}})
         return 0
     if args.tune:
         grid = tune(args.pack, questions[: len(questions) // 2])

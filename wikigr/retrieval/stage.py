@@ -218,7 +218,8 @@ class QueryState:
     _vectors: dict[str, np.ndarray] = field(default_factory=dict)
     _nearest: dict[str, tuple[int, dict[str, float]]] = field(default_factory=dict)  # see nearest
     _language: str | None = None  # see language
-    _defined: list[tuple[str, str, float]] | None = None  # see defined_near
+    # defined_near's, by text: how many were asked for, and those
+    _defined: dict[str, tuple[int, list[tuple[str, str, float]]]] = field(default_factory=dict)
     move_across: bool = True  # move the vector of a question asked across languages (see vector)
     moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 
@@ -276,14 +277,17 @@ class QueryState:
             self._vectors[key] = vector[0]
         return self._vectors[key]
 
-    def defined_near(self, k: int) -> list[tuple[str, str, float]]:
-        """The pack's ``k`` definitions nearest the question (:meth:`Context.definitions`): (chunk
-        id, name, cosine), best first; computed once (a later ask for as many or fewer reuses
-        them); [] when the pack has none."""
-        if self._defined is None or len(self._defined) < k:
+    def defined_near(self, k: int, text: str | None = None) -> list[tuple[str, str, float]]:
+        """The pack's ``k`` definitions nearest ``text`` (default: the question;
+        :meth:`Context.definitions`): (chunk id, name, cosine), best first; computed once per text
+        (a later ask for as many or fewer reuses them); [] when the pack has none."""
+        key = self.question if text is None else text
+        found = self._defined.get(key)
+        if found is None or found[0] < k:
             definitions = self.ctx.definitions()
-            self._defined = definitions.nearest(self.vector(), k) if definitions is not None else []
-        return self._defined[:k]
+            found = (k, definitions.nearest(self.vector(key), k) if definitions is not None else [])
+            self._defined[key] = found
+        return found[1][:k]
 
     def nearest(self, k: int, text: str | None = None) -> dict[str, float]:
         """The ``k`` chunks nearest ``text`` (default: the question) by embedding, chunk id ->

@@ -23,6 +23,21 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   question's vector before the chunks are scored (weight ``reading_across`` 0.6, the trace's
   ``read_vector``): the question as the documents' words say it. Chosen on the dev half of
   bench/multilingual.py.
+- **the APIs it defines, for a how-to question** (``defined_near``): with the pack's definitions
+  (:mod:`wikigr.pack.definitions`: every API its chunks define, embedded as "name: first
+  sentence"), the ``defined_top`` (200) nearest the query; a page defining one of them gains
+  ``defined_near`` times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
+  less cosine (a page counts its nearest); off by default (0): on the dev half of bench/docqa.py
+  --whole 0.3 was best, but it moves the short answers of issue 40's questions (on packs/pydocs
+  "How do I compute the SHA-256 of a file?" then leads with ``array.tofile``, not
+  ``hashlib.file_digest``: array.html defines a near API and joins the sources). With it, "How do
+  I pause my program for two seconds?" finds ``time.sleep``'s page first, whose chunks, to vector
+  search, read less like the question than os.html's. Only for a question that asks how to do something (an
+  instruction too: "sort a list by key") or for a code name ("which function ..."); not for one in
+  another language than the documents; a pack without definitions ranks as before. Tried on the
+  dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or
+  200 definitions); the definitions are compared once per question (``QueryState.defined_near``,
+  which the short answer reads too).
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
@@ -78,6 +93,7 @@ import numpy as np
 from wikigr.graph.extract import STOP_NAMES
 from wikigr.retrieval.across import fuse, keyword_pages, reading, with_reading
 from wikigr.retrieval.page_index import PageIndex, described_by, name_parts
+from wikigr.retrieval.sentence_scores import how_to
 from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
 
 PAGE = "page"  # the score page_score gives each passage it places: its page's (dedup keeps them)
@@ -107,10 +123,16 @@ class PageScoreOptions:
     definition_words: int = 2  # within a page, a chunk showing a definition whose line and first
     # sentence hold this many of the question's words, most first, comes first (0: off)
     described_pages: int = 3  # the top pages whose every chunk is looked at for such a definition
+    defined_near: float = 0.0  # weight of a page defining one of the APIs nearest a how-to question
+    # (the pack's definitions; see above), 0: off (0.3 chosen on dev, off by default: see above)
+    defined_top: int = 200  # ... the pack's definitions nearest the question looked at
+    defined_spread: float = 1.0  # ... a page's share: 1 for the nearest, 0 at this much less cosine
 
     def __post_init__(self) -> None:
-        if min(self.definition_words, self.described_pages) < 0:
-            raise ValueError("definition_words and described_pages must be at least 0")
+        if min(self.definition_words, self.described_pages, self.defined_top) < 0:
+            raise ValueError("definition_words, described_pages and defined_top must be at least 0")
+        if not 0 < self.defined_spread <= 2:
+            raise ValueError("defined_spread must be above 0, at most 2")
         counts = (self.top_chunks, self.pool, self.passages_per_page, self.first_page_passages)
         if min(*counts, self.keyword_rrf) < 1 or self.pages < 0:
             raise ValueError(
@@ -126,6 +148,7 @@ class PageScoreOptions:
             "page_vector_across",
             "keyword_across",
             "reading_across",
+            "defined_near",
         ):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -170,6 +193,24 @@ class PageScoreStage(Stage):
                 scores[page] += o.link_text * float(links[page])
         return scores, similarity
 
+    def defined_pages(self, state: QueryState, index: PageIndex, query: str) -> tuple[dict[int, float], str]:
+        """For a question that asks how to do something or for an API, the pages of the pack's
+        ``defined_top`` definitions nearest ``query``, best first: page -> its share of the bonus, 1
+        for the page of the nearest, down to 0 at ``defined_spread`` less cosine (a page counts
+        its nearest definition); and, when there are none, why (for the trace)."""
+        o = self.options
+        if not o.defined_near or state.across:  # the definitions are in the documents' words
+            return {}, "off" if not o.defined_near else "the question is in another language"
+        if not (how_to(state.question) or state.asked.asks_code):
+            return {}, "not a how-to question"
+        near = state.defined_near(o.defined_top, query)
+        found: dict[int, float] = {}
+        for chunk, _name, cosine in near:
+            row = index.chunk_rows.get(chunk)
+            if row is not None:
+                found.setdefault(int(index.chunk_page[row]), 1.0 - (near[0][2] - cosine) / o.defined_spread)
+        return {page: share for page, share in found.items() if share > 0}, "no definitions in this pack"
+
     def run(self, state: QueryState) -> None:
         o = self.options
         t0 = time.perf_counter()
@@ -191,6 +232,9 @@ class PageScoreStage(Stage):
         scores, similarity = self.page_scores(index, query, vector, whole)
         if read is not None and o.keyword_across:  # the pages keyword search finds for those words
             scores = fuse(scores, keyword_pages(state, index, read), o.keyword_across, o.keyword_rrf)
+        defined, why_not = self.defined_pages(state, index, query)  # the APIs nearest a how-to question
+        for near_page, share in defined.items():
+            scores[near_page] = scores.get(near_page, 0.0) + o.defined_near * share
         page_of = {p: i for i, p in enumerate(index.pages)}
         by_id = {c.chunk_id: c for c in state.candidates}
         for candidate in state.candidates:  # a candidate's page without a chunk in the pool
@@ -304,6 +348,7 @@ class PageScoreStage(Stage):
             added=len(added),
             described=len(read_whole),
             defined=[by_id[c].anchor for c in sorted(defining)] or "no name of the pack's definitions",
+            defined_near=[index.urls[p] for p in list(defined)[:3]] or why_not,
             authority="yes" if index.has_links else "no links in this pack",
             link_targets=len(index.target_page)
             or "no link texts in this pack (a store written before they were kept has none)",
