@@ -75,7 +75,8 @@ class Definitions:
 
     def cosines(self, vector: np.ndarray) -> np.ndarray:
         """Each definition's cosine to the unit ``vector``."""
-        out: np.ndarray = self.vectors @ np.asarray(vector, np.float32)
+        # einsum, not @: BLAS threads beside the ONNX embedder's thread pool make @ ~4x slower here
+        out: np.ndarray = np.einsum("ij,j->i", self.vectors, np.asarray(vector, np.float32))
         return out
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[str, str, float]]:
