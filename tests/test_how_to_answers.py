@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
+from wikigr.build import build_pack
 from wikigr.retrieval.api_lead import differed, discouraged, named_for
 from wikigr.retrieval.api_rank import Closeness, rank_apis
 from wikigr.retrieval.pipeline import run_stages
@@ -321,3 +322,24 @@ def test_a_runner_up_is_not_left_out_for_its_page_rank(agent: KnowledgeGraphAgen
     answer = answer_from(WRAP, scored, options, 600, near)
     assert "textwrap.fill(text, width=70, **kwargs): Wraps the single" in first_sentence(answer), answer
     assert "pprint.pformat() [4]" in answer.partition(f" {ALSO_API} ")[2], answer
+
+
+RECOMMENDED = """# Running other programs
+
+The recommended approach to invoking subprocesses is to use the run() function for all use cases
+it can handle. Scripts are started as programs of their own, with the interpreter and their file
+name as the arguments.
+"""
+
+
+def test_a_recommendation_leads_where_the_passages_define_no_api(tmp_path: Path) -> None:
+    # The "Also:" list is cut by the best runner-up's merit; with no API defined there is none,
+    # and the answer is the recommendation alone (it raised "max() arg is an empty sequence").
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "programs.md").write_text(RECOMMENDED, encoding="utf-8")
+    build_pack("programs", [docs.as_uri()], out=tmp_path / "pack")
+    with KnowledgeGraphAgent(tmp_path / "pack", llm=None) as agent:
+        answer = agent.query("How do I call a script from my program?").answer
+    assert answer.startswith("The recommended approach to invoking subprocesses is to use the run() function")
+    assert "Also:" not in answer

@@ -413,7 +413,8 @@ def api_answer(
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
     merit = {id(a): a.score if options.also_with_page else a.merit for a in apis}
-    best_merit = max(merit.values())  # not cut by the page's rank: another page's way too
+    # not cut by the page's rank: another page's way too (none: a recommendation led, no API defined)
+    best_merit = max(merit.values(), default=0.0)
     ranked = [(a.name, a.scored) for a in apis if merit[id(a)] >= best_merit - options.also_margin]
     others = runners_up(ranked, chosen)[: max(0, left // 2)]
     if others:
