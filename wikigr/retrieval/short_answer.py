@@ -412,10 +412,10 @@ def api_answer(
             chosen = select(scored, options, passage_words, taken=chosen, among=among)[: 1 + WHAT_MATTERS]
     answer = quote(chosen, options, recommended=first if its != api_of(first) else None)
     left = budget(options, passage_words) - len(strip_citations(answer).split()) - 1  # "Also:"
-    merit = {id(a): a.score if options.also_with_page else a.merit for a in apis}
     # not cut by the page's rank: another page's way too (none: a recommendation led, no API defined)
-    best_merit = max(merit.values(), default=0.0)
-    ranked = [(a.name, a.scored) for a in apis if merit[id(a)] >= best_merit - options.also_margin]
+    merits = [a.score if options.also_with_page else a.merit for a in apis]
+    cut = max(merits, default=0.0) - options.also_margin
+    ranked = [(a.name, a.scored) for a, merit in zip(apis, merits, strict=True) if merit >= cut]
     others = runners_up(ranked, chosen)[: max(0, left // 2)]
     if others:
         answer += f" {ALSO_API} {', '.join(f'{name} [{source}]' for name, source in others)}."
