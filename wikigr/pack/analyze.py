@@ -109,6 +109,11 @@ def _stemmer(name: str) -> Any:
     return found[name]
 
 
+def stem(name: str, word: str) -> str:
+    """``word`` as the Snowball stemmer ``name`` stems it."""
+    return str(_stemmer(name).stemWord(word))
+
+
 def stemmer_available(name: str) -> bool:
     """Whether the installed pystemmer has the Snowball stemmer ``name``."""
     import Stemmer

@@ -8,9 +8,13 @@ say one thing ("имя хоста": *hostname*) — is looked up among the docum
 the nearest word takes most of the weight unless others are as near). "Получить имя хоста
 компьютера" is searched as *computers*, *name*, *host*, *hostname*... over the English man pages.
 ``page_score`` then fuses the pages this search ranks with its own ranking (``keyword_across``).
+A word the glossary between the two languages holds (:mod:`wikigr.models.glossary`: the words of
+computing documentation, Russian and English) is read as the glossary says instead ("ветку":
+*branch*, where the model alone finds *gate*), at full weight.
 
-The same words also make a vector: the sum of their lexicon vectors, each by its weight — the
-question as the documents' words say it, with no more embedding. ``page_score`` adds it to the
+The same words also make a vector: the sum of their vectors (the lexicon's; a glossary's word's
+embedded with the question's words), each by its weight — the question as the documents' words
+say it. ``page_score`` adds it to the
 question's vector (``reading_across``): the single words pull the question toward the English
 passages that use them. Chosen on the dev half of bench/multilingual.py (Russian questions on
 English man pages).
@@ -18,6 +22,7 @@ English man pages).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Collection
@@ -28,7 +33,8 @@ import numpy as np
 
 from wikigr import lang
 from wikigr.embed import embed_queries
-from wikigr.pack.analyze import language_stopwords
+from wikigr.models.glossary import entries
+from wikigr.pack.analyze import language_stopwords, stem
 from wikigr.retrieval.stage import Skip
 
 if TYPE_CHECKING:
@@ -63,20 +69,67 @@ class Reading:
 
     tokens: dict[str, float]  # keyword token -> weight
     words: list[str]  # the documents' words found, best first
-    vector: np.ndarray | None  # the unit sum of their lexicon vectors by weight (None: no word looked up)
+    vector: np.ndarray | None  # the unit sum of their vectors by weight (None: no word looked up)
+
+
+def _fold(word: str) -> str:
+    return word.casefold().replace("ё", "е")
+
+
+def _stem(word: str, language: str) -> str:
+    name = lang.stemmer_name(language) or ("english" if language == "en" else None)
+    return stem(name, _fold(word)) if name else _fold(word)
+
+
+@functools.cache
+def _glossary(source: str, target: str) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """The glossary from ``source`` to ``target``: by each word as written (folded), and by stem."""
+    written: dict[str, dict[str, None]] = {}
+    stems: dict[str, dict[str, None]] = {}
+    for words, said in entries(source, target):
+        for word in words:
+            written.setdefault(_fold(word), {}).update(dict.fromkeys(said))
+            stems.setdefault(_stem(word, source), {}).update(dict.fromkeys(said))
+    return {k: tuple(v) for k, v in written.items()}, {k: tuple(v) for k, v in stems.items()}
+
+
+def said_as(word: str, source: str, target: str) -> tuple[str, ...]:
+    """The words in ``target`` that the glossary between the two languages (:mod:`wikigr.models.
+    glossary`) says ``word`` of ``source`` as: by the word as written (with ё read as е), else by
+    its stem (Snowball's; English's for English), as a form the glossary does not list is found;
+    none when it does not hold the word. The form first: "удалённую" is *remote*, though it shares
+    its stem with "удаление" (*delete*)."""
+    written, stems = _glossary(source, target)
+    return written.get(_fold(word)) or stems.get(_stem(word, source), ())
 
 
 def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int = NEAREST) -> Reading:
-    """The question read in the documents' words: each word's ``nearest`` lexicon words, weighted
-    by a softmax of their cosines. Latin names in the question ("tar", "ssh-keygen") are kept as
-    they are, as tokens at weight 1."""
+    """The question read in the documents' words: each word the glossary between the two
+    languages holds as the words it says (weight 1), each other word (and pair of words) as its
+    ``nearest`` lexicon words, weighted by a softmax of their cosines. Latin names in the question
+    ("tar", "ssh-keygen") are kept as they are, as tokens at weight 1. The reading's vector sums
+    the vectors of the words found by their weights (a glossary line's words share its weight)."""
+    target = state.pack_languages[0]
     tokens: dict[str, float] = dict.fromkeys(index.tokens(" ".join(_LATIN.findall(state.question))), 1.0)
     words = question_words(state.question, state.language, index.analysis.stopwords)
+    said = {w: said_as(w, state.language, target) for w in words if " " not in w}
+    lines = [line for line in said.values() if line]
+    looked_up = [w for w in words if not said.get(w)]
     found: dict[str, float] = {}
     total = np.zeros(lexicon.vectors.shape[1], np.float32)
-    if words:
-        vectors = embed_queries(state.ctx.embedder, words)
-        for near in lexicon.nearest_rows(vectors, nearest):
+    saying = list(dict.fromkeys(word for line in lines for word in line))
+    if looked_up or saying:
+        vectors = embed_queries(state.ctx.embedder, looked_up + saying)
+        vector_of = dict(zip(saying, vectors[len(looked_up) :], strict=True))
+        for line in lines:
+            for word in line:
+                total += vector_of[word] / len(line)
+                found[word] = 1.0
+                for token in index.tokens(word, target):
+                    tokens[token] = 1.0
+        for near in lexicon.nearest_rows(vectors[: len(looked_up)], nearest):
+            if not near:  # a lexicon of no words
+                continue
             cosines = np.array([cosine for _, cosine in near])
             weights = np.exp((cosines - cosines.max()) / TEMPERATURE)
             weights /= weights.sum()
@@ -84,7 +137,7 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
                 total += weight * lexicon.vectors[row]
                 word = lexicon.words[row]
                 found[word] = max(found.get(word, 0.0), weight)
-                for token in index.tokens(word):
+                for token in index.tokens(word, target):
                     tokens[token] = max(tokens.get(token, 0.0), weight)
     norm = float(np.linalg.norm(total))
     vector = total / norm if norm > 0 else None
