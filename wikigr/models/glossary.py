@@ -225,6 +225,74 @@ escape-последовательности экранирование: escape e
 сертификат: certificate
 безопасный: secure
 удалённо: remotely
+переключиться переключить переключение: switch checkout
+информация информацию информации сведения: information info
+умолчанию: default
+автоматически автоматический: automatically automatic
+подкаталог подкаталоги подкаталогов: subdirectory subdirectories
+удобочитаемом удобочитаемый удобочитаемых: human-readable readable
+инициализировать инициализация: initialize init
+значение значения значений: value values
+вычислить вычисление: compute calculate
+контрольная контрольную контрольные контрольных: checksum
+данные данных: data
+режим режиме: mode
+сохранить сохранение сохранив: save keep
+передать передача: pass
+массив массива: array
+конфигурация конфигурации конфигурационные: configuration config
+дополнительный дополнительные: additional extra
+отсутствующий отсутствующие отсутствующих: missing
+итоговый итоговую итогового итог: total resulting
+запись записи: entry record
+убрать: remove
+исходный исходные исходных: source original
+определить: determine detect
+родительский родительские: parent
+единица единицах единицы: unit units
+код кода кодом: code
+выйти: exit quit
+повтор повторения повторений повторяющиеся: repeated duplicate
+вариант вариантов: option alternative
+сбросить сброс: reset
+отслеживаемые отслеживаемый: tracked
+неотслеживаемые неотслеживаемый: untracked
+хеш хэш: hash
+отменить отмена: undo cancel revert
+открыть: open
+объект объекта объектов: object objects
+элемент элементы: element item
+длина длины: length
+таблица таблицу: table
+ширина ширину: width
+подтверждение: confirmation confirm
+перезапись перезаписью перезаписать: overwrite
+промежуточные промежуточный: intermediate
+перенаправление перенаправлениям: redirect redirects
+клиентский: client
+приватный: private
+привязать: bind
+набор: set
+глубина глубину: depth
+уровень уровней: level
+порог: threshold
+специальный специальных: special
+возврат возврата: return
+программа программе: program
+приглашение приглашением приглашения: prompt
+диагностика диагностики: diagnostics
+ноль нулевой нулевое: zero null
+оригинальный оригинальной: original
+смотреть смотри: see view
+пропустить пропуская: skip
+ограничить ограниченную: limit
+доверенный доверенных: trusted
+установленные установленный установленных: installed
+зависимость зависимости: dependency dependencies
+каждый каждую каждой каждого: each every
+несколько нескольких: several multiple
+вместо: instead
+подготовить: prepare
 """
 
 GLOSSARIES: dict[tuple[str, str], str] = {("ru", "en"): RU_EN}
