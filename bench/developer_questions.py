@@ -25,6 +25,9 @@ synthesize stage's `api_first` off: a how-to answer is the best sentences, as be
 how-to answer as before 2026-11-29, on the same packs).
 `bench/data/developer_questions_dev2.json`: 42 more questions (21 on each pack), a second dev set
 written on 2026-11-29 to choose rules that generalise; its answers are read while tuning.
+`bench/data/developer_questions_dev3.json`: 50 more (25 on each pack), a third dev set written on
+2026-11-29 and committed alone before any answer to it was run; rules are chosen by the sum over the
+three dev sets (a gain on one that loses on another is none).
 Prints, per arm, the share of questions whose short answer names an expected name (anywhere:
 ``names_in_answer``; in what it states, without its lists of other names, "Also: ..." and "Also
 possible: ...": ``names_in_lead``; in its first sentence: ``names_first``), and the share whose
@@ -36,6 +39,8 @@ cost); writes bench/results/developer_questions.json (--out) with the load avera
         [--arms default,no_api_first]
     uv run python bench/developer_questions.py --questions bench/data/developer_questions_new.json \
         --out bench/results/developer_questions_new.json
+    uv run python bench/developer_questions.py --questions bench/data/developer_questions_dev3.json \
+        --out bench/results/developer_questions_dev3.json
 """
 
 from __future__ import annotations
