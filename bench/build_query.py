@@ -3,7 +3,8 @@
 1. Build throughput: a pack is built from Python documentation pages served on 127.0.0.1
    (Debian's python3.11-doc) and its end-to-end rate (chunks / whole build time: fetch, parse,
    chunk, embed, write, entity graph) is compared with the bare embedder's rate on the very same
-   chunk texts, measured in the same run; three runs, the median ratio is reported. With it, what
+   chunk texts, measured in the same run; three runs, the median ratio is reported, with the CPU
+   seconds of each phase (setup, fetch, embed, write: this process's, all its threads). With it, what
    the build's definitions (wikigr/build/definitions.py) cost: their texts embedded again on a
    session of one thread, as the build embeds them beside the entity graph (CPU seconds of that
    thread), and the load average after each build (the machine is shared).
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import itertools
 import json
 import os
 import shutil
@@ -43,6 +45,7 @@ from wikigr.build.prepare import embedding_text
 from wikigr.embed import OnnxMiniLM, one_thread
 from wikigr.pack.manifest import load_manifest
 from wikigr.pack.store import Store, vectors_to_arrow
+from wikigr.progress import ProgressEvent
 from wikigr.retrieval.page_index import definition_texts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,12 +87,24 @@ def bench_build(pages: int, work: Path) -> dict[str, object]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     out = work / "buildbench"
+    marks: dict[str, float] = {"start": time.process_time()}  # this process's CPU, all threads
+
+    def mark(event: ProgressEvent) -> None:
+        marks.setdefault(event.stage, time.process_time())
+
     try:
         report = build_pack(
-            "buildbench", [base + p for p in chosen], out=out, options=BuildOptions(fresh=True)
+            "buildbench",
+            [base + p for p in chosen],
+            out=out,
+            options=BuildOptions(fresh=True),
+            on_progress=mark,
         )
     finally:
         server.shutdown()
+    marks["end"] = time.process_time()
+    stages = [s for s in ("start", "fetch", "embed", "write", "end") if s in marks]
+    cpu = {a if a != "start" else "setup": marks[b] - marks[a] for a, b in itertools.pairwise(stages)}
     chunks = report.manifest.stats.chunks
     with Store.open(out / "pack.db") as store:
         rows = store.rows(
@@ -99,9 +114,10 @@ def bench_build(pages: int, work: Path) -> dict[str, object]:
     texts = [embedding_text(a, s, c) for a, s, c in rows]
     embedder = OnnxMiniLM()
     embedder.embed(texts[:8])  # warm up
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     embedder.embed(texts)
     bare_seconds = time.perf_counter() - start
+    bare_cpu = time.process_time() - start_cpu
     e2e_rate = chunks / report.seconds["total"]
     bare_rate = len(texts) / bare_seconds
     load_after = os.getloadavg()[0]
@@ -116,9 +132,11 @@ def bench_build(pages: int, work: Path) -> dict[str, object]:
         "articles": report.manifest.stats.articles,
         "chunks": chunks,
         "build_seconds": {k: round(v, 3) for k, v in report.seconds.items()},
+        "build_cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
         "graph_seconds": {k: round(v, 3) for k, v in (report.graph.seconds if report.graph else {}).items()},
         "end_to_end_chunks_per_s": round(e2e_rate, 2),
         "bare_embedder_chunks_per_s": round(bare_rate, 2),
+        "bare_embedder_cpu_seconds": round(bare_cpu, 2),
         "ratio": round(e2e_rate / bare_rate, 3),
         "target_ratio": 0.75,
         "definitions": {"texts": len(defined), "cpu_seconds_one_thread": round(definitions_cpu, 2)},
@@ -345,7 +363,12 @@ def main() -> int:
         # measure the bare embedder several times, report the median run (and every run).
         builds = [bench_build(args.pages, work) for _ in range(args.build_runs)]
         median = sorted(builds, key=lambda b: float(b["ratio"]))[len(builds) // 2]  # type: ignore[arg-type]
-        results["build"] = {**median, "runs": len(builds), "ratios": [b["ratio"] for b in builds]}
+        results["build"] = {
+            **median,
+            "runs": len(builds),
+            "ratios": [b["ratio"] for b in builds],
+            "each_run": [{k: b[k] for k in ("ratio", "build_seconds", "build_cpu_seconds")} for b in builds],
+        }
         if not args.build_only:
             results["fresh_process_query"] = bench_fresh_process(args.pack, args.runs)
             results["in_process_retrieval_10k"] = bench_in_process(make_10k_pack(args.pack, work), 100)

@@ -90,7 +90,9 @@ _identifier: Any = None
 _identifier_lock = threading.Lock()
 
 
-def _get_identifier() -> Any:
+def identifier() -> Any:
+    """py3langid's identifier, loaded once per process (~1.3 s: a build loads it in a thread as it
+    starts); a second caller waits for a load in progress."""
     global _identifier
     with _identifier_lock:
         if _identifier is None:
@@ -109,7 +111,7 @@ def detect(text: str) -> str:
     sample = text[:SAMPLE_CHARS]
     if _letters(sample) < MIN_LETTERS:
         return UNKNOWN
-    code, probability = _get_identifier().classify(sample)
+    code, probability = identifier().classify(sample)
     return str(code) if float(probability) >= MIN_CONFIDENCE else UNKNOWN
 
 
@@ -130,11 +132,11 @@ def question_language(question: str, pack_languages: Iterable[str] = ()) -> str:
         return candidates[0]
     if found == "cyrillic" and not candidates:
         return "ru"
-    identifier = _get_identifier()
+    found_by = identifier()
     if candidates:
-        ranked = [(str(code), float(p)) for code, p in identifier.rank(question) if code in candidates]
+        ranked = [(str(code), float(p)) for code, p in found_by.rank(question) if code in candidates]
         return ranked[0][0] if ranked else candidates[0]
-    return str(identifier.classify(question)[0])
+    return str(found_by.classify(question)[0])
 
 
 def summarize(counts: Mapping[str, int]) -> str:

@@ -7,17 +7,16 @@ one thread (:func:`wikigr.embed.one_thread`), has the other."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 
+from wikigr.build.background import in_thread, wait_for
 from wikigr.embed import Embedder, one_thread
 from wikigr.pack.definitions import DEFINITIONS_DIR, MAX_DEFINITIONS, MAX_FIELD, write_definitions
 from wikigr.retrieval.page_index import definition_texts
-from wikigr.threads import completed
 
 Defined = tuple[list[tuple[str, str]], np.ndarray]  # (chunk id, name) of each, and its vector
 
@@ -51,27 +50,17 @@ def build_definitions(pack: Path, chunk_ids: Sequence[str], texts: Sequence[str]
 def definitions_meanwhile(
     chunk_ids: Sequence[str], texts: Sequence[str], embedder: Embedder
 ) -> Future[Defined]:
-    """:func:`embedded_definitions` in a thread of its own, started now (a daemon: an interrupted
-    build does not wait for it), with ``embedder`` on a session of one thread: the work beside it
-    has the other core; :func:`write_when_done` writes them."""
-    future: Future[Defined] = Future()
-
-    def work() -> None:
-        if future.set_running_or_notify_cancel():
-            try:
-                future.set_result(embedded_definitions(chunk_ids, texts, one_thread(embedder)))
-            except BaseException as exc:  # noqa: BLE001 - raised again where they are written
-                future.set_exception(exc)
-
-    threading.Thread(target=work, name="wikigr-definitions", daemon=True).start()
-    return future
+    """:func:`embedded_definitions` in a thread of its own, started now, with ``embedder`` on a
+    session of one thread: the work beside it has the other core; :func:`write_when_done` writes
+    them."""
+    return in_thread(
+        lambda: embedded_definitions(chunk_ids, texts, one_thread(embedder)), "wikigr-definitions"
+    )
 
 
 def write_when_done(pack: Path, future: Future[Defined]) -> int:
     """Wait for the definitions :func:`definitions_meanwhile` embeds (a Ctrl-C seen at once), write
     them into ``pack``; the number written."""
-    for _ in completed([future]):
-        pass
-    entries, vectors = future.result()
+    entries, vectors = wait_for(future)
     write_definitions(pack / DEFINITIONS_DIR, entries, vectors)
     return len(entries)

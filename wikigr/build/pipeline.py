@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from wikigr import lang
+from wikigr.build.background import in_thread, wait_for
 from wikigr.build.cache import BuildCache
 from wikigr.build.languages import choose_embedder, fallback_note, language_counts
 from wikigr.build.options import BuildOptions, BuildReport
@@ -40,7 +42,7 @@ from wikigr.build.write import (
 )
 from wikigr.embed import DEFAULT_EMBEDDER, Embedder, get_embedder
 from wikigr.errors import BuildError, EmbedderUnavailableError, UsageError, WikigrError
-from wikigr.graph.build import GraphReport
+from wikigr.graph.build import GraphReport, load_models
 from wikigr.home import expand_user
 from wikigr.pack import pack as layout
 from wikigr.pack.shards import check_count
@@ -92,6 +94,8 @@ def build_pack(
     check_target(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    if options.ray is None:  # each document's language is detected here: the identifier loads meanwhile
+        in_thread(lang.identifier, "wikigr-languages")  # a failure: raised again where it is used
     chosen = options.chosen_embedder()
     embedder = get_embedder(chosen or DEFAULT_EMBEDDER)  # chosen, or what an English pack is built with
     seconds: dict[str, float] = {}
@@ -191,6 +195,12 @@ def build_pack(
             notes.append(note)
             if on_note is not None:
                 on_note(note)
+        # The entity graph's models load while the chunks are embedded (Claude needs none, Ray runs
+        # spaCy on its workers).
+        offline = options.llm is None and options.ray is None
+        models = None
+        if offline and options.graph and options.graph_options.full_extraction:
+            models = in_thread(lambda: load_models(languages), "wikigr-models")
         if options.ray is None:
             t0 = time.perf_counter()
             embedded = embed_pending(pending, embedder, cache, progress)
@@ -201,6 +211,8 @@ def build_pack(
             seconds["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        if models is not None:
+            wait_for(models)
         progress(ProgressEvent("write", 0, 1))
         graph_reports: list[GraphReport] = []
         description = options.description or describe_documents(docs, corpus.name if corpus else None)

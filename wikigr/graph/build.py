@@ -23,13 +23,14 @@ from __future__ import annotations
 import hashlib
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from wikigr import lang
+from wikigr.errors import BuildError, one_line
 from wikigr.graph.extract import (
     CONCEPT,
     LINK,
@@ -44,9 +45,10 @@ from wikigr.graph.extract import (
     extractor_for,
     good_key,
     keyword_entities,
+    load_spacy,
     normalize,
 )
-from wikigr.graph.russian import NatashaExtractor, inflected_mentions
+from wikigr.graph.russian import NatashaExtractor, inflected_mentions, load_natasha
 from wikigr.graph.skeleton import skeleton
 
 CO_OCCURS = "CO_OCCURS"
@@ -229,6 +231,28 @@ def skipped_note(
     parts = [f"{n} {'document' if n == 1 else 'documents'} in {lang.name(code)}" for n, code in counts]
     listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     return f"entity graph skipped for {listed} (no offline entity model)"
+
+
+def load_models(languages: Iterable[str]) -> list[str]:
+    """Load the offline entity extractors that documents in these languages (:mod:`wikigr.lang`
+    codes) are read with, once per process, as :func:`build_graph` would: a build does it in a
+    thread while it embeds. Returns the names of those loaded; spaCy not installed is left to the
+    graph's note, a model that fails to load is a :class:`BuildError`."""
+    needed = {extractor_for(code) for code in languages}
+    loaded: list[str] = []
+    for model, load in ((SPACY, load_spacy), (NATASHA, load_natasha)):
+        if model not in needed:
+            continue
+        try:
+            load()
+        except SpacyUnavailable:
+            continue
+        except Exception as exc:  # whatever a third-party model raises
+            raise BuildError(
+                f"cannot load the entity extractor {model}: {type(exc).__name__}: {one_line(exc)}"
+            ) from exc
+        loaded.append(model)
+    return loaded
 
 
 def _extract(

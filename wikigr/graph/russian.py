@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -56,9 +57,18 @@ class Natasha:
     syntax: Any
 
 
-@functools.cache
+_natasha_lock = threading.Lock()
+
+
 def load_natasha() -> Natasha:
-    """natasha's segmenter, dictionary, recogniser, tagger and parser; loaded once per process."""
+    """natasha's segmenter, dictionary, recogniser, tagger and parser; loaded once per process (a
+    second caller waits for a load in progress, as :func:`wikigr.graph.extract.load_spacy`)."""
+    with _natasha_lock:
+        return _load_natasha()
+
+
+@functools.cache
+def _load_natasha() -> Natasha:
     import natasha
     import pymorphy2  # type: ignore[import-untyped]
     import pymorphy2_dicts_ru  # type: ignore[import-untyped]
