@@ -13,8 +13,7 @@ the question (in its name or its description) may be named after the lead, never
   vector (the pack's, read with the passages' ids: no model call);
 - ``named``: the share of its name that spells the question's words
   (:func:`wikigr.retrieval.api_lead.named_for`: ``collections.Counter`` for "count");
-- ``described``: the share of the question's words (by IDF) its description holds, in any of
-  their English forms (:func:`folded`: "counting" for "count", "values" for "value");
+- ``described``: the share of the question's words (by IDF) its description holds;
 - ``sentence``: its sentence's score among the answer's sentences, over the best's;
 - ``page``: 1 / the rank of its page among the passages' pages;
 - ``dense``: how near its definition is to the question, by meaning, among the pack's definitions
@@ -22,9 +21,8 @@ the question (in its name or its description) may be named after the lead, never
   1 for the nearest, down to 0 at ``defined_spread`` less cosine (0 for the others, and in a pack
   without definitions).
 
-The weights were chosen on the dev developer questions (bench/data/developer_questions.json,
-developer_questions_dev2.json and developer_questions_dev3.json, by their sum), the six rows of issue
-40 and the dev half of CoNaLa (bench/answers.py).
+The weights were chosen on the dev developer questions (bench/data/developer_questions.json and
+developer_questions_dev2.json), the six rows of issue 40 and the dev half of CoNaLa (bench/answers.py).
 
 The page's rank is what makes ``collections.Counter`` (the first page's) lead over ``list.count``
 (whose definition is nearer the question, on the fifth of the passages' pages) for "count how many
@@ -41,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wikigr.retrieval.api_lead import VERSION_NOTE, advised_against, api_of, discouraged, named_for
-from wikigr.retrieval.sentence_scores import DEFAULT_API_WEIGHTS, Scored
+from wikigr.retrieval.sentence_scores import DEFAULT_API_WEIGHTS, Scored, share
 
 SUMMED = ("passage", "named", "described", "sentence", "page", "dense")
 _SPECIAL = re.compile(r"(?:^|\.)__\w+__$")
@@ -82,26 +80,6 @@ def description(s: Scored) -> str:
     return s.unit.text.split(": ", 1)[1] if s.unit.label and ": " in s.unit.text else s.unit.text
 
 
-_ENDINGS = ("ing", "ed", "es", "s", "e")  # the first that leaves a stem of 4 letters or more
-
-
-def folded(word: str) -> str:
-    """``word`` without the ending English adds to it ("counting", "counts": "count"; "deleted",
-    "delete": "delet"; "dictionaries", "dictionary": "dictionari"), so that a description and a
-    question meet in the forms each writes; a stem is 4 letters at least ("files" and "file" are
-    "file", "string" is no "str")."""
-    stem = next((word[: -len(e)] for e in _ENDINGS if word.endswith(e) and len(word) - len(e) >= 4), word)
-    return stem[:-1] + "i" if stem.endswith("y") else stem
-
-
-def described(weights: Mapping[str, float], tokens: list[str]) -> float:
-    """The share of the question's words (``weights``: by IDF) that ``tokens`` (a description's)
-    hold, in any of their English forms (:func:`folded`)."""
-    held = {folded(t) for t in tokens}
-    total = sum(weights.values())
-    return sum(w for t, w in weights.items() if folded(t) in held) / total if total else 0.0
-
-
 def definitions(scored: list[Scored]) -> list[Scored]:
     """The sentences of ``scored`` (best first) that define an API: the best one of each API, none
     the sentences advise against, none whose description is a version note or unreadable, and no
@@ -140,7 +118,7 @@ def rank_apis(
         features = {
             "passage": near.passages.get(s.source, 0.0),
             "named": named_for(name, asked.question),
-            "described": described(asked.weights, asked.vocabulary.tokens(description(s))),
+            "described": share(asked.weights, set(asked.vocabulary.tokens(description(s)))),
             "sentence": s.score / best,
             "page": 1.0 / (pages.index(asked.articles[s.source][0]) + 1),
             "dense": near.definitions.get(name, 0.0),

@@ -98,7 +98,7 @@ API_FEATURES = ("passage", "named", "described", "sentence", "page", "dense")
 DEFAULT_API_WEIGHTS = {  # a how-to answer's candidate APIs' (wikigr.retrieval.api_rank): chosen on
     "passage": 2.0,  # the dev developer questions (both sets), issue 40's six rows and CoNaLa's dev half
     "named": 1.5,
-    "described": 1.5,  # in any of their English forms (wikigr.retrieval.api_rank.folded)
+    "described": 0.5,
     "sentence": 0.5,
     "page": 1.5,
     "dense": 0.5,  # how near its definition is, among the pack's nearest definitions (``defined_top``)

@@ -50,7 +50,7 @@ _CODE_LINE = re.compile(r"^(?:\s{4,}|\t|>>> |\.\.\. |\$ )")
 _END = re.compile(r"([.!?…]+)([\"'”’)\]]*)(\s+)(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
 _WORD_BEFORE = re.compile(r"(\S+)$")
 _CITATION = re.compile(r"\s*\[\d+\]")
-_SIGNATURE = re.compile(r"[\w.]+\(.*\)|^@?[\w]+(?:\.[\w]+)+$|^(?:class|exception|async|def)\s|^-{1,2}\w")
+_SIGNATURE = re.compile(r"[\w.]+\(.*\)|^[\w]+(?:\.[\w]+)+$|^(?:class|exception|async|def)\s|^-{1,2}\w")
 
 
 @dataclass

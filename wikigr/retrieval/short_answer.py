@@ -507,11 +507,11 @@ def page_passages(state: QueryState, passages: list[Candidate], options: AnswerO
     ran: its page index is loaded) and linked (``multidoc`` ran: these are listed after its
     passages), the passage of each of the top ``look_pages`` pages most similar to the question,
     and the next passage of one that ends with a definition's line (:func:`described_after`), when
-    the top passages do not hold them (one listed after them is read too, and cited at its
-    number): the definition of the API that does the job is often another passage of a page the
-    passages come from (``hashlib.file_digest`` beside the hash constructors); and, for a how-to
-    question, the passages of the pack's ``defined_passages`` definitions nearest it, within
-    ``defined_margin`` of the nearest (``time.sleep`` for "pause my program for two seconds")."""
+    the passages do not hold them: the definition of the API that does the job is often another
+    passage of a page the passages come from (``hashlib.file_digest`` beside the hash
+    constructors); and, for a how-to question, the passages of the pack's ``defined_passages``
+    definitions nearest it, within ``defined_margin`` of the nearest (``time.sleep`` for "pause my
+    program for two seconds")."""
     question = state.question
     index = state.ctx.cache.get("page_index")
     if not options.look_pages or not passages or not (how_to(question) or differed(question)):
@@ -525,8 +525,8 @@ def page_passages(state: QueryState, passages: list[Candidate], options: AnswerO
     if how_to(question):  # the passages of the pack's definitions nearest the question
         near = state.defined_near(options.defined_top)[: options.defined_passages]  # closeness's too
         best.update({c: s for c, _, s in near if s >= near[0][2] - options.defined_margin and c not in best})
-    read = {c.chunk_id for c in top}  # those after the top ones are not read otherwise
-    missing = {chunk: score for chunk, score in best.items() if chunk not in read}
+    held = {c.chunk_id for c in passages}
+    missing = {chunk: score for chunk, score in best.items() if chunk not in held}
     if not missing:
         return []
     return [Candidate.from_hit(hit, "page") for hit in state.ctx.store.chunk_details(missing)]
@@ -546,13 +546,11 @@ def described_after(passage: Candidate) -> str:
 def with_page_passages(
     answer: str, top: int, passages: list[Candidate], more: list[Candidate]
 ) -> tuple[str, list[Candidate]]:
-    """``answer`` (citing the ``top`` first ``passages`` then ``more`` as [1] ...) citing one of ``more``
-    among ``passages`` at its number, the others it cites after all ``passages``; and those others."""
+    """``answer`` (citing the ``top`` first ``passages`` then ``more`` as [1], [2] ...) with only
+    the passages of ``more`` it cites, numbered after all the ``passages``, and those passages."""
     cited = sorted({int(n) for n in _CITED.findall(answer) if top < int(n) <= top + len(more)})
-    listed = {c.chunk_id: n for n, c in enumerate(passages, 1)}  # a source's number; then the added
-    added = [c for c in (more[n - top - 1] for n in cited) if c.chunk_id not in listed]
-    listed.update({c.chunk_id: len(passages) + i for i, c in enumerate(added, 1)})
-    renumber = {n: listed[more[n - top - 1].chunk_id] for n in cited}
+    added = [more[n - top - 1] for n in cited]
+    renumber = {n: len(passages) + i for i, n in enumerate(cited, 1)}
 
     def number(match: re.Match[str]) -> str:
         n = int(match.group(1))
