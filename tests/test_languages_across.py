@@ -101,14 +101,19 @@ def test_the_language_means_are_kept_beside_the_model(onnx_e5: e5.E5Onnx) -> Non
     assert np.load(kept[0]).shape == (len(languages), e5.DIMENSION)
 
 
-@pytest.fixture
-def man_pages(multilingual: None, tmp_path: Path) -> Path:  # noqa: F811
+def build_multilingual(tmp_path: Path, pages: dict[str, str]) -> Path:
+    """A pack of ``pages`` (file name -> Markdown) built with the multilingual embedder."""
     docs = tmp_path / "man"
     docs.mkdir()
-    for name, text in PAGES.items():
+    for name, text in pages.items():
         (docs / name).write_text(text, encoding="utf-8")
     build_pack("man", [docs.as_uri()], out=tmp_path / "pack", options=BuildOptions(embedder="multilingual"))
     return tmp_path / "pack"
+
+
+@pytest.fixture
+def man_pages(multilingual: None, tmp_path: Path) -> Path:  # noqa: F811
+    return build_multilingual(tmp_path, PAGES)
 
 
 def _detail(result: AgentResult, stage: str) -> dict[str, object]:

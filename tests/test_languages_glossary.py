@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
-from tests.test_languages_across import _page_score
+from tests.test_languages_across import _page_score, build_multilingual
 from wikigr import lang
 from wikigr.agent import KnowledgeGraphAgent
-from wikigr.build import BuildOptions, build_pack
 from wikigr.models.glossary import GLOSSARIES, entries
 from wikigr.retrieval.across import read, said_as
 
@@ -59,18 +58,9 @@ RUSSIAN_PAGES = {
 }
 
 
-def _build(tmp_path: Path, pages: dict[str, str]) -> Path:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in pages.items():
-        (docs / name).write_text(text, encoding="utf-8")
-    build_pack("p", [docs.as_uri()], out=tmp_path / "pack", options=BuildOptions(embedder="multilingual"))
-    return tmp_path / "pack"
-
-
 @pytest.mark.usefixtures("multilingual")
 def test_a_russian_word_the_model_reads_wrong_is_read_as_the_glossary_says(tmp_path: Path) -> None:
-    pack = _build(tmp_path, PAGES)
+    pack = build_multilingual(tmp_path, PAGES)
     with KnowledgeGraphAgent(pack, llm=None) as agent:
         state = agent.new_state("Удалить удалённую ветку")
         lexicon = state.ctx.lexicon()
@@ -87,7 +77,7 @@ def test_a_russian_word_the_model_reads_wrong_is_read_as_the_glossary_says(tmp_p
 
 @pytest.mark.usefixtures("multilingual")
 def test_an_english_question_on_russian_pages_is_read_in_their_stemmed_words(tmp_path: Path) -> None:
-    pack = _build(tmp_path, RUSSIAN_PAGES)
+    pack = build_multilingual(tmp_path, RUSSIAN_PAGES)
     with KnowledgeGraphAgent(pack, llm=None) as agent:
         state = agent.new_state("Delete a branch")
         assert state.across and state.pack_languages == ["ru"]
