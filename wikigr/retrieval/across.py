@@ -14,10 +14,9 @@ computing documentation, Russian and English) is read as the glossary says inste
 
 The same words also make a vector: the sum of their vectors (the lexicon's; a glossary's word's
 embedded with the question's words), each by its weight — the question as the documents' words
-say it. ``page_score`` adds it to the
-question's vector (``reading_across``): the single words pull the question toward the English
-passages that use them. Chosen on the dev half of bench/multilingual.py (Russian questions on
-English man pages).
+say it. ``page_score`` adds it to the question's vector (``reading_across``): the single words
+pull the question toward the English passages that use them. Chosen on the dev half of
+bench/multilingual.py (Russian questions on English man pages).
 """
 
 from __future__ import annotations
