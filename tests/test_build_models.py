@@ -87,7 +87,10 @@ def test_a_failure_of_the_background_load_is_the_builds_one_line_error(tmp_path:
     assert not (tmp_path / "p").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
+NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+
+
+@NEEDS_TORCH
 def test_spacy_is_loaded_without_importing_torch() -> None:
     code = (
         "import json, sys\n"
@@ -107,10 +110,9 @@ def test_spacy_is_loaded_without_importing_torch() -> None:
     }
 
 
+@NEEDS_TORCH
 def test_spacy_loaded_after_torch_uses_it() -> None:
     """torch in the process already (an st: embedder) is not hidden: nothing is gained by it."""
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch is not installed here")
     code = (
         "import json, sys, torch\n"
         "from wikigr.graph.extract import load_spacy\n"
