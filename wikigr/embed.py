@@ -552,6 +552,12 @@ def move_queries(embedder: Embedder, vectors: np.ndarray, source: str, target: s
     return vectors if move is None else move(vectors, source, target)
 
 
+def page_vector(embedder: Embedder) -> float:
+    """The weight ``page_score`` gives a page's mean vector for a question in the documents'
+    language, by default: the embedder's own (``multilingual``: wikigr/models/e5.py), else 0."""
+    return float(getattr(embedder, "page_vector", 0.0))
+
+
 _QUERY_KEY = "query\x00"  # a question's key in an EmbeddingCache: not the same text as a passage's
 
 

@@ -12,9 +12,12 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   language than the pack's documents): the cosine similarity of the query to the mean of the page's
   chunk vectors (from the same vectors in memory), times the weight. A man page's chunks each say
   one thing (an option, an example); their mean says what the page is about, as a short question
-  does ("Получить имя хоста компьютера"). Off (0) for a question in the documents' language, where
-  the words already match; 2 across languages (bench/multilingual.py, Russian questions on English
-  man pages, chosen on the dev half).
+  does ("Получить имя хоста компьютера"). 2 across languages (bench/multilingual.py, Russian
+  questions on English man pages, chosen on the dev half). For a question in the documents'
+  language the embedder decides (``page_vector`` unset: :func:`wikigr.embed.page_vector`): off (0)
+  with the built-in model, where the best passages already tell the page; 2 with ``multilingual``,
+  whose cosines lie in a narrow band where they tell it less well (English questions on the same
+  pages, dev half).
 - **its words, for a question in another language** (``keyword_across``): with the pack's lexicon,
   the question's words are read as the documents' nearest words (wikigr/retrieval/across.py), and
   the pages keyword search ranks for them, each by its best chunk, are fused with the ranking by
@@ -90,6 +93,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from wikigr.embed import page_vector
 from wikigr.graph.extract import STOP_NAMES
 from wikigr.retrieval.across import fuse, keyword_pages, reading, with_reading
 from wikigr.retrieval.page_index import PageIndex, described_by, name_parts
@@ -107,7 +111,8 @@ class PageScoreOptions:
     authority: float = 0.1  # weight of log(1 + in-links), scaled to 1 for the most linked page (see docs)
     link_text: float = 0.2  # weight of the query's match with the names of the links to the page
     pool: int = 300  # nearest chunks looked at (pages outside have no chunk score)
-    page_vector: float = 0.0  # weight of the query's similarity to the page's mean chunk vector
+    page_vector: float | None = None  # weight of the query's similarity to the page's mean chunk
+    # vector (None: the embedder's, wikigr.embed.page_vector: 0, or 2 for multilingual)
     page_vector_across: float = 2.0  # ... for a question in another language than the pack's
     keyword_across: float = 0.7  # such a question read in the documents' words (its lexicon): the
     # weight of the pages keyword search ranks, fused by reciprocal rank (0: off)
@@ -144,7 +149,6 @@ class PageScoreOptions:
             "authority",
             "link_text",
             "min_chunks_per_page",
-            "page_vector",
             "page_vector_across",
             "keyword_across",
             "reading_across",
@@ -153,6 +157,8 @@ class PageScoreOptions:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a number >= 0")
+        if self.page_vector is not None and not (math.isfinite(self.page_vector) and self.page_vector >= 0):
+            raise ValueError("page_vector must be a number >= 0 (or unset: the embedder's)")
 
 
 @register
@@ -225,6 +231,8 @@ class PageScoreStage(Stage):
             )
         query = (state.queries or [state.question])[0]
         whole = o.page_vector_across if state.across else o.page_vector
+        if whole is None:  # the embedder's: how well its best passages alone tell a page
+            whole = page_vector(state.ctx.embedder)
         # A question in another language read in the documents' words (the pack's lexicon).
         read = reading(state) if state.across and (o.keyword_across or o.reading_across) else None
         read_vector = o.reading_across if read is not None and read.vector is not None else 0.0
