@@ -65,13 +65,15 @@ def recommends(s: Scored) -> bool:
 
 def discouraged(scored: list[Scored]) -> set[str]:
     """The APIs the sentences advise against: named after "preferred over", "instead of" or
-    "rather than", or described as "Deprecated since version ..."."""
+    "rather than", or whose description opens with "Deprecated since version ..." (a note further
+    on is of a parameter or a use: "Deprecated since version 3.9, removed in version 3.11: The
+    optional parameter random." does not deprecate ``random.shuffle``)."""
     names: set[str] = set()
     for s in scored:
         for match in _ADVISED_AGAINST.finditer(s.unit.text):
             names.update(api_names(match.group(1)))
-        if _DEPRECATED.search(s.unit.text) and (api := api_of(s)):
-            names.add(api)
+        if s.unit.label and _DEPRECATED.search(s.unit.text) and (api := api_of(s)):
+            names.add(api)  # its own description, not a later note of its
     return names
 
 
