@@ -8,8 +8,9 @@ order (dev: where the documentation stages' rules and weights were chosen), the 
 
 Arms, in one run with the same embedder: bm25 alone, dense alone, fusion (the vector and keyword
 stages), each profile of KnowledgeGraphAgent, and the documentation stages `literals` and
-`page_score` on top of fusion and of the balanced profile, with ablations (and `page_score` with
-the pack's definitions: `defined_near` 0.3; retrieval only, no LLM).
+`page_score` on top of fusion and of the balanced profile, with ablations (auto without the pack's
+definitions, `defined_near` 0, and without the links among the pages in play, `centrality` 0;
+retrieval only, no LLM).
 Prints a table, writes bench/results/docqa.json (docqa_whole.json with --whole).
 
     uv run python bench/docqa.py [--pack packs/pydocs] [--profiles auto,baseline,balanced,max,graph,routed]
@@ -82,14 +83,15 @@ SPOT_CHECKS = [
 SPOT_ARMS = (
     "fusion",
     "auto",
-    "auto, defined_near 0.3",
+    "auto, defined_near 0",
+    "auto, centrality 0",
     "fusion+lit+pages",
     "  -authority",
     "auto, authority 0.3",
 )
-_DEFINED = {"page_score": {"defined_near": 0.3}}  # page_score with the pack's definitions (dev's best)
 NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
-    ("auto, defined_near 0.3", {"profile": "auto", "options": _DEFINED}),
+    ("auto, defined_near 0", {"profile": "auto", "options": {"page_score": {"defined_near": 0.0}}}),
+    ("auto, centrality 0", {"profile": "auto", "options": {"page_score": {"centrality": 0.0}}}),
     ("fusion+literals", {"profile": "baseline", "enable": [*_FUSION, "literals"]}),
     ("fusion+pages", {"profile": "baseline", "enable": [*_FUSION, "page_score"]}),
     ("fusion+lit+pages", {"profile": "baseline", "enable": [*_FUSION, "literals", "page_score"]}),
@@ -119,10 +121,6 @@ NEW_ARMS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("balanced+lit+pages", {"profile": "balanced", "enable": ["literals", "page_score"]}),
-    (
-        "fusion+lit+pages, defined_near 0.3",
-        {"profile": "baseline", "enable": [*_FUSION, "literals", "page_score"], "options": _DEFINED},
-    ),
 ]
 
 

@@ -4,6 +4,11 @@ over LINKS_TO), fused with the ranking so far by reciprocal rank.
 The centrality side contributes ``weight * (k + 1) / (k + rank)`` (1.0 x weight for the most
 linked article); the ranking so far contributes its min-max scaled score, so a clear lead is kept
 and centrality decides between close candidates.
+
+Candidates page_score placed are left as they are: their scores place each page's passages in
+rounds (a page's first passage, then its second...), so the gaps between pages are divided by the
+number of rounds and the centrality term would outweigh any page's lead. page_score weighs the
+same links among its pages itself (its ``centrality``), at the pages' scale.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Literal
 
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 from wikigr.retrieval.stages.fusion import minmax
+from wikigr.retrieval.stages.page_score import PAGE
 
 
 @dataclass
@@ -33,6 +39,8 @@ class GraphRerankStage(Stage):
             raise Skip("no candidates")
         if state.ctx.pack.manifest.stats.links == 0:  # nothing to ask the store
             raise Skip("the pack has no links between its articles")
+        if any(PAGE in c.scores for c in state.candidates):
+            raise Skip("page_score ranked these pages, with their links among them (its centrality)")
         articles = list(dict.fromkeys(c.article_id for c in state.candidates))
         degree = state.ctx.store.article_degrees(articles, within=self.options.scope == "candidates")
         if not any(degree.values()):

@@ -29,21 +29,35 @@ On documentation a question is answered by a page (the reference of ``str.lower`
 - **the APIs it defines, for a how-to question** (``defined_near``): with the pack's definitions
   (:mod:`wikigr.pack.definitions`: every API its chunks define, embedded as "name: first
   sentence"), the ``defined_top`` (200) nearest the query; a page defining one of them gains
-  ``defined_near`` times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
-  less cosine (a page counts its nearest); off by default (0): on the dev half of bench/docqa.py
-  --whole 0.3 was best, but it moves the short answers of issue 40's questions (on packs/pydocs
-  "How do I compute the SHA-256 of a file?" then leads with ``array.tofile``, not
-  ``hashlib.file_digest``: array.html defines a near API and joins the sources). With it, "How do
-  I pause my program for two seconds?" finds ``time.sleep``'s page first, whose chunks, to vector
-  search, read less like the question than os.html's. Only for a question that asks how to do something (an
-  instruction too: "sort a list by key") or for a code name ("which function ..."); not for one in
-  another language than the documents; a pack without definitions ranks as before. Tried on the
-  dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or
-  200 definitions); the definitions are compared once per question (``QueryState.defined_near``,
-  which the short answer reads too).
+  ``defined_near`` (0.3) times 1 for the page of the nearest, down to 0 at ``defined_spread`` (1.0)
+  less cosine (a page counts its nearest). Alone (``centrality`` 0), it puts ``time.sleep``'s page
+  first for "How do I pause my program for two seconds?", whose chunks, to vector search, read less
+  like the question than os.html's (with the links os.html, more linked, stays first;
+  ``time.sleep`` leads the short answer either way). Only for a question that asks how to do
+  something (an instruction too: "sort a list by key") or for a code name ("which function ...");
+  not for one in another language than the documents; a pack without definitions ranks as before.
+  Tried on the dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3
+  or 1, 50 or 200 definitions); the definitions are compared once per question
+  (``QueryState.defined_near``, which the short answer reads too). It was off while graph_rerank
+  reordered this stage's pages: the short answer to "How do I compute the SHA-256 of a file?" on
+  packs/pydocs then led with a near API (``array.tofile``, ``os.preadv``); with ``centrality``
+  below, with ``hashlib.file_digest`` again.
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
+- **the links among the pages in play** (``centrality``): each page's links (in or out) to the
+  other pages the candidates are on and the top ``pages`` pages, log(1 + their number) / the
+  largest such value, times ``centrality`` (0.2). The pages the others refer to, for this
+  question. graph_rerank weighed the same links after this stage, on its passages' scores; but
+  those place a page's passages in rounds, so the gaps between pages were divided by the number of
+  rounds (20 or more) and its 0.1 outweighed any page's lead: the links decided the order of the
+  top pages. Weighed here, among the page's other signals, a clear lead is kept, and graph_rerank
+  leaves the candidates this stage placed. Chosen on the dev halves of bench/docqa.py (whole docs
+  and packs/pydocs) with ``defined_near`` 0.3: 0.2 to 0.25 best on both (R@1 / R@5 49.7 / 77.5 ->
+  51.3 / 82.1 on the whole docs, 50.5 / 82.1 -> 51.3 / 88.9 on packs/pydocs); the linear form
+  (degree / largest) scored higher on the whole docs but put hubs first: ``os.html`` above
+  ``shutil.html`` for "copy a whole directory tree", and ``hashlib.html`` out of the top pages of
+  the SHA-256 question. The log form keeps 11 of the 12 spot checks of bench/docqa.py (10 before).
 - **the link texts pointing at it**: the words of the query matched against the names of the
   link targets (``dict.keys`` in ``stdtypes.html#dict.keys``, its link texts ``dict.keys()``...):
   exactly, or one a prefix of the other (4 letters at least: "dictionary" names ``dict``,
@@ -128,10 +142,11 @@ class PageScoreOptions:
     definition_words: int = 2  # within a page, a chunk showing a definition whose line and first
     # sentence hold this many of the question's words, most first, comes first (0: off)
     described_pages: int = 3  # the top pages whose every chunk is looked at for such a definition
-    defined_near: float = 0.0  # weight of a page defining one of the APIs nearest a how-to question
-    # (the pack's definitions; see above), 0: off (0.3 chosen on dev, off by default: see above)
+    defined_near: float = 0.3  # weight of a page defining one of the APIs nearest a how-to question
+    # (the pack's definitions; see above), 0: off
     defined_top: int = 200  # ... the pack's definitions nearest the question looked at
     defined_spread: float = 1.0  # ... a page's share: 1 for the nearest, 0 at this much less cosine
+    centrality: float = 0.2  # weight of a page's links among the pages in play (see above), 0: off
 
     def __post_init__(self) -> None:
         if min(self.definition_words, self.described_pages, self.defined_top) < 0:
@@ -153,6 +168,7 @@ class PageScoreOptions:
             "keyword_across",
             "reading_across",
             "defined_near",
+            "centrality",
         ):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
@@ -217,6 +233,24 @@ class PageScoreStage(Stage):
                 found.setdefault(int(index.chunk_page[row]), 1.0 - (near[0][2] - cosine) / o.defined_spread)
         return {page: share for page, share in found.items() if share > 0}, "no definitions in this pack"
 
+    def centrality_of(self, state: QueryState, index: PageIndex, scores: dict[int, float]) -> int:
+        """Add ``centrality`` x each page's share of the links among the pages in play: those the
+        candidates are on and the top ``pages`` by ``scores`` (log(1 + its linked pages among
+        them) / the largest); return how many are linked. Degree as graph_rerank counts it."""
+        page_of = index.page_index
+        ranked = sorted(scores, key=lambda p: (-scores[p], p))[: self.options.pages]
+        chosen = [page_of[c.article_id] for c in state.candidates if c.article_id in page_of]
+        ids = [index.pages[p] for p in dict.fromkeys([*chosen, *ranked])]
+        degree = state.ctx.store.article_degrees(ids, within=True)
+        top = math.log1p(max(degree.values(), default=0))
+        if not top:
+            return 0
+        for article, d in degree.items():
+            if d:
+                page = page_of[article]
+                scores[page] = scores.get(page, 0.0) + self.options.centrality * math.log1p(d) / top
+        return sum(1 for d in degree.values() if d)
+
     def run(self, state: QueryState) -> None:
         o = self.options
         t0 = time.perf_counter()
@@ -249,6 +283,7 @@ class PageScoreStage(Stage):
             page = page_of.get(candidate.article_id)
             if page is not None and page not in scores:
                 scores[page] = 0.0
+        linked = self.centrality_of(state, index, scores) if o.centrality and index.has_links else 0
         ranked = sorted(scores, key=lambda p: (-scores[p], p))
         # The best chunk of each top page that has no candidate yet.
         have = {page_of.get(c.article_id) for c in state.candidates}
@@ -358,6 +393,7 @@ class PageScoreStage(Stage):
             defined=[by_id[c].anchor for c in sorted(defining)] or "no name of the pack's definitions",
             defined_near=[index.urls[p] for p in list(defined)[:3]] or why_not,
             authority="yes" if index.has_links else "no links in this pack",
+            centrality=(linked if index.has_links else "no links") if o.centrality else "off",
             link_targets=len(index.target_page)
             or "no link texts in this pack (a store written before they were kept has none)",
             index_load_ms=round(load_ms, 1),
