@@ -16,7 +16,8 @@ from wikigr.build import build_pack
 from wikigr.errors import UsageError
 from wikigr.retrieval.profiles import make_options
 
-PAGES: dict[str, Any] = {"profile": "baseline", "enable": ["keyword", "page_score"], "llm": None}  # page_score's order
+# page_score's order
+PAGES: dict[str, Any] = {"profile": "baseline", "enable": ["keyword", "page_score"], "llm": None}
 
 
 @pytest.fixture(scope="module")
