@@ -9,15 +9,17 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.errors import UsageError
-from wikigr.pack.definitions import DEFINITIONS_DIR
+from wikigr.pack.definitions import DEFINITIONS_DIR, Definitions
 from wikigr.retrieval.profiles import make_options
 
 PYDOCS = Path(__file__).resolve().parent.parent / "packs" / "pydocs"
 PAUSE = "How do I pause my program for two seconds?"
+EMPTY = np.zeros((4, 384), np.float32)
 PAGES = {"profile": "baseline", "enable": ["keyword", "page_score"], "llm": None}  # page_score's order
 # The weight chosen on bench/docqa.py's dev half (the default), and off; page_score's links among
 # the pages in play (centrality) left out, to see this signal alone: with them os.html, linked
@@ -64,8 +66,27 @@ def test_a_pack_without_definitions_is_ranked_as_before(tmp_path: Path) -> None:
     assert near == "no definitions in this pack"
 
 
+def test_a_pack_whose_definitions_are_no_apis_is_ranked_as_before() -> None:
+    # man pages' definition lines are options and words ("-a", "list", "JOIN"): few names qualified
+    words = Definitions([("c:0:0", "list"), ("c:0:1", "JOIN"), ("c:1:0", "q"), ("c:2:0", "os.sleep")], EMPTY)
+    assert words.qualified == 0.25
+    strict = {"page_score": {**ON["page_score"], "defined_qualified": 0.9}}  # pydocs' 0.65 is under it
+    with KnowledgeGraphAgent(PYDOCS, options=strict, **PAGES) as agent:
+        pages, near = _pages(agent, PAUSE)
+    with KnowledgeGraphAgent(PYDOCS, options=OFF, **PAGES) as agent:
+        assert _pages(agent, PAUSE)[0] == pages
+    assert near == "the pack's definitions are not an API's (65% qualified names)"
+
+
 @pytest.mark.parametrize(
-    "values", [{"defined_near": -0.1}, {"defined_top": -1}, {"defined_spread": 0.0}, {"defined_spread": 3.0}]
+    "values",
+    [
+        {"defined_near": -0.1},
+        {"defined_top": -1},
+        {"defined_spread": 0.0},
+        {"defined_spread": 3.0},
+        {"defined_qualified": -0.1},
+    ],
 )
 def test_the_options_are_checked(values: dict[str, float]) -> None:
     with pytest.raises(UsageError, match=r"defined_\w+ must be"):

@@ -16,6 +16,7 @@ runs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,13 @@ class Definitions:
             return parts[0]
         entries = [entry for part in parts for entry in part.entries]
         return cls(entries, np.concatenate([part.vectors for part in parts]))
+
+    @cached_property
+    def qualified(self) -> float:
+        """The share of the definitions whose name is qualified (``time.sleep``,
+        ``HTTPConnection.set_debuglevel``): about two thirds of an API reference's (the Python docs),
+        a few of a man page's, whose definition lines are its options and words."""
+        return sum("." in name for _, name in self.entries) / len(self.entries) if self.entries else 0.0
 
     def cosines(self, vector: np.ndarray) -> np.ndarray:
         """Each definition's cosine to the unit ``vector``."""

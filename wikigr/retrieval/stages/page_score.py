@@ -35,10 +35,14 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   like the question than os.html's (with the links os.html, more linked, stays first;
   ``time.sleep`` leads the short answer either way). Only for a question that asks how to do
   something (an instruction too: "sort a list by key") or for a code name ("which function ...");
-  not for one in another language than the documents; a pack without definitions ranks as before.
-  Tried on the dev half of bench/docqa.py --whole (``--tune defined``: weight 0 to 0.4, spread 0.3
-  or 1, 50 or 200 definitions); the definitions are compared once per question
-  (``QueryState.defined_near``, which the short answer reads too). It was off while graph_rerank
+  not for one in another language than the documents; a pack without definitions ranks as before,
+  and so does one whose definitions are not an API's: under ``defined_qualified`` (0.3) of their
+  names qualified (``time.sleep``; the Python docs' 0.62, man pages' 0.03, whose definition lines
+  are options and words: there, 0.3 took English questions' dev R@5 from 83.1 to 74.5 with the
+  built-in model, and even the 10 nearest cost 5 points). Tried on the dev half of bench/docqa.py
+  --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or 200 definitions); the
+  definitions are compared once per question (``QueryState.defined_near``, which the short answer
+  reads too). It was off while graph_rerank
   reordered this stage's pages: the short answer to "How do I compute the SHA-256 of a file?" on
   packs/pydocs then led with a near API (``array.tofile``, ``os.preadv``); with ``centrality``
   below, with ``hashlib.file_digest`` again.
@@ -146,6 +150,8 @@ class PageScoreOptions:
     # (the pack's definitions; see above), 0: off
     defined_top: int = 200  # ... the pack's definitions nearest the question looked at
     defined_spread: float = 1.0  # ... a page's share: 1 for the nearest, 0 at this much less cosine
+    defined_qualified: float = 0.3  # ... only in a pack whose definitions are this share qualified
+    # names at least (an API's reference: the Python docs 0.62; man pages' option lines 0.03)
     centrality: float = 0.2  # weight of a page's links among the pages in play (see above), 0: off
 
     def __post_init__(self) -> None:
@@ -168,6 +174,7 @@ class PageScoreOptions:
             "keyword_across",
             "reading_across",
             "defined_near",
+            "defined_qualified",
             "centrality",
         ):
             value = getattr(self, name)
@@ -225,6 +232,10 @@ class PageScoreStage(Stage):
             return {}, "off" if not o.defined_near else "the question is in another language"
         if not (how_to(state.question) or state.asked.asks_code):
             return {}, "not a how-to question"
+        definitions = state.ctx.definitions()
+        if definitions is not None and definitions.qualified < o.defined_qualified:
+            share = f"{definitions.qualified:.0%} qualified names"
+            return {}, f"the pack's definitions are not an API's ({share})"
         near = state.defined_near(o.defined_top, query)
         found: dict[int, float] = {}
         for chunk, _name, cosine in near:
