@@ -42,10 +42,9 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   built-in model, and even the 10 nearest cost 5 points). Tried on the dev half of bench/docqa.py
   --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or 200 definitions); the
   definitions are compared once per question (``QueryState.defined_near``, which the short answer
-  reads too). It was off while graph_rerank
-  reordered this stage's pages: the short answer to "How do I compute the SHA-256 of a file?" on
-  packs/pydocs then led with a near API (``array.tofile``, ``os.preadv``); with ``centrality``
-  below, with ``hashlib.file_digest`` again.
+  reads too). It was off while graph_rerank reordered this stage's pages: the short answer to "How
+  do I compute the SHA-256 of a file?" on packs/pydocs then led with a near API (``array.tofile``,
+  ``os.preadv``); with ``centrality`` below, with ``hashlib.file_digest`` again.
 - **its authority**: log(1 + the number of other pages linking to it) / the largest such value
   over the pack, times ``authority``. The pages everything else refers to (built-in functions and
   types) answer more questions.
