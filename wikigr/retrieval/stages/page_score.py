@@ -38,8 +38,8 @@ On documentation a question is answered by a page (the reference of ``str.lower`
   not for one in another language than the documents; a pack without definitions ranks as before,
   and so does one whose definitions are not an API's: under ``defined_qualified`` (0.3) of their
   names qualified (``time.sleep``; the Python docs' 0.62, man pages' 0.03, whose definition lines
-  are options and words: there, 0.3 took English questions' dev R@5 from 83.1 to 74.5 with the
-  built-in model, and even the 10 nearest cost 5 points). Tried on the dev half of bench/docqa.py
+  are options and words: there it put the pages of such words first for English questions, even
+  with only the 10 nearest definitions). Tried on the dev half of bench/docqa.py
   --whole (``--tune defined``: weight 0 to 0.4, spread 0.3 or 1, 50 or 200 definitions); the
   definitions are compared once per question (``QueryState.defined_near``, which the short answer
   reads too). It was off while graph_rerank reordered this stage's pages: the short answer to "How
