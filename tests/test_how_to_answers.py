@@ -138,6 +138,16 @@ def test_a_how_to_answer_names_the_runners_up_after_also(agent: KnowledgeGraphAg
     assert asserted(result.answer) == lead  # what the answer states: not the list of other APIs
 
 
+def test_a_how_to_answer_gives_one_caveat_then_four_other_apis(agent: KnowledgeGraphAgent) -> None:
+    # the lead, one sentence of what matters (the second of its description would take the words
+    # of the fourth API), then four other APIs: a developer reads more of the ways to do it
+    answer = agent.query("How do I set a socket timeout?").answer
+    lead, _, also = answer.partition(f" {ALSO_API} ")
+    assert len(re.findall(r"\[\d+\]\.", lead)) == 2, answer  # each quoted sentence ends with its citation
+    assert "If a non-zero value is given" in lead and "socket.getdefaulttimeout()" in also, answer
+    assert len(re.findall(r"\[\d+\]", also)) == 4, answer
+
+
 def test_what_the_lead_rules_read() -> None:
     assert how_to("How do I read a CSV file?") and how_to("sort a list by key")
     assert not how_to("Who founded the band?") and not how_to("What does str.join do?")

@@ -50,7 +50,7 @@ _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 VERSION_NOTE = re.compile(  # "Changed in version 3.6: Returned rows are now of type OrderedDict",
     r"(?:New in version|Changed in version|Deprecated since version|Availability:)"  # "Availability: Unix."
 )  # never leads (a signature's "tempfile.mktemp(...): Deprecated since version 2.3: ..." defines it)
-MAX_RUNNERS_UP = 3
+MAX_RUNNERS_UP = 4
 
 
 def api_of(s: Scored) -> str:

@@ -378,7 +378,7 @@ def answer_from(
     return quote(select(definition_first(question, scored), options, passage_words), options)
 
 
-WHAT_MATTERS = 2  # sentences after the API that leads a how-to answer, at most
+WHAT_MATTERS = 1  # sentences after the API that leads a how-to answer, at most
 ALSO_API = "Also:"  # leads the list of the other APIs a how-to answer names
 
 
