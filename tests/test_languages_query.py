@@ -102,6 +102,19 @@ def test_a_russian_question_on_an_english_pack_has_no_missing_words(english: Pat
         assert "This pack never mentions “nginx”." in named.answer
 
 
+def test_a_question_the_packs_model_cannot_read_says_so_and_what_to_do(english: Path, russian: Path) -> None:
+    hint = "This pack's model (all-MiniLM-L6-v2-int8) reads English only, and the question is in Russian"
+    with KnowledgeGraphAgent(english, llm=None) as agent:
+        answer = agent.query("Как установить таймаут сокета?").answer
+        assert answer.startswith(
+            f"{hint}: ask in English, or build the pack with --embedder multilingual."
+        ), answer
+        assert "reads English only" not in agent.query("How do I set a socket timeout?").answer
+    with KnowledgeGraphAgent(russian, llm=None) as agent:  # in the documents' language, or in English
+        for question in ("Как установить таймаут сокета?", "How do I set a socket timeout?"):
+            assert "reads English only" not in agent.query(question).answer
+
+
 def _ran(router: dict[str, Any]) -> set[str]:
     return {s["stage"] for attempt in router["attempts"] for s in attempt["stages"]}
 

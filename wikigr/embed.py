@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from wikigr.models.st_export import Export
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
+ENGLISH_ONLY = frozenset({DEFAULT_EMBEDDER})  # embedders that read English alone (st:, onnx: not known)
 MULTILINGUAL_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME
 ALIASES = {"multilingual": MULTILINGUAL_EMBEDDER}  # another spelling -> the name a pack records
 _MODELS_DIR = Path(__file__).parent / "models"

@@ -10,6 +10,8 @@ import dataclasses
 import re
 from dataclasses import dataclass
 
+from wikigr import lang
+from wikigr.embed import ENGLISH_ONLY
 from wikigr.llm import LLMError
 from wikigr.retrieval.sentence_scores import AnswerOptions, asks_how
 from wikigr.retrieval.short_answer import (
@@ -71,6 +73,19 @@ def keep_valid_citations(answer: str, count: int) -> tuple[str, list[int]]:
     return _CITATION.sub(fix, answer), removed
 
 
+def english_only(state: QueryState) -> str:
+    """For a question in another language than the pack's (English) documents on a pack whose
+    embedder reads English alone: the line that says so and what to do; else "". Its words match
+    no passage and its vector is an English model's reading of them, so what is found is chance."""
+    embedder = state.ctx.pack.manifest.embedder.name
+    if not state.across or state.language == lang.ENGLISH or embedder not in ENGLISH_ONLY:
+        return ""
+    return (
+        f"This pack's model ({embedder}) reads English only, and the question is in "
+        f"{lang.name(state.language)}: ask in English, or build the pack with --embedder multilingual."
+    )
+
+
 def never_mentions(words: list[str], packs: int = 1) -> str:
     """The line that says which of the question's words the pack (or none of the ``packs``)
     mentions."""
@@ -118,8 +133,10 @@ class SynthesizeStage(Stage):
             answer = self.extractive(state, passages, enumerate_style)
             if state.low_confidence:  # far from the question: no list of other names to guess among
                 answer = asserted(answer) or answer
+            other = english_only(state)
             caveat = " ".join(
-                ([LOW_CONFIDENCE] if state.low_confidence else [])
+                ([other] if other else [])
+                + ([LOW_CONFIDENCE] if state.low_confidence else [])
                 + ([never_mentions(state.absent, state.packs)] if state.absent else [])
             )
             state.answer = f"{caveat}\n\n{answer}" if caveat else answer
