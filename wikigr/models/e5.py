@@ -62,8 +62,8 @@ CACHE_KEEP = 2
 TARGET_SHARE = 0.5
 # page_score's weight of a page's mean vector for a question in the documents' language (its
 # ``page_vector``; wikigr.embed.page_vector). e5's cosines of a question with every passage lie in a
-# narrow band (the nearest 300 of a man page pack within ~0.05, MiniLM's within ~0.37), where a
-# page's best passages tell its page less well than MiniLM's do, and its mean says what it is about;
+# narrow band, far narrower than MiniLM's, where a page's best passages tell its page less well than
+# MiniLM's do, and its mean says what it is about;
 # the weight a question across languages gives it (2) took English questions on e5's pack of the dev
 # half of bench/multilingual.py from R@5 77.8 to 81.2 (the built-in model's pack: 83.1).
 PAGE_VECTOR = 2.0

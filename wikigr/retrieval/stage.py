@@ -47,6 +47,9 @@ class Skip(Exception):
     """Raised by a stage that cannot run here (no model, no API key...); the message says why."""
 
 
+PAGE = "page"  # the score page_score gives each passage it places: its page's
+
+
 @dataclass
 class Candidate:
     """A passage under consideration, with the scores the stages gave it."""
@@ -63,6 +66,12 @@ class Candidate:
     scores: dict[str, float] = field(default_factory=dict)  # by signal: vector, keyword, ...
     origin: str = "vector"  # the stage that brought it in
     pack: str = ""  # the pack it comes from, when several packs answer together
+
+    @property
+    def placed_by_page(self) -> bool:
+        """Whether page_score placed it: ranked among its page's passages by the page's score
+        (``scores[PAGE]``), which dedup keeps and graph_rerank leaves as they are."""
+        return PAGE in self.scores
 
     @classmethod
     def from_hit(cls, hit: ChunkHit, signal: str, origin: str | None = None) -> Candidate:

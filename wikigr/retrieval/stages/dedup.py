@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wikigr.retrieval.stage import QueryState, Stage, register
-from wikigr.retrieval.stages.page_score import PAGE
 
 
 @dataclass
@@ -31,7 +30,7 @@ class DedupStage(Stage):
         kept = []
         paged = 0
         for candidate in state.candidates:
-            if PAGE in candidate.scores and self.options.by == "section":
+            if candidate.placed_by_page and self.options.by == "section":
                 kept.append(candidate)
                 paged += 1
                 continue

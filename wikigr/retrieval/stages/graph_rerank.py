@@ -18,7 +18,6 @@ from typing import Literal
 
 from wikigr.retrieval.stage import QueryState, Skip, Stage, register
 from wikigr.retrieval.stages.fusion import minmax
-from wikigr.retrieval.stages.page_score import PAGE
 
 
 @dataclass
@@ -39,7 +38,7 @@ class GraphRerankStage(Stage):
             raise Skip("no candidates")
         if state.ctx.pack.manifest.stats.links == 0:  # nothing to ask the store
             raise Skip("the pack has no links between its articles")
-        if any(PAGE in c.scores for c in state.candidates):
+        if any(c.placed_by_page for c in state.candidates):
             raise Skip("page_score ranked these pages, with their links among them (its centrality)")
         articles = list(dict.fromkeys(c.article_id for c in state.candidates))
         degree = state.ctx.store.article_degrees(articles, within=self.options.scope == "candidates")

@@ -115,9 +115,8 @@ from wikigr.graph.extract import STOP_NAMES
 from wikigr.retrieval.across import fuse, keyword_pages, reading, with_reading
 from wikigr.retrieval.page_index import PageIndex, described_by, name_parts
 from wikigr.retrieval.sentence_scores import how_to
-from wikigr.retrieval.stage import Candidate, QueryState, Skip, Stage, register
+from wikigr.retrieval.stage import PAGE, Candidate, QueryState, Skip, Stage, register
 
-PAGE = "page"  # the score page_score gives each passage it places: its page's (dedup keeps them)
 _WITHIN = 1e-6  # what a page's next passage in the same round loses: it follows, and no other page's
 
 
