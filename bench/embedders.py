@@ -175,7 +175,8 @@ def recall_at_5(
 
 
 def quality(models: list[str]) -> dict[str, Any]:
-    from wikigr.embed import EmbeddingCache, embed_cached, get_embedder
+    from wikigr.embed import get_embedder
+    from wikigr.embed_cache import EmbeddingCache, embed_cached
     from wikigr.home import file_digest, wikigr_home
     from wikigr.models import e5
 

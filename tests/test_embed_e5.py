@@ -20,13 +20,8 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
-from wikigr.embed import (
-    EmbeddingCache,
-    embed_cached,
-    embedder_info,
-    get_embedder,
-    pack_embedder,
-)
+from wikigr.embed import embedder_info, get_embedder, pack_embedder
+from wikigr.embed_cache import EmbeddingCache, embed_cached
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.home import file_digest
 from wikigr.models import e5

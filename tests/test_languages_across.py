@@ -17,6 +17,7 @@ from tests.test_embed_multilingual import multilingual, use_cache  # noqa: F401 
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.build import build_pack
 from wikigr.build.options import BuildOptions
+from wikigr.embed import get_embedder
 from wikigr.models import e5, use
 from wikigr.models.e5_languages import SENTENCES
 from wikigr.retrieval.page_index import PageIndex
@@ -183,3 +184,18 @@ def test_an_english_question_on_english_pages_ranks_as_on_the_built_in_models_pa
         assert "page_vector" not in _page_score(result) and "across" not in _detail(result, "router")
     with KnowledgeGraphAgent(man_pages, llm=None, options={"page_score": {"page_vector": 0.5}}) as agent:
         assert _page_score(agent.query(TWINS[1][1]))["page_vector"] == 0.5
+
+
+def test_a_russian_question_is_read_in_the_documents_words_without_the_english_model(man_pages: Path) -> None:
+    """The glossary's English words take the lexicon's vectors, not the built-in model's: a Russian
+    question on a ``multilingual`` pack loads USE alone (a fresh process starts faster)."""
+    import wikigr.embed
+
+    wikigr.embed._CACHE.pop(use.NAME, None)  # the build loaded both models
+    with KnowledgeGraphAgent(man_pages, llm=None) as agent:
+        result = agent.query(TWINS[1][0])
+    embedder = get_embedder("multilingual")
+    assert isinstance(embedder, use.Multilingual)
+    read_as = _page_score(result)["read_as"]
+    assert isinstance(read_as, list) and "archive" in read_as, read_as
+    assert embedder._use is not None and embedder._minilm is None

@@ -31,7 +31,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -114,14 +114,23 @@ class Multilingual:
     dimension = DIMENSION
     backend = "onnxruntime + numpy"
 
-    def __init__(self, minilm: English) -> None:
+    def __init__(self, minilm: Callable[[], English], minilm_file: Path) -> None:
         from wikigr.home import file_digest
 
-        self.minilm = minilm  # the built-in model (wikigr.embed.OnnxMiniLM)
+        self._load_minilm = minilm  # the built-in model (wikigr.embed.OnnxMiniLM) and its file
+        self._minilm: English | None = None
         self._use: Use | None = None
         self._loading = threading.Lock()
-        both = f"{minilm.digest} {file_digest(_weights_file(_package()))}"
+        both = f"{file_digest(minilm_file)} {file_digest(_weights_file(_package()))}"
         self.digest = hashlib.sha256(both.encode()).hexdigest()
+
+    @property
+    def minilm(self) -> English:
+        """The built-in model, loaded on first use: a Russian question never needs it."""
+        with self._loading:
+            if self._minilm is None:
+                self._minilm = self._load_minilm()
+            return self._minilm
 
     @property
     def use(self) -> Use:
