@@ -91,6 +91,12 @@ def test_a_pack_not_all_english_is_built_multilingual_and_says_so_in_one_line() 
 
 
 def test_a_chosen_embedder_is_kept_and_the_english_model_for_other_languages_is_noted() -> None:
+    name, note = choose_embedder({"uk": 3, "en": 1}, None)  # Ukrainian: not among USE's languages
+    assert name == "multilingual-e5-small-q4" and note == (
+        "note: 3 of 4 documents are not in English (Ukrainian 3, English 1): building with the "
+        "multilingual embedder (--embedder multilingual-e5-small-q4, which reads Ukrainian); "
+        "pass --embedder to choose another"
+    )
     assert choose_embedder({"ru": 5}, MULTILINGUAL) == (MULTILINGUAL, None)
     assert choose_embedder({"ru": 5}, "st:some-model") == ("st:some-model", None)
     assert choose_embedder({"en": 5}, DEFAULT_EMBEDDER) == (DEFAULT_EMBEDDER, None)

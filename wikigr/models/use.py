@@ -43,6 +43,9 @@ from wikigr import lang
 from wikigr.errors import EmbedderUnavailableError
 
 NAME = "multilingual-minilm-use3"
+LANGUAGES = frozenset(
+    {"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th", "tr", "zh"}
+)  # USE multilingual v3's 16 (Chinese twice: simplified and traditional), as wikigr.lang codes
 USE_DIMENSION = 512
 MINILM_DIMENSION = 384
 DIMENSION = MINILM_DIMENSION + USE_DIMENSION
