@@ -178,10 +178,10 @@ class Multilingual:
         out = np.zeros((len(texts), DIMENSION), np.float32)
         if not texts:
             return out
-        english = [lang.ENGLISH if language == lang.ENGLISH else _language(t, language) for t in texts]
+        codes = [_language(text, language) for text in texts]
         documents = {code for code in pack_languages if code != lang.UNKNOWN} or {lang.ENGLISH}
-        minilm = [i for i, code in enumerate(english) if code == lang.ENGLISH and lang.ENGLISH in documents]
-        use = [i for i, code in enumerate(english) if code != lang.ENGLISH or documents != {lang.ENGLISH}]
+        minilm = [i for i, code in enumerate(codes) if code == lang.ENGLISH and lang.ENGLISH in documents]
+        use = [i for i, code in enumerate(codes) if code != lang.ENGLISH or documents != {lang.ENGLISH}]
         if minilm:
             out[minilm, :MINILM_DIMENSION] = self.minilm.embed([texts[i] for i in minilm])
         if use:
