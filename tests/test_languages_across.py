@@ -1,7 +1,8 @@
-"""Questions asked across languages on a ``multilingual`` pack (issue 38): the question's vector is
-moved to the documents' language by the embedder's calibration (wikigr/models/e5_languages.py), and
-``page_score`` weighs each page as a whole (its mean chunk vector). Real e5, offline; the pages are
-made here."""
+"""Questions asked across languages on a ``multilingual`` pack (issue 38): a Russian question on
+English pages is read by the multilingual half of the vectors (wikigr/models/use.py), and
+``page_score`` weighs each page as a whole (its mean chunk vector). The e5 embedder of older packs
+moves such a question to the documents' language by its calibration (wikigr/models/e5_languages.py).
+Real models, offline; the pages are made here."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_e5 import e5_cache, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_multilingual import multilingual, use_cache  # noqa: F401  (fixtures)
 from wikigr.agent import AgentResult, KnowledgeGraphAgent
 from wikigr.build import build_pack
 from wikigr.build.options import BuildOptions
-from wikigr.models import e5
+from wikigr.embed import get_embedder
+from wikigr.models import e5, use
 from wikigr.models.e5_languages import SENTENCES
 from wikigr.retrieval.page_index import PageIndex
 
@@ -126,7 +129,7 @@ def _page_score(result: AgentResult) -> dict[str, object]:
     return next(dict(s.get("detail", {})) for s in stages if s["stage"] == "page_score")
 
 
-def test_a_russian_question_on_english_pages_is_moved_and_finds_its_page(man_pages: Path) -> None:
+def test_a_russian_question_on_english_pages_finds_its_page(man_pages: Path) -> None:
     with KnowledgeGraphAgent(man_pages, llm=None) as agent:
         results = {ru: agent.query(ru) for ru, _ in TWINS}
         english = agent.query(TWINS[0][1])
@@ -134,10 +137,7 @@ def test_a_russian_question_on_english_pages_is_moved_and_finds_its_page(man_pag
         result = results[question]
         assert result.sources[0].url.rsplit("/", 1)[-1].startswith(page), question
         across = _detail(result, "router")["across"]
-        assert across == (
-            "the question is in Russian and the pack in English: matched by meaning "
-            "(the question's vector moved to the side of English)"
-        )
+        assert across == "the question is in Russian and the pack in English: matched by meaning"
         assert _page_score(result)["page_vector"] == 2.0
     assert "across" not in _detail(english, "router")
     assert english.sources[0].url.rsplit("/", 1)[-1].startswith("hostnamectl")
@@ -153,31 +153,49 @@ def test_a_russian_question_on_english_pages_is_moved_and_finds_its_page(man_pag
 def test_page_means_are_the_unit_mean_of_each_pages_chunk_vectors(man_pages: Path) -> None:
     with KnowledgeGraphAgent(man_pages, llm=None) as agent:
         index = PageIndex.of(agent.new_state("tar").ctx)
-    assert index.page_means.shape == (len(index.pages), e5.DIMENSION) and len(index.pages) == len(PAGES)
+    assert index.page_means.shape == (len(index.pages), use.DIMENSION) and len(index.pages) == len(PAGES)
     for page in range(len(index.pages)):
         mean = index.matrix[index.chunk_page == page].mean(axis=0)
         assert np.allclose(index.page_means[page], mean / np.linalg.norm(mean), atol=1e-5)
 
 
-def test_the_embedder_weighs_pages_as_a_whole_for_a_question_in_the_documents_language(
+def test_an_english_question_on_english_pages_ranks_as_on_the_built_in_models_pack(
     man_pages: Path, tmp_path: Path
 ) -> None:
-    """multilingual's cosines lie in a narrow band where a page's best passages tell it less well:
-    an English question on its English pages weighs each page's mean vector too (the embedder's
-    ``page_vector``); the built-in model's pack does not, and ``page_vector`` set wins."""
-    english = TWINS[1][1]
-    with KnowledgeGraphAgent(man_pages, llm=None) as agent:
-        assert _page_score(agent.query(english))["page_vector"] == e5.PAGE_VECTOR == 2.0
-    with KnowledgeGraphAgent(man_pages, llm=None, options={"page_score": {"page_vector": 0.0}}) as agent:
-        assert "page_vector" not in _page_score(agent.query(english))
-    with KnowledgeGraphAgent(man_pages, llm=None, options={"page_score": {"page_vector": 0.5}}) as agent:
-        assert _page_score(agent.query(english))["page_vector"] == 0.5
+    """An English question on the English pages of a ``multilingual`` pack is compared by the
+    built-in model's half alone: the same pages first as on the built-in model's pack;
+    a ``page_vector`` set in the options still weighs the pages' means."""
     docs = tmp_path / "builtin-docs"
     docs.mkdir()
     for name, text in PAGES.items():
         (docs / name).write_text(text, encoding="utf-8")
     build_pack("man", [docs.as_uri()], out=tmp_path / "builtin", options=BuildOptions())
-    with KnowledgeGraphAgent(tmp_path / "builtin", llm=None) as agent:
-        result = agent.query(english)
-    assert result.trace["embedder"] == "all-MiniLM-L6-v2-int8"
-    assert "page_vector" not in _page_score(result)
+    for _, english in TWINS:
+        with KnowledgeGraphAgent(man_pages, llm=None) as agent:
+            result = agent.query(english)
+        with KnowledgeGraphAgent(tmp_path / "builtin", llm=None) as agent:
+            builtin = agent.query(english)
+        assert builtin.trace["embedder"] == "all-MiniLM-L6-v2-int8" and result.trace["embedder"] == use.NAME
+        pages = [
+            list(dict.fromkeys(s.url.rsplit("/", 1)[-1].split("#")[0] for s in r.sources))
+            for r in (result, builtin)
+        ]
+        assert pages[0][:2] == pages[1][:2], english
+        assert "page_vector" not in _page_score(result) and "across" not in _detail(result, "router")
+    with KnowledgeGraphAgent(man_pages, llm=None, options={"page_score": {"page_vector": 0.5}}) as agent:
+        assert _page_score(agent.query(TWINS[1][1]))["page_vector"] == 0.5
+
+
+def test_a_russian_question_is_read_in_the_documents_words_without_the_english_model(man_pages: Path) -> None:
+    """The glossary's English words take the lexicon's vectors, not the built-in model's: a Russian
+    question on a ``multilingual`` pack loads USE alone (a fresh process starts faster)."""
+    import wikigr.embed
+
+    wikigr.embed._CACHE.pop(use.NAME, None)  # the build loaded both models
+    with KnowledgeGraphAgent(man_pages, llm=None) as agent:
+        result = agent.query(TWINS[1][0])
+    embedder = get_embedder("multilingual")
+    assert isinstance(embedder, use.Multilingual)
+    read_as = _page_score(result)["read_as"]
+    assert isinstance(read_as, list) and "archive" in read_as, read_as
+    assert embedder._use is not None and embedder._minilm is None

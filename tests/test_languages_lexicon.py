@@ -12,12 +12,14 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
-from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_e5 import e5_cache, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_multilingual import multilingual, use_cache  # noqa: F401  (fixtures)
 from tests.test_languages_across import _page_score, man_pages  # noqa: F401  (a fixture)
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.build import build_pack
+from wikigr.embed import embed_queries, get_embedder
 from wikigr.errors import InvalidPackError
-from wikigr.models import e5
+from wikigr.models import e5, use
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.pack.lexicon import LEXICON_DIR, WORDS_FILE, Lexicon, lexicon_words
 from wikigr.pack.vectors import VECTORS_FILE
@@ -31,12 +33,12 @@ def _check(pack: Path) -> Check:
 def test_the_build_keeps_the_documents_words_and_a_russian_word_finds_its_english_one(
     man_pages: Path,  # noqa: F811
 ) -> None:
-    lexicon = Lexicon.load(man_pages, e5.DIMENSION)
+    lexicon = Lexicon.load(man_pages, use.DIMENSION)
     assert lexicon is not None
     assert {"hostname", "process", "signal"} <= set(lexicon.words)
     assert lexicon.words == sorted(lexicon.words) and len(set(lexicon.words)) == len(lexicon.words)
     assert np.allclose(np.linalg.norm(lexicon.vectors, axis=1), 1.0, atol=1e-4)
-    nearest = lexicon.nearest(e5.load().embed_queries(["сигнал", "процесс"]), 3)
+    nearest = lexicon.nearest(embed_queries(get_embedder("multilingual"), ["сигнал", "процесс"]), 3)
     assert nearest[0][0][0] == "signal" and nearest[1][0][0] == "process"
     assert all(a[1] >= b[1] for found in nearest for a, b in itertools.pairwise(found))
     assert _check(man_pages).ok
@@ -110,7 +112,7 @@ def test_a_damaged_lexicon_is_named_in_one_line_by_validate_and_by_the_query(
     folder = man_pages / LEXICON_DIR
     damage(folder)  # type: ignore[operator]
     with pytest.raises(InvalidPackError, match=says) as raised:
-        Lexicon.load(man_pages, e5.DIMENSION)
+        Lexicon.load(man_pages, use.DIMENSION)
     assert "\n" not in str(raised.value)
     check = _check(man_pages)
     assert not check.ok and says in check.detail
@@ -126,7 +128,7 @@ def test_a_pack_of_the_built_in_model_has_no_lexicon(tmp_path: Path) -> None:
     build_pack("plain", [docs.as_uri()], out=tmp_path / "pack")
     assert not (tmp_path / "pack" / LEXICON_DIR).exists()
     assert Lexicon.load(tmp_path / "pack", 384) is None
-    assert json.loads((tmp_path / "pack" / "manifest.json").read_text())["embedder"]["name"] != e5.NAME
+    assert json.loads((tmp_path / "pack" / "manifest.json").read_text())["embedder"]["name"] != use.NAME
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_embed_multilingual import e5_cache, multilingual, onnx_e5  # noqa: F401  (fixtures)
+from tests.test_embed_multilingual import multilingual, use_cache  # noqa: F401  (fixtures)
 from tests.test_languages_across import TWINS, _page_score, man_pages  # noqa: F401  (a fixture)
 from wikigr.agent import KnowledgeGraphAgent
 from wikigr.embed import embed_queries

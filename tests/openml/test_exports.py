@@ -225,8 +225,8 @@ class CountingEmbedder:
 
 
 def test_descriptions_embedded_once_are_reused(tmp_path: Path) -> None:
-    from wikigr.embed import EmbeddingCache
-    from wikigr.embed import embed_cached as _embed_texts
+    from wikigr.embed_cache import EmbeddingCache
+    from wikigr.embed_cache import embed_cached as _embed_texts
 
     embedder = CountingEmbedder()
     first = _embed_texts(embedder, ["a", "bb", "a"], EmbeddingCache(tmp_path, embedder))

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from wikigr import lang
-from wikigr.embed import DEFAULT_EMBEDDER
+from wikigr.embed import DEFAULT_EMBEDDER, E5_EMBEDDER
+from wikigr.models.use import LANGUAGES
 
 MULTILINGUAL = "multilingual"
-"""The embedder of packs in other languages than English (wikigr.embed's multilingual-e5-small)."""
+"""The embedder of packs in other languages than English (wikigr/models/use.py); for a language
+USE does not read, e5 (~100 languages, wikigr/models/e5.py)."""
 
 
 def document_language(title: str, sections: Sequence[Mapping[str, Any]]) -> str:
@@ -54,19 +56,22 @@ def choose_embedder(languages: Mapping[str, int], chosen: str | None) -> tuple[s
 
     ``chosen``: the embedder the user chose (``--embedder``, ``$WIKIGR_EMBEDDER``, the Python API),
     kept whatever the languages; None: the built-in English model when every document is English
-    (or undetermined), else the multilingual one. A chosen built-in English model for documents
-    in other languages is noted: questions in those languages will not be understood well."""
+    (or undetermined), else the multilingual one (e5 when a language is not among USE's). A chosen
+    built-in English model for documents in other languages is noted: questions in those languages
+    will not be understood well."""
     total = sum(languages.values())
     others = not_english(languages)
     found = f"{others} of {total} documents are not in English ({_shown(languages)})"
     if chosen is None:
         if not others:
             return DEFAULT_EMBEDDER, None
+        beyond = [lang.name(code) for code in languages if code != lang.UNKNOWN and code not in LANGUAGES]
+        name, why = (E5_EMBEDDER, f", which reads {' and '.join(beyond)}") if beyond else (MULTILINGUAL, "")
         note = (
-            f"note: {found}: building with the multilingual embedder (--embedder {MULTILINGUAL}); "
+            f"note: {found}: building with the multilingual embedder (--embedder {name}{why}); "
             "pass --embedder to choose another"
         )
-        return MULTILINGUAL, note
+        return name, note
     if others and chosen == DEFAULT_EMBEDDER:
         note = (
             f"note: {found}, but the embedder {chosen} is English: questions in other languages "

@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from wikigr import __version__
 from wikigr.build.write import write_support_files
-from wikigr.embed import Embedder, EmbeddingCache, default_embedder_name, embed_cached, get_embedder
+from wikigr.embed import Embedder, default_embedder_name, get_embedder
+from wikigr.embed_cache import EmbeddingCache, embed_cached
 from wikigr.errors import BuildError, UsageError
 from wikigr.home import expand_user, wikigr_home
 from wikigr.openml.exports import ImportReport, import_exports

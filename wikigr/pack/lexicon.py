@@ -13,6 +13,7 @@ size capped, its shape and values checked (:meth:`Lexicon.load`, which ``pack va
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -97,6 +98,11 @@ class Lexicon:
         is wrong with one that is damaged, too large, or not of the pack's embedder's ``dimension``."""
         found = read_vectors_folder(pack / LEXICON_DIR, ITEMS, dimension)
         return None if found is None else cls(*found)
+
+    def row(self, word: str) -> int | None:
+        """The row of ``word`` (the words are sorted), or None when the lexicon does not hold it."""
+        at = bisect.bisect_left(self.words, word)
+        return at if at < len(self.words) and self.words[at] == word else None
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """For each of ``vectors`` (unit rows), its ``k`` nearest words and their cosines, best first."""

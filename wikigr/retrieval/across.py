@@ -107,7 +107,10 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
     languages holds as the words it says (weight 1), each other word (and pair of words) as its
     ``nearest`` lexicon words, weighted by a softmax of their cosines. Latin names in the question
     ("tar", "ssh-keygen") are kept as they are, as tokens at weight 1. The reading's vector sums
-    the vectors of the words found by their weights (a glossary line's words share its weight)."""
+    the lexicon's vectors of the words found by their weights (a glossary line's words share its
+    weight; a word the documents hardly use, not in the lexicon, adds its keyword token alone): no
+    English word is embedded, so a Russian question never loads the ``multilingual`` embedder's
+    English half."""
     target = state.pack_languages[0]
     tokens: dict[str, float] = dict.fromkeys(index.tokens(" ".join(_LATIN.findall(state.question))), 1.0)
     words = question_words(state.question, state.language, index.analysis.stopwords)
@@ -116,13 +119,13 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
     looked_up = [w for w in words if not said.get(w)]
     found: dict[str, float] = {}
     total = np.zeros(lexicon.vectors.shape[1], np.float32)
-    saying = list(dict.fromkeys(word for line in lines for word in line))
-    if looked_up or saying:
-        vectors = embed_queries(state.ctx.embedder, looked_up + saying)
-        vector_of = dict(zip(saying, vectors[len(looked_up) :], strict=True))
+    if looked_up or lines:
+        vectors = embed_queries(state.ctx.embedder, looked_up) if looked_up else lexicon.vectors[:0]
         for line in lines:
             for word in line:
-                total += vector_of[word] / len(line)
+                row = lexicon.row(word.casefold())
+                if row is not None:  # the documents' word: its vector is the lexicon's
+                    total += lexicon.vectors[row] / len(line)
                 found[word] = 1.0
                 for token in index.tokens(word, target):
                     tokens[token] = 1.0

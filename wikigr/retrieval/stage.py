@@ -274,9 +274,9 @@ class QueryState:
         and English; not with ``move_across`` False: the router's option), and :attr:`moved` says so."""
         key = self.question if text is None else text
         if key not in self._vectors:
-            from wikigr.embed import embed_queries, move_queries
+            from wikigr.embed import embed_question, move_queries
 
-            vector = embed_queries(self.ctx.embedder, [key])
+            vector = embed_question(self.ctx.embedder, [key], self.language, self.pack_languages)
             if self.across and self.move_across:
                 source, target = self.language, self.pack_languages[0]
                 moved = move_queries(self.ctx.embedder, vector, source, target)

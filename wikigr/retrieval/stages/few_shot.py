@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from wikigr import schema
-from wikigr.embed import EmbeddingCache, embed_cached
+from wikigr.embed_cache import EmbeddingCache, embed_cached
 from wikigr.home import wikigr_home
 from wikigr.pack import pack as layout
 from wikigr.retrieval.stage import Example, QueryState, Skip, Stage, register
