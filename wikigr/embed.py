@@ -510,6 +510,13 @@ def embed_question(
     return embed_queries(embedder, texts) if embed is None else embed(texts, language, languages)
 
 
+def cosine_scale(embedder: Embedder, vector: np.ndarray) -> float:
+    """What a cosine of the question ``vector`` with a passage is multiplied by to read as its
+    model's own, for thresholds: 1, but sqrt(2) for a ``multilingual`` question that fills one half."""
+    scale: Callable[[np.ndarray], float] | None = getattr(embedder, "cosine_scale", None)
+    return 1.0 if scale is None else float(scale(vector))
+
+
 def move_queries(embedder: Embedder, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
     """Questions asked in ``source`` moved to ``target``'s side where the embedder is calibrated (e5)."""
     move: Callable[[np.ndarray, str, str], np.ndarray] | None = getattr(embedder, "move_queries", None)

@@ -188,6 +188,12 @@ class Multilingual:
         out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
         return out
 
+    def cosine_scale(self, vector: np.ndarray) -> float:
+        """sqrt(2) for a question that fills one half: its cosine with a passage is that half's
+        over sqrt(2) (1 when it fills both)."""
+        halves = int(np.any(vector[:MINILM_DIMENSION])) + int(np.any(vector[MINILM_DIMENSION:]))
+        return float(np.sqrt(2 / halves)) if halves else 1.0
+
     def move_queries(self, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
         """USE places a question near its translation: nothing to move (this says the embedder
         reads across languages: wikigr.pack.lexicon.across_languages)."""

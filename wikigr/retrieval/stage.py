@@ -286,6 +286,13 @@ class QueryState:
             self._vectors[key] = vector[0]
         return self._vectors[key]
 
+    def cosine_scale(self) -> float:
+        """What the question's cosines are multiplied by before a threshold reads them
+        (:func:`wikigr.embed.cosine_scale`: 1 but for a ``multilingual`` question)."""
+        from wikigr.embed import cosine_scale
+
+        return cosine_scale(self.ctx.embedder, self.vector())
+
     def defined_near(self, k: int, text: str | None = None) -> list[tuple[str, str, float]]:
         """The pack's ``k`` definitions nearest ``text`` (default: the question;
         :meth:`Context.definitions`): (chunk id, name, cosine), best first; computed once per text

@@ -110,7 +110,8 @@ class GateStage(Stage):
         if not state.confidence and state.candidates:
             vectors = state.ctx.store.chunk_vectors([c.chunk_id for c in state.candidates[:10]])
             question = state.vector()
-            state.confidence = max((float(v @ question) for v in vectors.values()), default=0.0)
+            scale = state.cosine_scale()
+            state.confidence = max((float(v @ question) * scale for v in vectors.values()), default=0.0)
         state.low_confidence = state.confidence < self.options.threshold
         try:
             index = state.ctx.keyword_index()

@@ -35,7 +35,8 @@ class MultidocStage(Stage):
         if not related:
             raise Skip("the top sources link to no other article of the pack")
         best = self._best_chunks(state, related)
-        chosen = sorted((h for h in best if h.score >= self.options.min_similarity), key=lambda h: -h.score)[
+        least = self.options.min_similarity / state.cosine_scale()
+        chosen = sorted((h for h in best if h.score >= least), key=lambda h: -h.score)[
             : self.options.max_added
         ]
         # Related passages extend the context: they go right after the top_k, best first.

@@ -31,7 +31,7 @@ class VectorStage(Stage):
         for i, query in enumerate(queries):
             hits = store.chunk_details(state.nearest(self.options.candidates, query))
             if i == 0 and hits:
-                state.confidence = max(state.confidence, hits[0].score)
+                state.confidence = max(state.confidence, hits[0].score * state.cosine_scale())
             for hit in hits:
                 known = by_id.get(hit.chunk_id)
                 if known is None:
