@@ -205,8 +205,29 @@ def quality(models: list[str]) -> dict[str, Any]:
                 return {"questions": len(part), "page_R@5": round(100 * sum(part) / max(len(part), 1), 1)}
 
             report[f"{model}_{lang}"] = halves(hits, r5)
+            report[f"{model}_{lang}"]["best_cosine_dev"] = best_cosine_quantiles(vectors, q[: len(q) // 2])
             print(f"{model:24s} {lang}  {json.dumps(report[f'{model}_{lang}'])}", flush=True)
+    builtin, use = report.get(f"{BUILTIN}_en"), report.get(f"{MULTILINGUAL}_ru")
+    if builtin and use:  # how much lower USE's cosines read than the built-in model's, alike found
+        a, b = builtin["best_cosine_dev"], use["best_cosine_dev"]
+        report["use_cosine_ratio_dev"] = {k: round(a[k] / b[k], 3) for k in a}
+        print("built-in (English) over USE (Russian) best cosines:", report["use_cosine_ratio_dev"])
     return report
+
+
+def best_cosine_quantiles(vectors: np.ndarray, q: np.ndarray) -> dict[str, float]:
+    """Quantiles of each question's best cosine with a chunk, in its own model's units: a
+    ``multilingual`` question fills one half of the vector, whose cosine is that half's over
+    sqrt(2) (wikigr/models/use.py)."""
+    from wikigr.models.use import DIMENSION, MINILM_DIMENSION
+
+    best = (q @ vectors.T).max(axis=1)
+    if q.shape[1] == DIMENSION:  # the two halves
+        halves = (np.abs(q[:, :MINILM_DIMENSION]).sum(1) > 0).astype(int) + (
+            np.abs(q[:, MINILM_DIMENSION:]).sum(1) > 0
+        ).astype(int)
+        best = best * np.sqrt(2 / np.maximum(halves, 1))
+    return {f"q{int(p * 100)}": round(float(np.quantile(best, p)), 3) for p in (0.05, 0.1, 0.25, 0.5)}
 
 
 def main() -> None:

@@ -168,6 +168,7 @@ def test_pack_create_with_the_multilingual_embedder_and_query_it(
         code, out_text, err = cli(capsys, "query", str(out), question, "--json", "--top-k", "1")
         assert code == 0, err
         assert json.loads(out_text)["sources"][0]["section"] == "Таймауты", question
+    assert json.loads(out_text)["low_confidence"] is False  # USE's cosine read on the built-in scale
     code, out_text, err = cli(capsys, "pack", "info", str(out), "--json")
     assert code == 0 and json.loads(out_text)["embedder"]["name"] == use.NAME, err
     code, out_text, err = cli(capsys, "pack", "validate", str(out), "--json")

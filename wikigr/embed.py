@@ -511,8 +511,9 @@ def embed_question(
 
 
 def cosine_scale(embedder: Embedder, vector: np.ndarray) -> float:
-    """What a cosine of the question ``vector`` with a passage is multiplied by to read as its
-    model's own, for thresholds: 1, but sqrt(2) for a ``multilingual`` question that fills one half."""
+    """What a cosine of the question ``vector`` with a passage is multiplied by before a threshold
+    reads it: 1, but for a ``multilingual`` question (wikigr/models/use.py: its half's own cosine,
+    USE's on the built-in model's scale)."""
     scale: Callable[[np.ndarray], float] | None = getattr(embedder, "cosine_scale", None)
     return 1.0 if scale is None else float(scale(vector))
 
