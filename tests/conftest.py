@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,19 @@ def pytest_configure(config: pytest.Config) -> None:
 ENGINE_CACHES = ("onnx", "use", "e5")
 
 
+_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if report.when == "call":
+        item.stash[_PASSED] = report.passed
+    return report
+
+
 @pytest.fixture(scope="session")
 def engine_caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The worker's folder of model engines, shared by the tests' homes."""
@@ -91,6 +105,8 @@ def wikigr_home(
     monkeypatch.setenv("WIKIGR_HOME", str(home))
     monkeypatch.setenv("WIKIGR_WORKER", "off")  # no query worker outlives a test (tests/test_worker.py)
     yield home
+    if request.node.stash.get(_PASSED, False):  # a failure's home is kept to look at
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
