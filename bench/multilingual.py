@@ -25,12 +25,17 @@ Parts (`--part`, default all):
   reading searched by keyword but not added to its vector: wikigr before that).
   English questions on these English packs are not across languages, and the arms change nothing
   for them.
+- ``mixed``: a pack of mostly English pages with a few Russian ones (:func:`mixed`): the English
+  man pages with the Russian ones of man_ru in place of their English twins. Both question sets,
+  split by the language of the question's page (``ru/english_pages``: Russian questions whose page
+  is English). A Russian question there is asked across languages as on the English pack (its
+  language is not that of most of the pack's documents).
 - ``startup``: a fresh `wikigr query PACK QUESTION --json` (a Russian question) on each pack,
   alternating (p50 of --runs; bytecode precompiled), as shipped (``worker``: the query worker
   answers after the first question) and each process alone (``alone``: WIKIGR_WORKER=off);
   target: multilingual within 0.2 s of the built-in model.
 
-    uv run python bench/multilingual.py [--part build|recall|startup] [--work DIR] [--runs 9]
+    uv run python bench/multilingual.py [--part build|recall|mixed|startup] [--work DIR] [--runs 9]
                                         [--profiles auto,baseline] [--arms ,vectors,before,unread]
 """
 
@@ -249,6 +254,57 @@ def recall(work: Path, names: list[str], profiles: list[str], arms: list[str]) -
     return found
 
 
+def mixed(work: Path) -> dict[str, Any]:
+    """A pack of mostly English pages with a few Russian ones: the English man pages with each of
+    man_ru's pages in place of its English twin (same file name, so the questions' gold pages are
+    the Russian ones for those commands), built by the console script without ``--embedder`` (the
+    build chooses ``multilingual`` for the Russian pages). R@k of both question sets on it, dev and
+    held-out, each split by the language of the question's page."""
+    from wikigr.agent import KnowledgeGraphAgent
+
+    pages = work / "mixed-pages"
+    subprocess.run(["rm", "-rf", str(pages), str(work / "mixed")], check=True)
+    pages.mkdir()
+    russian = {p.name for p in (DATA / "man_ru").glob("*.md")}
+    for folder in ("man_en", "man_ru"):
+        for page in (DATA / folder).glob("*.md"):
+            (pages / page.name).write_bytes(page.read_bytes())
+    server, base = serve(pages)
+    urls = work / "mixed-urls.txt"
+    urls.write_text("".join(base + p.name + "\n" for p in sorted(pages.glob("*.md"))), encoding="utf-8")
+    env = {**fresh_env(), "WIKIGR_HOME": tempfile.mkdtemp(prefix="ml-mixed-", dir=work)}
+    command = [str(Path(sys.executable).parent / "wikigr"), "pack", "create", "man-mixed"]
+    command += ["--urls", str(urls), "--out", str(work / "mixed"), "--public-url", f"{base}={PUBLIC}"]
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    finally:
+        server.shutdown()
+    if proc.returncode != 0:
+        raise SystemExit(f"build mixed failed: {proc.stderr[-2000:]}")
+    manifest = json.loads((work / "mixed" / "manifest.json").read_text(encoding="utf-8"))
+    found: dict[str, Any] = {
+        "pages": len(list(pages.glob("*.md"))),
+        "russian_pages": sorted(russian),
+        "embedder": manifest["embedder"]["name"],
+        "languages": manifest.get("languages", {}),
+    }
+    with KnowledgeGraphAgent(str(work / "mixed"), llm=None, top_k=10) as agent:
+        for language in ("ru", "en"):
+            rows = questions(language)
+            ranks = {}
+            for q in rows:
+                sources = [s.url for s in agent.query(q["question"]).sources]
+                ranks[q["id"]] = page_rank(sources, set(q["gold_sources"]))
+            for half, part in zip(("dev", "held_out"), split(rows), strict=True):
+                on_ru = [q for q in part if any(g.rsplit("/", 1)[-1] in russian for g in q["gold_sources"])]
+                on_en = [q for q in part if q not in on_ru]
+                for where, chosen in (("english_pages", on_en), ("russian_pages", on_ru)):
+                    key = f"{language}/{where}"
+                    found.setdefault(key, {})[half] = scores([ranks[q["id"]] for q in chosen])
+                    print(f"mixed {key} {half}: {found[key][half]}", file=sys.stderr)
+    return found
+
+
 def startup(work: Path, runs: int) -> dict[str, Any]:
     compile_bytecode()
     home = tempfile.mkdtemp(prefix="ml-startup-", dir=work)
@@ -271,7 +327,7 @@ def startup(work: Path, runs: int) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Russian and English questions over English man pages")
-    parser.add_argument("--part", choices=["build", "recall", "startup", "all"], default="all")
+    parser.add_argument("--part", choices=["build", "recall", "mixed", "startup", "all"], default="all")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "wikigr-multilingual")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--profiles", default="auto")
@@ -284,7 +340,7 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     os.environ.pop("ANTHROPIC_API_KEY", None)
     result: dict[str, Any] = json.loads(args.out.read_text("utf-8")) if args.out.is_file() else {}
-    parts = ["build", "recall", "startup"] if args.part == "all" else [args.part]
+    parts = ["build", "recall", "mixed", "startup"] if args.part == "all" else [args.part]
     for part in parts:
         found = {**header(with_time=True)}
         if part == "build":
@@ -293,6 +349,8 @@ def main() -> int:
             found.update(
                 recall(args.work, args.packs.split(","), args.profiles.split(","), args.arms.split(","))
             )
+        elif part == "mixed":
+            found.update(mixed(args.work))
         else:
             found.update(startup(args.work, args.runs))
         found["load_average_at_end"] = load()

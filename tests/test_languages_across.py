@@ -150,6 +150,33 @@ def test_a_russian_question_on_english_pages_finds_its_page(man_pages: Path) -> 
     assert "page_vector" not in _page_score(before)
 
 
+def test_a_russian_question_on_mostly_english_pages_is_asked_across(
+    multilingual: None,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A few Russian pages among English ones leave a Russian question across languages: read in
+    the documents' words and matched by meaning, not keyword-searched in Russian (which finds the
+    Russian pages alone); the Russian page is still found, by meaning."""
+    russian = (
+        "# Сокеты\n\n## Таймауты\n\nЧтобы задать таймаут сокета, вызовите settimeout с числом "
+        "секунд. Если за это время ответа нет, операция завершается исключением timeout.\n"
+    )
+    pack = build_multilingual(tmp_path, {**PAGES, "sockets-ru.md": russian})
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        assert agent.pack.manifest.language_codes()[:2] == ["en", "ru"]
+        results = {ru: agent.query(ru) for ru, _ in TWINS}
+        sockets = agent.query("Как задать таймаут сокета?")
+    for (question, _), page in zip(TWINS, ["hostnamectl", "tar", "kill"], strict=True):
+        result = results[question]
+        assert result.sources[0].url.rsplit("/", 1)[-1].startswith(page), question
+        assert _detail(result, "router")["across"] == (
+            "the question is in Russian and most of the pack in English: matched by meaning"
+        )
+        assert _page_score(result)["page_vector"] == 2.0
+    pages = list(dict.fromkeys(s.url.rsplit("/", 1)[-1].split("#")[0] for s in sockets.sources))
+    assert "sockets-ru.md" in pages[:3], pages  # the Russian page among the first, by meaning
+
+
 def test_page_means_are_the_unit_mean_of_each_pages_chunk_vectors(man_pages: Path) -> None:
     with KnowledgeGraphAgent(man_pages, llm=None) as agent:
         index = PageIndex.of(agent.new_state("tar").ctx)

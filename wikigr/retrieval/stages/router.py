@@ -23,15 +23,15 @@ whatever the policy, it answers, run once on the query itself (there is nothing 
 escalate to). An OpenML pack's is ``openml``: openml_tools, its tools answer from its runs
 (docs/openml.md).
 
-A question in another language than all the pack's documents (``QueryState.across``: a Russian
-question on English pages; the question's language is told once per query, from its script and the
-pack's languages) shares no words with the passages: each strategy runs without its lexical stages
-(:data:`LEXICAL`: keyword, title_match, pair), as ``NAME_meaning`` (``pages_meaning``: literals,
-vector, page_score; ``hybrid`` is then ``vector``), and attempts are scored by similarity. Its
-vector is moved to the side of the documents' language where the embedder is calibrated for both
-(``move_across``; ``QueryState.vector``), and ``page_score`` weighs each page as a whole. The
-trace's ``across`` says so. A question in one of the pack's languages (English on English) is
-routed as before.
+A question in another language than most of the pack's documents (``QueryState.across``: a Russian
+question on English pages, a few Russian ones among them or not; the question's language is told
+once per query, from its script and the pack's languages) shares no words with most passages: each
+strategy runs without its lexical stages (:data:`LEXICAL`: keyword, title_match, pair), as
+``NAME_meaning`` (``pages_meaning``: literals, vector, page_score; ``hybrid`` is then ``vector``),
+and attempts are scored by similarity. Its vector is moved to the side of the documents' language
+where the embedder is calibrated for both (``move_across``; ``QueryState.vector``), and
+``page_score`` weighs each page as a whole. The trace's ``across`` says so. A question in the
+language of most of the pack's documents (English on English) is routed as before.
 
 Two policies choose the strategies to try. ``auto`` (the ``auto`` profile, the default) looks at
 the pack first. A passage corpus (at most ``passage_chunks`` chunks per article on average, and
@@ -85,7 +85,7 @@ STRATEGIES: dict[str, list[str]] = {
     "pages": ["literals", "vector", "keyword", "title_match", "page_score"],
 }
 LEXICAL = ("keyword", "title_match", "pair")  # the stages that match the question's words with the passages'
-# A question in another language than all the pack's documents is matched by meaning: each
+# A question in another language than most of the pack's documents is matched by meaning: each
 # strategy without its lexical stages (``pages`` → ``pages_meaning``: literals, vector, page_score).
 MEANING: dict[str, str] = {
     name: "vector" if [s for s in stages if s not in LEXICAL] == STRATEGIES["vector"] else f"{name}_meaning"
