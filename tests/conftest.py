@@ -8,9 +8,9 @@ import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,6 +19,7 @@ from tests.httpserver import LocalServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DOCS = FIXTURES / "docs"
+T = TypeVar("T")
 
 _real_connect = socket.socket.connect
 
@@ -91,6 +92,18 @@ def link_engine_caches(home: Path, shared: Path) -> None:
     for name in ENGINE_CACHES:
         (shared / name).mkdir(exist_ok=True)
         (home / "cache" / name).symlink_to(shared / name, target_is_directory=True)
+
+
+def made_engine(
+    tmp_path_factory: pytest.TempPathFactory, shared: Path, kind: str, load: Callable[[], T]
+) -> T:
+    """``load()`` run in a home whose model engines are ``shared``'s (the worker's), so that the
+    engine it makes (cache/KIND) is made once for the tests' homes: what ``load`` returned."""
+    home = tmp_path_factory.mktemp(f"{kind}-home")
+    link_engine_caches(home, shared)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("WIKIGR_HOME", str(home))
+        return load()
 
 
 @pytest.fixture(autouse=True)

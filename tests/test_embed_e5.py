@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
-from tests.conftest import link_engine_caches
+from tests.conftest import made_engine
 from tests.test_embed_multilingual import two_languages
 from wikigr.embed import embedder_info, get_embedder, pack_embedder
 from wikigr.embed_cache import EmbeddingCache, embed_cached
@@ -47,12 +47,7 @@ TEXTS = [
 @pytest.fixture(scope="session")
 def e5_cache(tmp_path_factory: pytest.TempPathFactory, engine_caches: Path) -> Path:
     """The converted model, made once in the worker's model engines (tests/conftest.py)."""
-    home = tmp_path_factory.mktemp("e5-home")
-    link_engine_caches(home, engine_caches)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WIKIGR_HOME", str(home))
-        embedder = e5.load()
-    assert isinstance(embedder, e5.E5Onnx)
+    assert isinstance(made_engine(tmp_path_factory, engine_caches, "e5", e5.load), e5.E5Onnx)
     return engine_caches / "e5"
 
 

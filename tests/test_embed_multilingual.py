@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.cli.test_cli import cli
-from tests.conftest import link_engine_caches
+from tests.conftest import made_engine
 from wikigr.embed import DEFAULT_EMBEDDER, embed_queries, embed_question, embedder_info, get_embedder
 from wikigr.errors import EmbedderUnavailableError
 from wikigr.models import use
@@ -36,11 +36,7 @@ PASSAGES = [
 @pytest.fixture(scope="session")
 def use_cache(tmp_path_factory: pytest.TempPathFactory, engine_caches: Path) -> Path:
     """USE's cache, made once in the worker's model engines (tests/conftest.py)."""
-    home = tmp_path_factory.mktemp("use-home")
-    link_engine_caches(home, engine_caches)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("WIKIGR_HOME", str(home))
-        use.Use()
+    made_engine(tmp_path_factory, engine_caches, "use", use.Use)
     return engine_caches / "use"
 
 
