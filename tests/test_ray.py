@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from wikigr.build import BuildOptions, BuildReport, build_pack
 from wikigr.pack.store import Store
 from wikigr.progress import ProgressEvent
 
+ROOT = Path(__file__).resolve().parent.parent
 MORE = [
     {
         "id": f"garden-{i}",
@@ -58,8 +60,7 @@ def ray_cluster() -> Iterator[Any]:
     connect(RayOptions(num_cpus=2))
     # Under `uv run` (the README's test command) Ray's own hook would ship the working folder, .venv
     # and all (6.6 GB), to every Ray session and start each worker with `uv run`: a local Ray runs
-    # this Python as it is. That hook is read when Ray is imported; a fixture that imported Ray
-    # first left it on.
+    # this Python as it is.
     assert ray.get_runtime_context().runtime_env == {}
     yield ray
     ray.shutdown()
@@ -296,3 +297,27 @@ def test_a_local_ray_that_misses_a_start_up_window_is_started_again_then_one_lin
     assert message.startswith("cannot start or reach Ray (a local Ray): Timed out waiting for file"), done
     assert message.endswith(f"(after {attempts} tries: is the machine very busy?)") and int(attempts) > 1
     assert left == "0"  # no GCS, raylet or helper left running by the failed starts
+
+
+def test_a_local_ray_under_uv_run_ships_nothing_though_ray_was_imported_first(tmp_path: Path) -> None:
+    """Under `uv run` (the README's commands), Ray's own hook would ship the working folder, .venv
+    and all, to a new Ray and start its workers with `uv run`. wikigr turns the hook off for a local
+    Ray; Ray reads that setting once, on import, so a program that imported Ray first still gets it
+    off (wikigr.build.ray._no_uv_run_hook)."""
+    pytest.importorskip("ray", reason="Ray is not installed: uv sync --extra ray")
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed (the README's commands install it)")
+    script = (
+        "import json, ray\n"  # imported before wikigr
+        "from wikigr.build.ray import RayOptions, connect\n"
+        "connect(RayOptions(num_cpus=1))\n"
+        "print(json.dumps(ray.get_runtime_context().runtime_env))\n"
+        "ray.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_ENABLE_UV_RUN_RUNTIME_ENV")}
+    command = [uv, "run", "--no-sync", "--project", str(ROOT), "python", "-c", script]
+    # run from an empty folder: were the hook on, it would ship that folder, not the project's
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {}

@@ -133,6 +133,8 @@ def connect(options: RayOptions) -> Any:
         raise UsageError(INSTALL_HINT) from exc
     if ray.is_initialized():
         return ray
+    if address is None:
+        _no_uv_run_hook()
     kwargs: dict[str, Any] = {
         "address": address,
         "include_dashboard": False,
@@ -154,6 +156,18 @@ def connect(options: RayOptions) -> Any:
                 hint = f" (after {attempt} tries: is the machine very busy?)" if attempt > 1 else ""
                 raise BuildError(f"cannot start or reach Ray ({where}): {_one_line(exc)}{hint}") from exc
         attempt += 1
+
+
+def _no_uv_run_hook() -> None:
+    """Ray's `uv run` hook off for a local Ray, also when Ray was imported before
+    ``RAY_ENABLE_UV_RUN_RUNTIME_ENV`` was set (Ray reads it once, on import). Under `uv run` the hook
+    ships the working folder, ``.venv`` and all, to the new Ray and starts each worker with `uv run`,
+    which may sync (download) an environment of its own: a local Ray runs this very Python."""
+    if os.environ.get("RAY_ENABLE_UV_RUN_RUNTIME_ENV") != "0":
+        return  # the user's own choice
+    constants: Any = importlib.import_module("ray._private.ray_constants")
+    if getattr(constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", False):
+        constants.RAY_ENABLE_UV_RUN_RUNTIME_ENV = False
 
 
 def _timed_out(exc: BaseException) -> bool:
