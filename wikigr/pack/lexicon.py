@@ -13,7 +13,7 @@ size capped, its shape and values checked (:meth:`Lexicon.load`, which ``pack va
 
 from __future__ import annotations
 
-import bisect
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -99,10 +99,14 @@ class Lexicon:
         found = read_vectors_folder(pack / LEXICON_DIR, ITEMS, dimension)
         return None if found is None else cls(*found)
 
+    @functools.cached_property
+    def _rows(self) -> dict[str, int]:
+        return {word: i for i, word in enumerate(self.words)}
+
     def row(self, word: str) -> int | None:
-        """The row of ``word`` (the words are sorted), or None when the lexicon does not hold it."""
-        at = bisect.bisect_left(self.words, word)
-        return at if at < len(self.words) and self.words[at] == word else None
+        """The row of ``word``, or None when the lexicon does not hold it (whatever the words'
+        order in a pack made elsewhere)."""
+        return self._rows.get(word)
 
     def nearest(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """For each of ``vectors`` (unit rows), its ``k`` nearest words and their cosines, best first."""

@@ -129,7 +129,7 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
                 found[word] = 1.0
                 for token in index.tokens(word, target):
                     tokens[token] = 1.0
-        for near in lexicon.nearest_rows(vectors[: len(looked_up)], nearest):
+        for near in lexicon.nearest_rows(vectors, nearest):
             if not near:  # a lexicon of no words
                 continue
             cosines = np.array([cosine for _, cosine in near])
