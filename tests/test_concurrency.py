@@ -89,3 +89,36 @@ def test_an_open_agent_keeps_answering_while_update_swaps_the_pack(tmp_path: Pat
     with KnowledgeGraphAgent(pack, llm=None) as agent:
         assert agent.query("steep green tea leaves").sources[0].title == "Brewing tea"
         assert all(s.title != "Growing tomatoes" for s in agent.query("tomatoes sunlight").sources)
+
+
+# Threads that read .npy headers (numpy parses them with ast.literal_eval) while a garbage
+# collection runs a finalizer written in Python: the race of python/cpython#106905.
+AST_RACE = """
+import ast, gc, sys, threading
+import wikigr  # noqa: F401
+sys.setswitchinterval(1e-6)
+gc.set_threshold(50, 5, 5)
+errors = []
+class Cycle:
+    def __init__(self): self.me = self
+    def __del__(self): sum(range(50))
+def read_headers():
+    try:
+        for _ in range(20000):
+            Cycle()
+            ast.literal_eval("{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 384), }")
+    except SystemError as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=read_headers) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(len(errors))
+"""
+
+
+def test_numpy_headers_read_in_threads_do_not_fail_on_pythons_ast_race() -> None:
+    """Packs are opened and queried in threads (PackSet, wikigr serve), and every .npy header is
+    parsed by ast: importing wikigr serialises ast.parse (wikigr/__init__.py), so the race that
+    fails such parses now and then on CPython 3.11 does not (it does without wikigr)."""
+    done = subprocess.run([sys.executable, "-c", AST_RACE], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.split() == ["0"], done.stderr[-1000:]
