@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from wikigr.retrieval.profiles import PROFILES, resolve_stages
 from wikigr.retrieval.stage import (
     BUILTIN_STAGES,
     STAGES,
+    Candidate,
     QueryState,
     Stage,
     builtin_stages,
@@ -148,6 +150,32 @@ def test_quality_filter_drops_short_passages(pack: Path) -> None:
     )
     assert QualityStage().is_poor(listing) is None
     assert QualityStage().is_poor("Skip to content. Menu. Search the site.") == "boilerplate"
+
+
+def test_a_page_whose_best_passage_is_too_short_keeps_its_place(pack: Path) -> None:
+    """A man page's "curl - transfer a URL" finds its page but is too short to quote: the page's
+    best passage that is not takes its place and score; a page with only short passages goes."""
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        state = agent.new_state("How do I set a timeout on a socket?")
+    base = Candidate("c", "", "a", "A", "https://x/a", "s", "S", "", 0.0)
+
+    def passage(chunk: str, page: str, text: str, score: float) -> Candidate:
+        return dataclasses.replace(base, chunk_id=chunk, article_id=page, text=text, score=score)
+
+    long = "A passage long enough to be quoted in the answer, about curl's options."
+    state.candidates = [
+        passage("curl-name", "curl", "curl - transfer a URL", 0.9),
+        passage("wget-1", "wget", long, 0.8),
+        passage("tiny", "tiny", "ok", 0.7),
+        passage("wget-2", "wget", long, 0.6),
+        passage("curl-options", "curl", long, 0.5),
+        passage("ss-2", "ss", long, 0.45),
+        passage("ss-1", "ss", "ss - dump sockets", 0.4),  # not the page's best: dropped, nothing moves
+    ]
+    QualityStage().run(state)
+    assert [c.chunk_id for c in state.candidates] == ["curl-options", "wget-1", "wget-2", "ss-2"]
+    assert [c.score for c in state.candidates] == [0.9, 0.8, 0.6, 0.45]
+    assert state.notes["quality"]["dropped"] == {"short": 3}
 
 
 def test_gate_flags_questions_the_pack_cannot_answer(pack: Path) -> None:

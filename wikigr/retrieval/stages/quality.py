@@ -4,6 +4,10 @@ Boilerplate is site chrome: navigation, cookie banners, footers. One such phrase
 not enough ("This page is a list of the Buccaneers' draft picks" is content, and so is a passage
 about cookies): a short passage is dropped when it holds two hits of the phrases, or one and
 almost nothing else.
+
+A page does not lose its place to length alone: when a page's best-placed passage is too short
+to quote, the page's best passage that is not takes its place (and its score). A man page's
+"Name" ("curl - transfer a URL") is often the passage that finds its page.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from wikigr.retrieval.stage import QueryState, Stage, register
+from wikigr.retrieval.stage import Candidate, QueryState, Stage, register
 
 BOILERPLATE = [
     "all rights reserved",
@@ -77,14 +81,30 @@ class QualityStage(Stage):
         return None
 
     def run(self, state: QueryState) -> None:
-        kept = []
+        candidates = state.candidates
+        reasons = [self.is_poor(candidate.text) for candidate in candidates]
+        quotable = {_page(c) for c, reason in zip(candidates, reasons, strict=True) if reason is None}
+        placed: list[tuple[int, int, Candidate]] = []
+        vacated: dict[tuple[str, str], int] = {}  # page -> the place of its best passage, too short
+        seen: set[tuple[str, str]] = set()
         dropped: dict[str, int] = {}
-        for candidate in state.candidates:
-            reason = self.is_poor(candidate.text)
+        for n, (candidate, reason) in enumerate(zip(candidates, reasons, strict=True)):
+            page = _page(candidate)
+            if reason == "short" and page not in seen and page in quotable:
+                vacated.setdefault(page, n)  # its place goes to the page's best passage not too short
             if reason is None:
-                kept.append(candidate)
+                place = vacated.pop(page, n)
+                if place < n:
+                    candidate.score = max(candidate.score, candidates[place].score)
+                placed.append((place, n, candidate))
+                seen.add(page)
             else:
                 dropped[reason] = dropped.get(reason, 0) + 1
+        kept = [candidate for _, _, candidate in sorted(placed, key=lambda item: item[:2])]
         if kept:  # never drop everything: poor context beats none
             state.candidates = kept
         state.note(self.name, dropped=dropped)
+
+
+def _page(candidate: Candidate) -> tuple[str, str]:
+    return candidate.pack, candidate.article_id
