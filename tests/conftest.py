@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import shutil
+import signal
 import socket
 import stat
 import tempfile
@@ -54,9 +55,19 @@ def _cache_children_bytecode() -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
 
 
+def _hear_ctrl_c() -> None:
+    """A shell that starts a command in the background without job control (``cmd &`` in a
+    script) starts it with SIGINT ignored, and Python then never raises KeyboardInterrupt, nor do
+    the children it starts: the tests of Ctrl-C failed so. They get Python's own handler back (and
+    the children, the default action, which their Python makes KeyboardInterrupt)."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     _cache_children_bytecode()
+    _hear_ctrl_c()
 
 
 # The model engines wikigr prepares from the installed wheels, in $WIKIGR_HOME/cache: the optimised
