@@ -21,8 +21,8 @@ On documentation a question is answered by a page (the reference of ``str.lower`
 - **its words, for a question in another language** (``keyword_across``): with the pack's lexicon,
   the question's words are read as the documents' nearest words (wikigr/retrieval/across.py), and
   the pages keyword search ranks for them, each by its best chunk, are fused with the ranking by
-  the other signals by reciprocal rank (weight 0.7, k ``keyword_rrf`` 10; the trace's ``read_as``
-  shows the words). The same words' lexicon vectors, summed by their weights, are added to the
+  all the other signals, last, by reciprocal rank (weight 0.7, k ``keyword_rrf`` 10; the trace's
+  ``read_as`` shows the words). The same words' lexicon vectors, summed by their weights, are added to the
   question's vector before the chunks are scored (weight ``reading_across`` 0.6, the trace's
   ``read_vector``): the question as the documents' words say it. Chosen on the dev half of
   bench/multilingual.py.
@@ -281,8 +281,6 @@ class PageScoreStage(Stage):
         read_vector = o.reading_across if read is not None and read.vector is not None else 0.0
         vector = with_reading(state.vector(query), read, read_vector)
         scores, similarity = self.page_scores(index, query, vector, whole)
-        if read is not None and o.keyword_across:  # the pages keyword search finds for those words
-            scores = fuse(scores, keyword_pages(state, index, read), o.keyword_across, o.keyword_rrf)
         defined, why_not = self.defined_pages(state, index, query)  # the APIs nearest a how-to question
         for near_page, share in defined.items():
             scores[near_page] = scores.get(near_page, 0.0) + o.defined_near * share
@@ -293,6 +291,10 @@ class PageScoreStage(Stage):
             if page is not None and page not in scores:
                 scores[page] = 0.0
         linked = self.centrality_of(state, index, scores) if o.centrality and index.has_links else 0
+        # The pages keyword search finds for the words a question in another language is read as,
+        # fused by rank last: the bonuses above are in the scores' own units, not in the fusion's.
+        if read is not None and o.keyword_across:
+            scores = fuse(scores, keyword_pages(state, index, read), o.keyword_across, o.keyword_rrf)
         ranked = sorted(scores, key=lambda p: (-scores[p], p))
         # The best chunk of each top page that has no candidate yet.
         have = {page_of.get(c.article_id) for c in state.candidates}
