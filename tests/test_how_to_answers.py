@@ -15,7 +15,14 @@ from wikigr.build import build_pack
 from wikigr.retrieval.api_lead import differed, discouraged, named_for
 from wikigr.retrieval.api_rank import Closeness, rank_apis
 from wikigr.retrieval.pipeline import run_stages
-from wikigr.retrieval.sentence_scores import AnswerOptions, Scored, factoid_kind, how_to, score_sentences
+from wikigr.retrieval.sentence_scores import (
+    AnswerOptions,
+    Scored,
+    asks_how,
+    factoid_kind,
+    how_to,
+    score_sentences,
+)
 from wikigr.retrieval.short_answer import ALSO, ALSO_API, answer_from, asserted
 from wikigr.retrieval.stage import Candidate, QueryState
 
@@ -155,6 +162,14 @@ def test_what_the_lead_rules_read() -> None:
     assert differed("What is the difference between a list and a tuple?") == ("list", "tuple")
     assert differed("How does os.path differ from pathlib?") == ("os.path", "pathlib")
     assert differed("How do I read a file?") is None
+    # in Russian: "как" and an infinitive; the difference of two things, three ways
+    assert asks_how("Как установить таймаут сокета?") and asks_how("Как мне прочитать CSV-файл?")
+    assert asks_how("Каким образом удалить каталог?") and asks_how("Какой лучший способ сравнить строки?")
+    assert not asks_how("Как работает сборщик мусора?") and not asks_how("Как называется эта функция?")
+    assert differed("В чём разница между re.match и re.search?") == ("re.match", "re.search")
+    assert differed("Чем re.match отличается от re.search?") == ("re.match", "re.search")
+    assert differed("Чем отличается list от tuple?") == ("list", "tuple")
+    assert differed("Чем заняться от скуки?") is None
     assert named_for("collections.Counter", COUNT) == 1  # "count"
     assert named_for("tempfile.TemporaryDirectory", "create a temporary directory") == 1
     assert named_for("tempfile.TemporaryFile", "create a temporary directory") == 0.5

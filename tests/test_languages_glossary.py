@@ -92,3 +92,34 @@ def test_an_english_question_on_russian_pages_is_read_in_their_stemmed_words(tmp
         # words the glossary does not hold are looked up in the lexicon, here of no words: no crash
         assert lexicon.words == [] and agent.query("Purchase tickets for the morning train").sources
     assert result.sources[0].url.rsplit("/", 1)[-1].startswith("%D0%B2")  # ветки.md
+
+
+SOCKET_PAGES = {
+    "socket.md": "# socket\n\n## Socket objects\n\nSockets are available on all modern Unix systems, "
+    "Windows and MacOS, and probably on additional platforms as well.\n\n"
+    "socket.settimeout(value): Set a timeout on blocking socket operations. The value argument can "
+    "be a nonnegative number of seconds, or None.\n\nsocket.setblocking(flag): Set blocking or "
+    "non-blocking mode of the socket.\n\nsocket.close(): Mark the socket closed. Sockets are closed "
+    "automatically when they are garbage-collected.\n",
+    "os.md": "# os\n\n## Interface to the scheduler\n\nThese functions control how a process is "
+    "allocated CPU time by the operating system. They are only available on some Unix platforms.\n\n"
+    "os.sched_yield(): Voluntarily relinquish the CPU.\n\nos.sched_getaffinity(pid): Return the set "
+    "of CPUs the process is restricted to.\n",
+    "time.md": "# time\n\n## Functions\n\ntime.sleep(secs): Suspend execution of the calling thread "
+    "for the given number of seconds.\n\ntime.monotonic(): Return the value of a monotonic clock, in "
+    "fractional seconds.\n",
+}
+
+
+@pytest.mark.usefixtures("multilingual")
+def test_a_russian_how_to_question_is_answered_with_the_sentences_its_reading_names(tmp_path: Path) -> None:
+    """The offline answer weighs the sentences by the question's words: a Russian question's are
+    none of the English pages', so it weighs them by the words it is read as (socket, timeout)."""
+    pack = build_multilingual(tmp_path, SOCKET_PAGES)
+    with KnowledgeGraphAgent(pack, llm=None) as agent:
+        state = agent.new_state("Как установить таймаут сокета?")
+        lexicon = state.ctx.lexicon()
+        assert lexicon is not None and state.across
+        assert {"socket", "timeout"} <= set(read(state, state.ctx.keyword_index(), lexicon).words)
+        answer = agent.query("Как установить таймаут сокета?").answer
+    assert answer.startswith("socket.settimeout(value): Set a timeout on blocking socket operations"), answer

@@ -293,6 +293,49 @@ escape-последовательности экранирование: escape e
 несколько нескольких: several multiple
 вместо: instead
 подготовить: prepare
+сокет сокета сокеты сокетов сокету: socket sockets
+исключение исключения исключений исключением: exception exceptions error
+ошибку ошибкой: error
+словарь словаря словари словарей словарём словарем: dict dictionary mapping
+кортеж кортежа кортежи кортежей: tuple tuples
+множество множества множеств: set sets
+функция функции функций функцию: function functions
+класс класса классы классов: class classes
+экземпляр экземпляра экземпляры: instance instances
+свойство свойства: property attribute
+поток потока потоки потоков: thread threads stream
+многопоточность многопоточный потокобезопасный: threading thread
+очередь очереди очередей: queue queues
+регулярное регулярного регулярные регулярных регулярным: regular regex
+выражение выражения выражений: expression expressions
+итератор итератора итераторы: iterator iterators
+генератор генератора генераторы: generator generators
+декоратор декоратора декораторы: decorator decorators
+асинхронный асинхронная асинхронно асинхронных: asynchronous async asyncio
+корутина корутины корутину сопрограмма сопрограммы: coroutine coroutines
+событие события событий: event events
+цикл цикла циклы циклом: loop
+итерация итерации перебрать перебор перебирать: iterate iteration loop
+срез среза срезы: slice slicing
+глубокая глубокую глубокий: deep
+поверхностная поверхностную: shallow
+закрыть закрывает закрытие: close
+логирование логировать логгер журналирование: logging logger log
+подпроцесс подпроцесса: subprocess process
+юникод юникода: unicode
+целое целого целые целых: integer int
+дробное дробного дробь дроби: float fraction
+округлить округление: round rounding
+случайное случайный случайного случайные: random
+сериализовать сериализация сериализации: serialize serialization dump
+десериализовать разобрать разбор: parse deserialize load
+часовой: time zone timezone
+пояс пояса: zone timezone
+встречается встречаются вхождение вхождения: occurs occurrence count
+дубликаты дубликатов дубликат: duplicates duplicate
+вложенный вложенные вложенных: nested
+аннотация аннотации типов: annotation annotations type hints
+тест теста тесты тестов: test tests unittest
 """
 
 GLOSSARIES: dict[tuple[str, str], str] = {("ru", "en"): RU_EN}

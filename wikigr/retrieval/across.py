@@ -25,7 +25,7 @@ import functools
 import itertools
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -69,6 +69,8 @@ class Reading:
     tokens: dict[str, float]  # keyword token -> weight
     words: list[str]  # the documents' words found, best first
     vector: np.ndarray | None  # the unit sum of their vectors by weight (None: no word looked up)
+    # the tokens of each word of the question (or pair, or Latin name) by weight: its alternatives
+    groups: list[dict[str, float]] = field(default_factory=list)
 
 
 def _fold(word: str) -> str:
@@ -112,7 +114,9 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
     English word is embedded, so a Russian question never loads the ``multilingual`` embedder's
     English half."""
     target = state.pack_languages[0]
-    tokens: dict[str, float] = dict.fromkeys(index.tokens(" ".join(_LATIN.findall(state.question))), 1.0)
+    names = [dict.fromkeys(index.tokens(name), 1.0) for name in _LATIN.findall(state.question)]
+    groups = [group for group in names if group]
+    tokens: dict[str, float] = {token: 1.0 for group in groups for token in group}
     words = question_words(state.question, state.language, index.analysis.stopwords)
     said = {w: said_as(w, state.language, target) for w in words if " " not in w}
     lines = [line for line in said.values() if line]
@@ -122,33 +126,45 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
     if looked_up or lines:
         vectors = embed_queries(state.ctx.embedder, looked_up) if looked_up else lexicon.vectors[:0]
         for line in lines:
+            group: dict[str, float] = {}
             for word in line:
                 row = lexicon.row(word.casefold())
                 if row is not None:  # the documents' word: its vector is the lexicon's
                     total += lexicon.vectors[row] / len(line)
                 found[word] = 1.0
-                for token in index.tokens(word, target):
-                    tokens[token] = 1.0
+                group.update(dict.fromkeys(index.tokens(word, target), 1.0))
+            tokens.update(group)
+            groups.append(group)
         for near in lexicon.nearest_rows(vectors, nearest):
             if not near:  # a lexicon of no words
                 continue
             cosines = np.array([cosine for _, cosine in near])
             weights = np.exp((cosines - cosines.max()) / TEMPERATURE)
             weights /= weights.sum()
+            group = {}
             for (row, _), weight in zip(near, weights.tolist(), strict=True):
                 total += weight * lexicon.vectors[row]
                 word = lexicon.words[row]
                 found[word] = max(found.get(word, 0.0), weight)
                 for token in index.tokens(word, target):
                     tokens[token] = max(tokens.get(token, 0.0), weight)
+                    group[token] = max(group.get(token, 0.0), weight)
+            groups.append(group)
     norm = float(np.linalg.norm(total))
     vector = total / norm if norm > 0 else None
-    return Reading(tokens, sorted(found, key=lambda w: -found[w]), vector)
+    return Reading(tokens, sorted(found, key=lambda w: -found[w]), vector, groups)
 
 
 def reading(state: QueryState) -> Reading | None:
-    """The question read in the documents' words (:func:`read`); None when the pack has no lexicon
-    or no keyword index."""
+    """The question read in the documents' words (:func:`read`), once per query (page_score ranks
+    the pages by it, the offline answer weighs the sentences by it); None when the pack has no
+    lexicon or no keyword index."""
+    if not state.readings:
+        state.readings.append(_reading(state))
+    return state.readings[0]
+
+
+def _reading(state: QueryState) -> Reading | None:
     lexicon = state.ctx.lexicon()
     if lexicon is None:
         return None

@@ -43,7 +43,11 @@ _DEPRECATED = re.compile(r"(?:^|: )Deprecated since version\b")
 _DIFFERENCE = re.compile(
     r"\bdiffer(?:ence|ences)?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+?)\s*\??\s*$"
     r"|^\s*how\s+(?:does|do|is|are)\s+(?P<c>.+?)\s+differ(?:ent)?\s+from\s+(?P<d>.+?)\s*\??\s*$"
-    r"|(?P<e>[\w.]+(?:\(\))?)\s+(?:vs\.?|versus)\s+(?P<f>[\w.]+(?:\(\))?)",
+    r"|(?P<e>[\w.]+(?:\(\))?)\s+(?:vs\.?|versus)\s+(?P<f>[\w.]+(?:\(\))?)"
+    # in Russian: "(В чём) разница между A и B?", "Чем A отличается от B?", "Чем отличается A от B?"
+    r"|\b(?:разниц[аы]|различи[ея]|отличи[ея])\s+между\s+(?P<g>.+?)\s+и\s+(?P<h>.+?)\s*\??\s*$"
+    r"|^\s*чем\s+(?P<i>.+?)\s+отлича(?:ется|ются)\s+от\s+(?P<j>.+?)\s*\??\s*$"
+    r"|^\s*чем\s+отлича(?:ется|ются)\s+(?P<k>.+?)\s+от\s+(?P<l>.+?)\s*\??\s*$",
     re.I,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)

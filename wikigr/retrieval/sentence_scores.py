@@ -49,6 +49,7 @@ from wikigr.graph.extract import CONCEPT, STOP_NAMES, keyword_entities, normaliz
 from wikigr.pack.analyze import Analyzer, language_stopwords
 from wikigr.pack.keyword import KeywordIndex
 from wikigr.question import DATE, NUMBER, Question
+from wikigr.retrieval.across import Reading, reading
 from wikigr.retrieval.candidates import CANDIDATE_FEATURES, DEFAULT_CANDIDATE_WEIGHTS, asked_tokens
 from wikigr.retrieval.sentences import ITEM, TEXT, Unit, split_units
 from wikigr.retrieval.spans import names_in
@@ -195,7 +196,11 @@ def open_question(question: str) -> bool:
 
 _HOW_TO = re.compile(  # "How do I count how many times ...?": the task's words may count things
     r"^\s*(?:how\s+(?:do|does|can|could|should|would|to)\b|what(?:'s|\s+is)\s+the\s+"
-    r"(?:best|right|correct|proper|recommended|easiest|simplest)\s+way\b)",
+    r"(?:best|right|correct|proper|recommended|easiest|simplest)\s+way\b)"
+    # in Russian: "как" (or "каким образом") and a verb's infinitive, "Как (мне) установить ...?";
+    # "какой лучший способ ..."
+    r"|^\s*(?:как|каким\s+образом)\s+(?:(?:мне|можно|лучше|правильно|проще)\s+)*[а-яё]+(?:ть|ти|чь)(?:ся|сь)?\b"
+    r"|^\s*как(?:ой|им)\s+(?:лучший|лучшим|правильный|правильным|простой|простым|самый\s+простой)\s+способ",
     re.I,
 )
 _ASKING = re.compile(
@@ -207,7 +212,7 @@ _ASKING = re.compile(
 
 def asks_how(question: str) -> bool:
     """Whether ``question`` asks how to do something in so many words ("How do I ...?", "What is
-    the best way to ...?")."""
+    the best way to ...?", "Как установить ...?")."""
     return bool(_HOW_TO.search(question))
 
 
@@ -357,6 +362,22 @@ def _bridges(
     return bridges
 
 
+def read_weights(found: Reading, vocabulary: Vocabulary) -> dict[str, float]:
+    """The weights of the words a question in another language is read as (:func:`wikigr.retrieval.
+    across.read`), as a question's own words are weighed (by IDF): of each of its words, the
+    alternatives the pack has share the word's weight ("установить" is read as *install* and *set*;
+    the pack has *set*: it has the word's whole weight; "сокета" as *socket* and *sockets*: half
+    each), so that no word counts twice."""
+    weights: dict[str, float] = {}
+    for group in found.groups:
+        idf = {t: vocabulary.idf(t) for t in group}
+        present = {t: w for t, w in group.items() if idf[t] <= vocabulary.max_idf}  # in a chunk at least
+        share = sum(present.values())
+        for t, w in present.items():
+            weights[t] = max(weights.get(t, 0.0), w / share * idf[t])
+    return weights
+
+
 def sentence_features(state: QueryState, passages: list[Candidate], options: AnswerOptions) -> list[Scored]:
     """Every sentence of the top passages that an answer may quote, with its signals (all but
     ``dense``: see :func:`add_dense`), in passage order."""
@@ -366,7 +387,11 @@ def sentence_features(state: QueryState, passages: list[Candidate], options: Ans
     except Skip:
         index = None
     vocabulary = Vocabulary(index, [c.text for c in top], state.language)
-    question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
+    found = reading(state) if state.across else None
+    if found is not None:  # a question in another language: the documents' words it is read as
+        question_weights = read_weights(found, vocabulary)
+    else:
+        question_weights = {t: vocabulary.idf(t) for t in asked_tokens(vocabulary, state.question)}
     question_entities, per_passage = _entities(state, top)
     bridges = _bridges(
         question_entities, state.question, per_passage, [c.article_id for c in top], vocabulary

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from wikigr.pack.lexicon import Lexicon
     from wikigr.pack.pack import Pack
     from wikigr.pack.reader import ChunkHit, PackStore
+    from wikigr.retrieval.across import Reading
 
 
 class Skip(Exception):
@@ -229,6 +230,7 @@ class QueryState:
     _language: str | None = None  # see language
     # defined_near's, by text: how many were asked for, and those
     _defined: dict[str, tuple[int, list[tuple[str, str, float]]]] = field(default_factory=dict)
+    readings: list[Reading | None] = field(default_factory=list)  # the one of across.reading, once read
     move_across: bool = True  # move the vector of a question asked across languages (see vector)
     moved: str = ""  # how the question's vector was moved across languages (see vector), for the trace
 
