@@ -336,6 +336,13 @@ escape-последовательности экранирование: escape e
 вложенный вложенные вложенных: nested
 аннотация аннотации типов: annotation annotations type hints
 тест теста тесты тестов: test tests unittest
+построчно: line lines
+рабочий рабочая рабочего рабочую: working work
+узнать узнает: get find
+соединить соединяет: join connect
+сгенерировать генерировать генерация: generate
+преобразовать преобразование конвертировать конвертация: convert conversion
+существует существуют существование: exists exist
 """
 
 GLOSSARIES: dict[tuple[str, str], str] = {("ru", "en"): RU_EN}

@@ -116,7 +116,6 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
     target = state.pack_languages[0]
     names = [dict.fromkeys(index.tokens(name), 1.0) for name in _LATIN.findall(state.question)]
     groups = [group for group in names if group]
-    tokens: dict[str, float] = {token: 1.0 for group in groups for token in group}
     words = question_words(state.question, state.language, index.analysis.stopwords)
     said = {w: said_as(w, state.language, target) for w in words if " " not in w}
     lines = [line for line in said.values() if line]
@@ -133,7 +132,6 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
                     total += lexicon.vectors[row] / len(line)
                 found[word] = 1.0
                 group.update(dict.fromkeys(index.tokens(word, target), 1.0))
-            tokens.update(group)
             groups.append(group)
         for near in lexicon.nearest_rows(vectors, nearest):
             if not near:  # a lexicon of no words
@@ -147,9 +145,12 @@ def read(state: QueryState, index: KeywordIndex, lexicon: Lexicon, nearest: int 
                 word = lexicon.words[row]
                 found[word] = max(found.get(word, 0.0), weight)
                 for token in index.tokens(word, target):
-                    tokens[token] = max(tokens.get(token, 0.0), weight)
                     group[token] = max(group.get(token, 0.0), weight)
             groups.append(group)
+    tokens: dict[str, float] = {}
+    for group in groups:
+        for token, weight in group.items():
+            tokens[token] = max(tokens.get(token, 0.0), weight)
     norm = float(np.linalg.norm(total))
     vector = total / norm if norm > 0 else None
     return Reading(tokens, sorted(found, key=lambda w: -found[w]), vector, groups)
