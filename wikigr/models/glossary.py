@@ -72,7 +72,7 @@ RU_EN = """
 подпись подписи подписать: signature sign
 пароль пароля: password
 сообщение сообщения: message
-ошибка ошибки ошибок: error errors
+ошибка ошибки ошибок ошибку ошибкой: error errors
 журнал журнала лог логи: log
 история истории: history
 время времени: time
@@ -201,7 +201,7 @@ RU_EN = """
 назначение: destination
 имя имени: name
 расширение: extension
-тип типа: type
+тип типа типов: type types
 атрибут атрибуты: attributes
 метаданные: metadata
 отметка: timestamp
@@ -295,7 +295,6 @@ escape-последовательности экранирование: escape e
 подготовить: prepare
 сокет сокета сокеты сокетов сокету: socket sockets
 исключение исключения исключений исключением: exception exceptions error
-ошибку ошибкой: error
 словарь словаря словари словарей словарём словарем: dict dictionary mapping
 кортеж кортежа кортежи кортежей: tuple tuples
 множество множества множеств: set sets
@@ -334,7 +333,7 @@ escape-последовательности экранирование: escape e
 встречается встречаются вхождение вхождения: occurs occurrence count
 дубликаты дубликатов дубликат: duplicates duplicate
 вложенный вложенные вложенных: nested
-аннотация аннотации типов: annotation annotations type hints
+аннотация аннотации: annotation annotations type hints
 тест теста тесты тестов: test tests unittest
 построчно: line lines
 рабочий рабочая рабочего рабочую: working work
