@@ -155,21 +155,31 @@ def test_a_how_to_answer_gives_one_caveat_then_four_other_apis(agent: KnowledgeG
     assert len(re.findall(r"\[\d+\]", also)) == 4, answer
 
 
+@pytest.mark.parametrize(
+    ("question", "things"),
+    [
+        ("What is the difference between re.match and re.search?", ("re.match", "re.search")),
+        ("What is the difference between a list and a tuple?", ("list", "tuple")),
+        ("How does os.path differ from pathlib?", ("os.path", "pathlib")),
+        ("How do I read a file?", None),
+        # in Russian, three ways
+        ("В чём разница между re.match и re.search?", ("re.match", "re.search")),
+        ("Чем re.match отличается от re.search?", ("re.match", "re.search")),
+        ("Чем отличается list от tuple?", ("list", "tuple")),
+        ("Чем заняться от скуки?", None),
+    ],
+)
+def test_the_two_things_a_difference_question_asks_of(question: str, things: tuple[str, str] | None) -> None:
+    assert differed(question) == things
+
+
 def test_what_the_lead_rules_read() -> None:
     assert how_to("How do I read a CSV file?") and how_to("sort a list by key")
     assert not how_to("Who founded the band?") and not how_to("What does str.join do?")
-    assert differed("What is the difference between re.match and re.search?") == ("re.match", "re.search")
-    assert differed("What is the difference between a list and a tuple?") == ("list", "tuple")
-    assert differed("How does os.path differ from pathlib?") == ("os.path", "pathlib")
-    assert differed("How do I read a file?") is None
-    # in Russian: "как" and an infinitive; the difference of two things, three ways
+    # in Russian: "как" and an infinitive
     assert asks_how("Как установить таймаут сокета?") and asks_how("Как мне прочитать CSV-файл?")
     assert asks_how("Каким образом удалить каталог?") and asks_how("Какой лучший способ сравнить строки?")
     assert not asks_how("Как работает сборщик мусора?") and not asks_how("Как называется эта функция?")
-    assert differed("В чём разница между re.match и re.search?") == ("re.match", "re.search")
-    assert differed("Чем re.match отличается от re.search?") == ("re.match", "re.search")
-    assert differed("Чем отличается list от tuple?") == ("list", "tuple")
-    assert differed("Чем заняться от скуки?") is None
     assert named_for("collections.Counter", COUNT) == 1  # "count"
     assert named_for("tempfile.TemporaryDirectory", "create a temporary directory") == 1
     assert named_for("tempfile.TemporaryFile", "create a temporary directory") == 0.5
